@@ -1,0 +1,45 @@
+"""Trigger backends and how one is chosen.
+
+``auto`` picks the Messages API when credentials are configured, else the Claude Code CLI when
+``claude`` is on PATH; with neither, :class:`BackendUnavailable` says what to set.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
+from pytest_skilltrigger.settings import Settings
+
+NO_BACKEND = (
+    "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
+    "or install the `claude` CLI (Claude Code)"
+)
+
+
+def make_backend(settings: Settings) -> TriggerBackend:
+    """Create the backend the settings ask for, or raise :class:`BackendUnavailable`."""
+    choice = settings.backend
+    if choice == "auto":
+        from pytest_skilltrigger.backends.anthropic_api import credentials_configured
+
+        if credentials_configured():
+            choice = "anthropic"
+        elif shutil.which(settings.claude_bin or "claude"):
+            choice = "claude-code"
+        else:
+            raise BackendUnavailable(NO_BACKEND)
+    if choice == "anthropic":
+        from pytest_skilltrigger.backends.anthropic_api import DEFAULT_MODEL, AnthropicBackend
+
+        return AnthropicBackend(settings.resolved_model(DEFAULT_MODEL), timeout=settings.timeout)
+    from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend
+
+    return ClaudeCodeBackend(
+        model=settings.model or None,
+        timeout=settings.timeout,
+        claude_bin=settings.claude_bin,
+    )
+
+
+__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "make_backend"]

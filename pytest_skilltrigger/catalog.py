@@ -1,0 +1,99 @@
+"""Finding what to test: skills, their eval sets and their competitors.
+
+A *target* is one skill with its eval set, the description to start from and the sibling
+skills it competes with. Everything is read and checked here, before any run, so bad input
+fails fast with one line and nothing is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_skilltrigger.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.evalset import EvalSet, find_eval_set, load_eval_set
+from pytest_skilltrigger.skill import Skill, discover_skills, read_skill
+
+
+@dataclass(frozen=True)
+class Target:
+    """One skill to test, as everything downstream needs it."""
+
+    skill: Skill
+    eval_set: EvalSet
+    description: str
+    siblings: tuple[ListedSkill, ...]
+    warnings: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.skill.name
+
+    def context(self, description: str | None = None) -> TriggerContext:
+        """The trigger context for the starting description, or another one."""
+        text = self.description if description is None else description
+        return TriggerContext(self.skill.name, text, self.siblings)
+
+
+def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
+    """The other skills in the folder that holds this skill; unreadable ones are skipped."""
+    parent = os.path.dirname(skill.path)
+    listed: list[ListedSkill] = []
+    warnings: list[str] = []
+    for entry in sorted(os.listdir(parent)):
+        folder = os.path.join(parent, entry)
+        if folder == skill.path or not os.path.isfile(os.path.join(folder, "SKILL.md")):
+            continue
+        try:
+            other = read_skill(folder)
+        except InputError as exc:
+            warnings.append(f"{exc} (sibling skipped)")
+            continue
+        listed.append(ListedSkill(other.name, other.description))
+    return tuple(listed), warnings
+
+
+def load_targets(
+    paths: Sequence[str],
+    eval_set: str | None = None,
+    description: str | None = None,
+) -> list[Target]:
+    """Every skill under ``paths`` with its eval set; raises InputError on any bad input.
+
+    ``eval_set`` names the eval file explicitly (only with a single skill); ``description``
+    replaces the file's description as the starting point.
+    """
+    skills: list[Skill] = []
+    seen: set[str] = set()
+    for path in paths:
+        for skill in discover_skills(path):
+            if skill.skill_md not in seen:
+                seen.add(skill.skill_md)
+                skills.append(skill)
+    if eval_set is not None and len(skills) != 1:
+        raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
+    if description is not None and not description.strip():
+        raise InputError("--skill-description", "must not be empty")
+    targets = []
+    for skill in skills:
+        found = eval_set if eval_set is not None else find_eval_set(skill.path)
+        if found is None:
+            raise InputError(
+                skill.path,
+                "no eval set found (looked for evals/trigger-eval.json and the other usual "
+                "names); name one with --eval-set",
+            )
+        evals = load_eval_set(found)
+        siblings, sibling_warnings = _siblings(skill)
+        targets.append(
+            Target(
+                skill=skill,
+                eval_set=evals,
+                description=description if description is not None else skill.description,
+                siblings=siblings,
+                warnings=tuple(skill.warnings) + tuple(sibling_warnings),
+            )
+        )
+    return targets

@@ -1,0 +1,26 @@
+"""Errors the engine raises for bad input.
+
+Every problem with something the user wrote (an eval file, a SKILL.md, an option) is an
+``InputError`` whose message is one line naming the file (and entry) and the problem. The
+pytest layer turns it into a usage error without a traceback, before anything is written.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class InputError(Exception):
+    """Bad user input: the message is a single line, ``<file>: <problem>``."""
+
+    def __init__(self, where: str | os.PathLike[str] | None, problem: str) -> None:
+        self.where = os.fspath(where) if where is not None else None
+        self.problem = " ".join(problem.split())
+        super().__init__(f"{self.where}: {self.problem}" if self.where else self.problem)
+
+
+class BackendFatalError(Exception):
+    """A backend failure that no retry will fix (bad credentials, unknown model).
+
+    It stops the whole session at its first occurrence instead of erroring every item.
+    """

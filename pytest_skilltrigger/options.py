@@ -1,0 +1,180 @@
+"""Command-line options and ini keys, and turning them into engine settings.
+
+Every option that makes sense in a project file is also an ini key of the same name with
+dashes as underscores (``--runs-per-query`` -> ``runs_per_query``); the command line wins.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.settings import BACKENDS, MODEL_ENV, Settings
+from pytest_skilltrigger.store import CACHE_MODES
+
+GROUP = "skilltrigger"
+
+# (option, ini key or None, type, default, help)
+OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
+    (
+        "--skill-path",
+        None,
+        "append",
+        None,
+        "a skill folder (holding SKILL.md) or a folder of skill folders; repeatable",
+    ),
+    ("--eval-set", None, "path", None, "the eval set file (default: found in the skill folder)"),
+    (
+        "--skill-description",
+        None,
+        "str",
+        None,
+        "test this description instead of the one in SKILL.md",
+    ),
+    ("--runs-per-query", "runs_per_query", "int", 3, "runs per query (default 3)"),
+    (
+        "--trigger-threshold",
+        "trigger_threshold",
+        "float",
+        0.5,
+        "trigger rate that counts as triggered (default 0.5)",
+    ),
+    ("--trigger-timeout", "trigger_timeout", "float", 30.0, "seconds per run (default 30)"),
+    (
+        "--trigger-backend",
+        "trigger_backend",
+        "choice",
+        "auto",
+        "auto | anthropic | claude-code (default auto)",
+    ),
+    (
+        "--trigger-model",
+        "trigger_model",
+        "str",
+        None,
+        f"model id (default: ${MODEL_ENV}, else claude-opus-5-5 for the API)",
+    ),
+    (
+        "--trigger-concurrency",
+        "trigger_concurrency",
+        "int",
+        None,
+        "runs in flight per process (default 10 for the API, CPU count for claude-code)",
+    ),
+    ("--trigger-json", "trigger_json", "path", None, "write the results as JSON here"),
+    (
+        "--no-early-stop",
+        None,
+        "flag",
+        False,
+        "always make every run (default: stop once the verdict cannot change)",
+    ),
+    (
+        "--trigger-cache",
+        "trigger_cache",
+        "choice",
+        "use",
+        "use | refresh | off: reuse stored runs, only store new ones, or neither",
+    ),
+    (
+        "--trigger-store",
+        "trigger_store",
+        "path",
+        None,
+        "SQLite result store (default: inside .pytest_cache)",
+    ),
+    (
+        "--trigger-budget-usd",
+        "trigger_budget_usd",
+        "float",
+        None,
+        "stop making calls once the session would cost more than this (estimate)",
+    ),
+    (
+        "--trigger-prices",
+        "trigger_prices",
+        "path",
+        None,
+        "JSON file of model prices per million tokens, overriding the built-in table",
+    ),
+    ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
+]
+
+
+def add_options(parser: pytest.Parser) -> None:
+    """Register the options and their ini keys."""
+    group = parser.getgroup(GROUP, "skill trigger tests")
+    for flag, ini, kind, _default, help_text in OPTIONS:
+        dest = flag.lstrip("-").replace("-", "_")
+        kwargs: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
+        if kind == "append":
+            kwargs["action"] = "append"
+        elif kind == "flag":
+            kwargs["action"] = "store_true"
+            kwargs["default"] = False
+        elif kind == "choice":
+            kwargs["choices"] = BACKENDS if flag == "--trigger-backend" else CACHE_MODES
+        group.addoption(flag, **kwargs)
+        if ini:
+            parser.addini(ini, help_text, default=None)
+    parser.addini(
+        "skill_paths", "skill folders collected with the normal test run", type="paths", default=[]
+    )
+
+
+def _raw(config: pytest.Config, flag: str) -> Any:
+    """The option's value: command line, else ini key, else the default."""
+    for name, ini, _kind, default, _help in OPTIONS:
+        if name == flag:
+            value = config.getoption(flag.lstrip("-").replace("-", "_"))
+            if value is None and ini:
+                value = config.getini(ini)
+            return default if value in (None, "") else value
+    raise KeyError(flag)
+
+
+def _number(config: pytest.Config, flag: str, cast: type) -> Any:
+    value = _raw(config, flag)
+    if value is None:
+        return None
+    try:
+        return cast(value)
+    except (TypeError, ValueError):
+        raise InputError(flag, f"must be a number, got {value!r}") from None
+
+
+def settings_from_config(config: pytest.Config, default_store: str | None) -> Settings:
+    """Build and validate the engine settings; InputError names the bad option."""
+    return Settings(
+        runs_per_query=_number(config, "--runs-per-query", int),
+        threshold=_number(config, "--trigger-threshold", float),
+        timeout=_number(config, "--trigger-timeout", float),
+        backend=str(_raw(config, "--trigger-backend")),
+        model=_raw(config, "--trigger-model"),
+        concurrency=_number(config, "--trigger-concurrency", int),
+        curtail=not config.getoption("no_early_stop"),
+        cache_mode=str(_raw(config, "--trigger-cache")),
+        store_path=_path(config, "--trigger-store") or default_store,
+        budget_usd=_number(config, "--trigger-budget-usd", float),
+        prices_path=_path(config, "--trigger-prices"),
+        claude_bin=_raw(config, "--claude-bin"),
+    ).validated()
+
+
+def _path(config: pytest.Config, flag: str) -> str | None:
+    value = _raw(config, flag)
+    return os.path.abspath(str(value)) if value else None
+
+
+def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
+    """(paths from --skill-path, paths from the ``skill_paths`` ini key), absolute."""
+    given = [os.path.abspath(p) for p in config.getoption("skill_path") or []]
+    ini = [os.path.abspath(str(p)) for p in config.getini("skill_paths") or []]
+    return given, ini
+
+
+def json_path(config: pytest.Config) -> str | None:
+    return _path(config, "--trigger-json")

@@ -1,0 +1,190 @@
+"""What one run and one sampled query produced, as plain values.
+
+These records cross process boundaries (xdist reports, the SQLite store, the JSON report), so
+each has ``to_dict`` / ``from_dict`` using only JSON-able builtins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Status = Literal["triggered", "not_triggered", "error"]
+
+TOKEN_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage of one or more calls; added up for items, skills and the session."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(*(getattr(self, k) + getattr(other, k) for k in TOKEN_KEYS))
+
+    def to_dict(self) -> dict[str, int]:
+        return {k: int(getattr(self, k)) for k in TOKEN_KEYS}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> Usage:
+        data = data or {}
+        return cls(*(int(data.get(k) or 0) for k in TOKEN_KEYS))
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """The result of asking the model once.
+
+    ``chosen`` says what the model did first: ``skill:<name>``, ``tool:<Name>`` or ``text``
+    (``None`` when the run failed). An error is never a miss: ``status == "error"`` carries the
+    message and is kept apart from triggered / not_triggered everywhere.
+    """
+
+    status: Status
+    chosen: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    request_id: str | None = None
+    fatal: bool = False
+    from_store: bool = False
+
+    @property
+    def triggered(self) -> bool:
+        return self.status == "triggered"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "chosen": self.chosen,
+            "usage": self.usage.to_dict(),
+            "error": self.error,
+            "request_id": self.request_id,
+            "fatal": self.fatal,
+            "from_store": self.from_store,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunOutcome:
+        return cls(
+            status=data["status"],
+            chosen=data.get("chosen"),
+            usage=Usage.from_dict(data.get("usage")),
+            error=data.get("error"),
+            request_id=data.get("request_id"),
+            fatal=bool(data.get("fatal")),
+            from_store=bool(data.get("from_store")),
+        )
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """All runs of one eval entry against one description, and its verdict.
+
+    ``runs`` counts the runs actually made (fewer than asked when early stopping decided);
+    ``error`` is set when any run failed, in which case there is no verdict.
+    """
+
+    query: str
+    should_trigger: bool
+    runs_asked: int
+    threshold: float
+    outcomes: tuple[RunOutcome, ...]
+    skipped: str | None = None
+
+    @property
+    def runs(self) -> int:
+        return sum(1 for o in self.outcomes if o.status != "error")
+
+    @property
+    def triggers(self) -> int:
+        return sum(1 for o in self.outcomes if o.triggered)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for o in self.outcomes if o.status == "error")
+
+    @property
+    def error(self) -> str | None:
+        for o in self.outcomes:
+            if o.status == "error":
+                return o.error or "unknown error"
+        return None
+
+    @property
+    def trigger_rate(self) -> float:
+        return self.triggers / self.runs if self.runs else 0.0
+
+    @property
+    def passed(self) -> bool | None:
+        """The verdict, or None when the query errored or was skipped."""
+        if self.errors or self.skipped or not self.runs:
+            return None
+        from pytest_skilltrigger.verdict import passes
+
+        return passes(self.should_trigger, self.trigger_rate, self.threshold)
+
+    @property
+    def chosen(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.chosen:
+                counts[o.chosen] = counts.get(o.chosen, 0) + 1
+        return counts
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for o in self.outcomes:
+            if not o.from_store:
+                total = total + o.usage
+        return total
+
+    @property
+    def calls(self) -> int:
+        """API calls this result cost now (stored runs are free)."""
+        return sum(1 for o in self.outcomes if not o.from_store)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "should_trigger": self.should_trigger,
+            "runs_asked": self.runs_asked,
+            "threshold": self.threshold,
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "skipped": self.skipped,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QueryResult:
+        return cls(
+            query=data["query"],
+            should_trigger=bool(data["should_trigger"]),
+            runs_asked=int(data["runs_asked"]),
+            threshold=float(data["threshold"]),
+            outcomes=tuple(RunOutcome.from_dict(o) for o in data["outcomes"]),
+            skipped=data.get("skipped"),
+        )
+
+    def summary_row(self) -> dict[str, Any]:
+        """The per-query row of the JSON report (the reference tool's keys plus ours)."""
+        return {
+            "query": self.query,
+            "should_trigger": self.should_trigger,
+            "trigger_rate": round(self.trigger_rate, 4),
+            "triggers": self.triggers,
+            "runs": self.runs,
+            "pass": self.passed,
+            "errors": self.errors,
+            "error": self.error,
+            "skipped": self.skipped,
+            "chosen": self.chosen,
+        }

@@ -1,0 +1,76 @@
+"""The pytest hooks of pytest-skilltrigger. Each one only delegates to the runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger import options
+from pytest_skilltrigger.runtime import PluginRuntime, is_worker, runtime_of
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+class RuntimeHooks:
+    """Hooks that receive no ``config``: registered per configured runtime."""
+
+    def __init__(self, runtime: PluginRuntime) -> None:
+        self.runtime = runtime
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.runtime.log_report(report)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    runtime = PluginRuntime.configure(config)
+    config.pluginmanager.register(RuntimeHooks(runtime), "skilltrigger-runtime")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    hooks = config.pluginmanager.get_plugin("skilltrigger-runtime")
+    if hooks is not None:
+        config.pluginmanager.unregister(hooks)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    runtime = runtime_of(config)
+    return runtime.header_lines() if runtime else []
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
+    runtime = runtime_of(parent.config)
+    return runtime.collect_file(file_path, parent) if runtime else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    runtime = runtime_of(session.config)
+    if runtime and not is_worker(session.config) and not session.config.option.collectonly:
+        runtime.prefetch(session.items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    runtime = runtime_of(item.config)
+    if runtime:
+        runtime.make_report(item, report)
+    return report
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    runtime = runtime_of(session.config)
+    if runtime:
+        runtime.finish()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    runtime = runtime_of(config)
+    if runtime:
+        runtime.terminal_summary(terminalreporter)

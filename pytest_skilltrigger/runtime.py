@@ -1,0 +1,254 @@
+"""The plugin's state for one pytest process, and the work behind each hook.
+
+``plugin.py`` only forwards hooks here. This module is the one place that knows both pytest
+and the engine: it loads targets at configure time (bad input becomes a usage error before
+anything runs), feeds items' queries to the sampler ahead of time so many runs are in flight,
+turns results into plain values on reports, and on the controller gathers them into the JSON
+report and the terminal summary.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger import options
+from pytest_skilltrigger.catalog import Target, load_targets
+from pytest_skilltrigger.context import TriggerContext
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.items import SkillFile, TriggerItem
+from pytest_skilltrigger.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.report_json import build_report, write_report
+from pytest_skilltrigger.report_terminal import summary_lines
+from pytest_skilltrigger.session import TriggerSession
+from pytest_skilltrigger.summary import SessionResults
+
+RUNTIME_KEY = pytest.StashKey["PluginRuntime"]()
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+class PluginRuntime:
+    """Everything the hooks of one process share."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.worker = is_worker(config)
+        given, ini = options.skill_paths(config)
+        self.given_paths = given
+        self.ini_paths = ini
+        cache = getattr(config, "cache", None)
+        default_store = None
+        if cache is not None:
+            default_store = os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")
+        self.settings = options.settings_from_config(config, default_store)
+        self.targets: list[Target] = []
+        if given or ini:
+            self.targets = load_targets(
+                given + [p for p in ini if p not in given],
+                eval_set=config.getoption("eval_set"),
+                description=config.getoption("skill_description"),
+            )
+        self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
+        self.session: TriggerSession | None = None
+        self.results = SessionResults(order=[t.skill.skill_md for t in self.targets])
+        self.fresh_recorded = 0
+        self._submitted: dict[str, Future[QueryResult]] = {}
+
+    # -- configure ---------------------------------------------------------------------
+    @classmethod
+    def configure(cls, config: pytest.Config) -> PluginRuntime:
+        config.addinivalue_line(
+            "markers", "skill_trigger: a skill trigger test (pytest-skilltrigger)"
+        )
+        try:
+            runtime = cls(config)
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        config.stash[RUNTIME_KEY] = runtime
+        runtime._adjust_args()
+        return runtime
+
+    def _adjust_args(self) -> None:
+        """Make pytest collect the skills: only them for a bare ``--skill-path`` run."""
+        if not self.given_paths:
+            return
+        from _pytest.config import Config
+
+        explicit = self.config.args_source == Config.ArgsSource.ARGS
+        args = list(self.config.args) if explicit else []
+        for path in self.given_paths:
+            if path not in args:
+                args.append(path)
+        self.config.args[:] = args
+
+    def start_session(self) -> None:
+        """Create the engine session lazily: only when there are trigger items to run."""
+        if self.session is None:
+            self.session = TriggerSession(self.settings, write_store=not self.worker)
+
+    # -- collection --------------------------------------------------------------------
+    def collect_file(self, file_path: Any, parent: pytest.Collector) -> SkillFile | None:
+        target = self.by_skill_md.get(os.path.abspath(str(file_path)))
+        if target is None:
+            return None
+        node = SkillFile.from_parent(parent, path=file_path)
+        node.target = target
+        node.runtime = self
+        return node
+
+    # -- running -----------------------------------------------------------------------
+    def prefetch(self, items: list[pytest.Item]) -> None:
+        """Submit the queries of these items so they run concurrently ahead of the items."""
+        trigger_items = [i for i in items if isinstance(i, TriggerItem)]
+        if not trigger_items:
+            return
+        self.start_session()
+        assert self.session is not None
+        if self.session.unavailable:
+            return
+        for item in trigger_items:
+            if item.nodeid not in self._submitted:
+                self._submitted[item.nodeid] = self.session.submit(
+                    item.target.context(), item.entry
+                )
+
+    def result_for(self, item: TriggerItem) -> QueryResult:
+        """Wait for the item's result (submitting it and its queued followers if needed)."""
+        self.prefetch([item, *upcoming_items(item)])
+        assert self.session is not None
+        if self.session.unavailable:
+            pytest.skip(self.session.unavailable)
+        result = self._submitted[item.nodeid].result()
+        sampler = self.session.sampler
+        if sampler is not None and sampler.fatal:
+            item.session.shouldstop = f"stopping: {sampler.fatal}"
+        return result
+
+    def make_report(self, item: pytest.Item, report: pytest.TestReport) -> None:
+        """Put the item's numbers on its report as plain values (they cross xdist)."""
+        if not isinstance(item, TriggerItem) or item.result is None:
+            return
+        if report.when != "call" and not (report.when == "setup" and not report.passed):
+            return
+        result = item.result
+        report.user_properties.extend(
+            [
+                ("trigger_rate", round(result.trigger_rate, 4)),
+                ("triggers", result.triggers),
+                ("runs", result.runs),
+                ("chosen", dict(result.chosen)),
+            ]
+        )
+        assert self.session is not None
+        target = item.target
+        report.skilltrigger = {  # type: ignore[attr-defined]
+            "skill_name": target.name,
+            "skill_path": target.skill.path,
+            "skill_md": target.skill.skill_md,
+            "description": target.description,
+            "eval_path": target.eval_set.path,
+            "index": item.entry.index,
+            "extra": item.entry.extra,
+            "context_key": self.session.sampler.context_key(target.context())
+            if self.session.sampler
+            else None,
+            "result": result.to_dict(),
+        }
+
+    def log_report(self, report: pytest.TestReport) -> None:
+        """Controller side: gather records; store the runs workers made."""
+        record = getattr(report, "skilltrigger", None)
+        if record is None or self.worker:
+            return
+        self.results.add(record)
+        if getattr(report, "node", None) is None:
+            return  # made in this process: the sampler stored its runs already
+        self.start_session()
+        assert self.session is not None
+        store = self.session.store
+        if store is None or not record.get("context_key") or self.session.backend is None:
+            return
+        result = QueryResult.from_dict(record["result"])
+        self.fresh_recorded += store.record(
+            self.session.backend.name,
+            self.session.backend.model or "",
+            record["context_key"],
+            result.query,
+            [o for o in result.outcomes if isinstance(o, RunOutcome)],
+        )
+
+    # -- end of session ----------------------------------------------------------------
+    def finish(self) -> None:
+        """Controller: write the JSON report. Everyone: stop the sampler."""
+        if not self.worker and self.targets:
+            path = options.json_path(self.config)
+            if path:
+                write_report(path, self.build_report())
+        if self.session is not None:
+            self.session.close(wait=False)
+
+    def build_report(self, extra_by_skill: dict[str, dict[str, Any]] | None = None) -> dict:
+        session = self.session
+        return build_report(
+            self.results,
+            backend=session.backend_name if session else None,
+            model=session.model if session else None,
+            runs_per_query=self.settings.runs_per_query,
+            threshold=self.settings.threshold,
+            extra_by_skill=extra_by_skill,
+            prices=session.prices if session else None,
+        )
+
+    def header_lines(self) -> list[str]:
+        if not self.targets:
+            return []
+        lines = [
+            f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
+            f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}"
+        ]
+        for target in self.targets:
+            lines.extend(f"skilltrigger warning: {w}" for w in target.warnings)
+        return lines
+
+    def terminal_summary(self, reporter: Any) -> None:
+        if self.worker or not self.results.skills:
+            return
+        session = self.session
+        reporter.write_sep("=", "skill trigger summary")
+        for line in summary_lines(
+            self.results,
+            model=session.model if session else None,
+            prices=session.prices if session else None,
+        ):
+            reporter.write_line(line)
+
+
+def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
+    """Items this process will run next, so their runs can start now.
+
+    In a plain run that is every item after this one. Under xdist it is the worker's queue of
+    assigned items, which xdist keeps on its worker plugin (read under its lock).
+    """
+    session = item.session
+    if not is_worker(item.config):
+        return []  # plain runs prefetch everything at the start of the run loop
+    for plugin in item.config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if queue is not None and hasattr(queue, "lock"):
+            with queue.lock() as pending:
+                indices = [i for i in pending if isinstance(i, int)]
+            return [session.items[i] for i in indices if i < len(session.items)]
+    return []
+
+
+def runtime_of(config: pytest.Config) -> PluginRuntime | None:
+    return config.stash.get(RUNTIME_KEY, None)
+
+
+__all__ = ["PluginRuntime", "TriggerContext", "runtime_of"]

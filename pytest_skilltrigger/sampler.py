@@ -1,0 +1,220 @@
+"""Sampling queries: many runs in flight, exact early stopping, stored runs reused.
+
+Every run of the session goes through one :class:`Sampler`: a thread pool of
+``concurrency`` workers calling the backend. A query is sampled in waves: each wave is the
+number of further runs that can be made before its verdict could first become certain
+(:func:`~pytest_skilltrigger.verdict.runs_still_needed`), so no call is wasted and the verdict
+is exactly the one all runs would give. Stored runs for an unchanged context count first. The
+same (context, query) asked twice shares one sampling, so prefetching and items never pay twice.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+from pytest_skilltrigger.backends.base import TriggerBackend
+from pytest_skilltrigger.context import TriggerContext
+from pytest_skilltrigger.cost import CostGuard
+from pytest_skilltrigger.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.store import ResultStore
+from pytest_skilltrigger.verdict import runs_still_needed
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """How each query is sampled: runs per query, threshold, early stopping."""
+
+    runs: int = 3
+    threshold: float = 0.5
+    curtail: bool = True
+
+
+class _Query:
+    """The mutable sampling state of one query; guarded by the sampler's lock."""
+
+    def __init__(
+        self,
+        context: TriggerContext,
+        key: str,
+        query: str,
+        should_trigger: bool,
+        plan: SamplingPlan,
+        future: Future[QueryResult],
+    ) -> None:
+        self.context = context
+        self.key = key
+        self.query = query
+        self.should_trigger = should_trigger
+        self.plan = plan
+        self.future = future
+        self.outcomes: list[RunOutcome] = []
+        self.pending = 0
+        self.skipped: str | None = None
+
+    def next_wave(self) -> int:
+        if any(o.status == "error" for o in self.outcomes) or self.skipped:
+            return 0
+        triggers = sum(1 for o in self.outcomes if o.triggered)
+        misses = len(self.outcomes) - triggers
+        if not self.plan.curtail:
+            return max(0, self.plan.runs - len(self.outcomes))
+        return runs_still_needed(triggers, misses, self.plan.runs, self.plan.threshold)
+
+    def result(self) -> QueryResult:
+        return QueryResult(
+            query=self.query,
+            should_trigger=self.should_trigger,
+            runs_asked=self.plan.runs,
+            threshold=self.plan.threshold,
+            outcomes=tuple(self.outcomes),
+            skipped=self.skipped,
+        )
+
+
+class Sampler:
+    """Runs queries against one backend with bounded concurrency.
+
+    ``store`` and ``cache_mode`` decide whether stored runs are read (``use``) and whether new
+    runs are written (``use``/``refresh``, and only when ``write_store`` is true: xdist workers
+    hand their runs to the controller instead). ``guard`` enforces the cost budget. After a
+    fatal error (bad key, unknown model) no further call is made.
+    """
+
+    def __init__(
+        self,
+        backend: TriggerBackend,
+        *,
+        concurrency: int = 8,
+        store: ResultStore | None = None,
+        cache_mode: str = "use",
+        write_store: bool = True,
+        guard: CostGuard | None = None,
+        on_result: Callable[[TriggerContext, QueryResult], None] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.store = store if cache_mode != "off" else None
+        self.cache_mode = cache_mode
+        self.write_store = write_store
+        self.guard = guard
+        self.on_result = on_result
+        self.fatal: str | None = None
+        self.calls = 0
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(1, concurrency), thread_name_prefix="skilltrigger"
+        )
+        self._lock = threading.Lock()
+        self._queries: dict[tuple[str, str, int, float, bool], Future[QueryResult]] = {}
+        self._keys: dict[TriggerContext, str] = {}
+        self._closed = False
+
+    def context_key(self, context: TriggerContext) -> str:
+        with self._lock:
+            key = self._keys.get(context)
+        if key is None:
+            key = self.backend.context_key(context)
+            with self._lock:
+                self._keys[context] = key
+        return key
+
+    def submit(
+        self, context: TriggerContext, query: str, should_trigger: bool, plan: SamplingPlan
+    ) -> Future[QueryResult]:
+        """Start sampling one query (or join the sampling already under way)."""
+        key = self.context_key(context)
+        ident = (key, query, plan.runs, plan.threshold, plan.curtail)
+        with self._lock:
+            existing = self._queries.get(ident)
+            if existing is not None:
+                return existing
+            future: Future[QueryResult] = Future()
+            self._queries[ident] = future
+        state = _Query(context, key, query, should_trigger, plan, future)
+        if self.store is not None and self.cache_mode == "use":
+            state.outcomes.extend(self.store.lookup(key, query, plan.runs))
+        with self._lock:
+            done = self._advance(state)
+        if done:
+            self._finish(state)
+        return future
+
+    def evaluate(
+        self, context: TriggerContext, entries: Sequence[tuple[str, bool]], plan: SamplingPlan
+    ) -> list[QueryResult]:
+        """Sample every (query, should_trigger) concurrently; results in the given order."""
+        futures = [self.submit(context, q, s, plan) for q, s in entries]
+        return [f.result() for f in futures]
+
+    def _advance(self, state: _Query) -> bool:
+        """Issue the next wave; True when the query is done. Call with the lock held."""
+        if state.pending:
+            return False
+        wave = state.next_wave()
+        if wave == 0:
+            return True
+        if self._closed:
+            state.skipped = state.skipped or "interrupted"
+            return True
+        for _ in range(wave):
+            state.pending += 1
+            self._pool.submit(self._run_one, state)
+        return False
+
+    def _finish(self, state: _Query) -> None:
+        result = state.result()
+        if self.store is not None and self.write_store:
+            self.store.record(
+                self.backend.name, self.backend.model, state.key, state.query, result.outcomes
+            )
+        if self.on_result is not None:
+            self.on_result(state.context, result)
+        state.future.set_result(result)
+
+    def _run_one(self, state: _Query) -> None:
+        outcome: RunOutcome | None = None
+        reserved = 0.0
+        if self.fatal:
+            outcome = RunOutcome("error", error=self.fatal, fatal=True)
+        elif self.guard is not None:
+            allowed = self.guard.reserve()
+            if allowed is None:
+                with self._lock:
+                    state.skipped = (
+                        f"cost budget of ${self.guard.budget_usd:.2f} reached; no new calls"
+                    )
+                    state.pending -= 1
+                    done = self._advance(state)
+                if done:
+                    self._finish(state)
+                return
+            reserved = allowed
+        if outcome is None:
+            try:
+                outcome = self.backend.run(state.context, state.query)
+            except Exception as exc:  # a backend bug must not hang the item
+                outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                self.calls += 1
+            if self.guard is not None:
+                self.guard.settle(reserved, outcome.usage)
+            if outcome.fatal and not self.fatal:
+                self.fatal = outcome.error or "fatal backend error"
+        with self._lock:
+            state.outcomes.append(outcome)
+            state.pending -= 1
+            try:
+                done = self._advance(state)
+            except RuntimeError:  # the pool was shut down under us (interrupted session)
+                state.skipped = state.skipped or "interrupted"
+                done = True
+        if done:
+            self._finish(state)
+
+    def close(self, wait: bool = True) -> None:
+        """Stop accepting work; with ``wait=False`` abandon queued runs (Ctrl-C)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._pool.shutdown(wait=wait, cancel_futures=not wait)

@@ -1,0 +1,56 @@
+"""The settings of a trigger-testing session, validated once, independent of pytest.
+
+The pytest layer fills this from options and ini keys; a library user builds it directly.
+Every bad value is an :class:`InputError` naming the option, raised before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.store import CACHE_MODES
+
+BACKENDS = ("auto", "anthropic", "claude-code")
+MODEL_ENV = "SKILLTRIGGER_MODEL"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Defaults match the reference workflow: 3 runs, threshold 0.5, 30 s a run."""
+
+    runs_per_query: int = 3
+    threshold: float = 0.5
+    timeout: float = 30.0
+    backend: str = "auto"
+    model: str | None = None
+    concurrency: int | None = None
+    curtail: bool = True
+    cache_mode: str = "use"
+    store_path: str | None = None
+    budget_usd: float | None = None
+    prices_path: str | None = None
+    claude_bin: str | None = None
+
+    def validated(self) -> Settings:
+        """Return self, or raise InputError naming the option that is out of range."""
+        if self.runs_per_query < 1:
+            raise InputError("--runs-per-query", f"must be at least 1, got {self.runs_per_query}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise InputError("--trigger-threshold", f"must be within 0..1, got {self.threshold}")
+        if self.timeout <= 0:
+            raise InputError("--trigger-timeout", f"must be positive, got {self.timeout}")
+        if self.backend not in BACKENDS:
+            raise InputError("--trigger-backend", f"must be one of {', '.join(BACKENDS)}")
+        if self.concurrency is not None and self.concurrency < 1:
+            raise InputError("--trigger-concurrency", f"must be at least 1, got {self.concurrency}")
+        if self.cache_mode not in CACHE_MODES:
+            raise InputError("--trigger-cache", f"must be one of {', '.join(CACHE_MODES)}")
+        if self.budget_usd is not None and self.budget_usd < 0:
+            raise InputError("--trigger-budget-usd", f"must not be negative, got {self.budget_usd}")
+        return self
+
+    def resolved_model(self, default: str) -> str:
+        """The model id: the option, else ``SKILLTRIGGER_MODEL``, else the backend's default."""
+        return self.model or os.environ.get(MODEL_ENV) or default

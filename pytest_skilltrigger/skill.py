@@ -1,0 +1,395 @@
+"""Reading and validating Agent Skills (a folder holding ``SKILL.md``).
+
+The frontmatter is read as YAML reads it (``yaml.safe_load``), because the old line-based
+reader kept backslash escapes, left stray quotes and joined block scalars with spaces: the
+description we test must be the one Claude sees. Files in the wild that are not valid YAML
+(typically a plain description containing ``": "``) are still loaded by Claude Code, so they are
+read leniently with a warning instead of being rejected.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from pytest_skilltrigger.errors import InputError
+
+SKILL_FILE = "SKILL.md"
+MAX_DESCRIPTION = 1024
+MAX_NAME = 64
+ALLOWED_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
+_NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_BOM = "\ufeff"
+# A top-level ``key:`` line, as read leniently (optionally quoted key).
+_KEY_LINE_RE = re.compile(
+    r"""^(?P<q>["']?)(?P<key>[A-Za-z0-9_][\w.-]*)(?P=q)[ \t]*:(?:[ \t]+(?P<rest>.*))?$"""
+)
+_BLOCK_HEADER_RE = re.compile(r"^(?P<kind>[|>])[+-]?[1-9]?[+-]?(?:[ \t]+#.*)?$")
+
+
+@dataclass(frozen=True)
+class Skill:
+    """One skill as found on disk.
+
+    ``raw`` keeps the exact bytes read so that a later rewrite can refuse to overwrite a file
+    the user edited in the meantime.
+    """
+
+    name: str
+    description: str
+    path: str
+    skill_md: str
+    frontmatter: dict
+    body: str
+    warnings: tuple[str, ...]
+    raw: bytes
+
+
+@dataclass(frozen=True)
+class FrontmatterSpan:
+    """Character offsets of the frontmatter inside a decoded SKILL.md text.
+
+    Shared with the rewriter so that reading and rewriting agree on where the YAML is.
+    ``start`` is the first character after the opening ``---`` line, ``end`` the first
+    character of the closing ``---`` line and ``body_start`` the first character after it.
+    """
+
+    start: int
+    end: int
+    body_start: int
+
+
+@dataclass(frozen=True)
+class ParsedYaml:
+    """The mapping read from frontmatter text, and whether strict YAML could read it."""
+
+    mapping: dict
+    strict: bool
+    warnings: tuple[str, ...]
+
+
+def _is_marker(line: str) -> bool:
+    """True for a ``---`` document-marker line (trailing blanks and line end tolerated)."""
+    return line.rstrip("\r\n").rstrip(" \t") == "---"
+
+
+def locate_frontmatter(text: str, where: str) -> FrontmatterSpan:
+    """Find the frontmatter between the opening and closing ``---`` lines.
+
+    Only a BOM may precede the opening line: Claude Code does not look further, so neither do
+    we. Lines are split on ``\\n`` only so that CRLF files keep their ``\\r`` inside the line.
+    """
+    pos = 1 if text.startswith(_BOM) else 0
+    first_end = text.find("\n", pos)
+    first = text[pos:] if first_end < 0 else text[pos : first_end + 1]
+    if not _is_marker(first):
+        raise InputError(where, "does not start with a '---' frontmatter line")
+    if first_end < 0:
+        raise InputError(where, "frontmatter is not closed by a '---' line")
+    start = first_end + 1
+    line_start = start
+    while line_start < len(text):
+        nl = text.find("\n", line_start)
+        line_end = len(text) if nl < 0 else nl + 1
+        if _is_marker(text[line_start:line_end]):
+            return FrontmatterSpan(start, line_start, line_end)
+        line_start = line_end
+    raise InputError(where, "frontmatter is not closed by a '---' line")
+
+
+def _yaml_problem(exc: BaseException, line_offset: int) -> str:
+    """A one-line summary of a YAML error, with the line number in the whole file."""
+    lines = str(exc).splitlines()
+    problem = getattr(exc, "problem", None) or (lines[0] if lines else "")
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        problem = f"{problem} at line {mark.line + 1 + line_offset}"
+    return problem or type(exc).__name__
+
+
+def _strict_load(fm: str) -> Any:
+    """``yaml.safe_load``; any failure (YAML error, bad date, deep nesting) propagates."""
+    return yaml.safe_load(fm)
+
+
+def _split_chunks(fm: str) -> list[tuple[int, list[str]]]:
+    """Split frontmatter into top-level entries: (offset in ``fm``, key line + its lines).
+
+    A line starting in column 0 (a key, a comment, anything) ends the previous entry, as it
+    does in YAML for every scalar style used at the top level of a mapping. Lines are kept
+    verbatim (a CRLF file keeps its ``\\r``) so the rewriter can compute offsets from them.
+    """
+    chunks: list[tuple[int, list[str]]] = []
+    current: list[str] | None = None
+    offset = 0
+    for line in fm.split("\n"):
+        line_start = offset
+        offset += len(line) + 1
+        bare = line.rstrip("\r")
+        if bare.strip(" \t") == "" or bare[:1] in (" ", "\t"):
+            if current is not None:
+                current.append(line)
+            continue
+        current = None
+        if bare.startswith("#"):
+            continue
+        current = [line]
+        chunks.append((line_start, current))
+    return chunks
+
+
+def _fold_plain(rest: str, continuation: list[str]) -> str:
+    """Join a plain scalar's lines as YAML does: single spaces, blank lines become ``\\n``."""
+    value = rest
+    blanks = 0
+    for line in continuation:
+        piece = line.strip(" \t\r")
+        if not piece:
+            blanks += 1
+            continue
+        if value:
+            value += "\n" * blanks if blanks else " "
+        value += piece
+        blanks = 0
+    return value
+
+
+def _lenient_value(rest: str, continuation: list[str]) -> str:
+    """Read a value by lines when YAML cannot: rest of the line, quotes and blocks handled."""
+    header = _BLOCK_HEADER_RE.match(rest)
+    if header:
+        lines = [line.rstrip("\r") for line in continuation]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        indents = [len(line) - len(line.lstrip(" ")) for line in lines if line.strip()]
+        cut = min(indents) if indents else 0
+        content = [line[cut:] for line in lines]
+        if header.group("kind") == "|":
+            return "\n".join(content)
+        return _fold_plain("", content)
+    value = _fold_plain(rest.strip(" \t\r"), continuation)
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        try:
+            loaded = yaml.safe_load(value)
+        except Exception:  # any failure means "just strip the quotes"
+            loaded = None
+        value = loaded if isinstance(loaded, str) else value[1:-1]
+    return value
+
+
+def _lenient_load(fm: str) -> dict:
+    """Read each top-level entry on its own; fall back to lines for name and description.
+
+    Entries that are valid YAML by themselves (nested ``metadata``, lists) keep their real
+    values; only the broken ones are read by lines, and only ``name``/``description`` matter
+    enough to guess at.
+    """
+    mapping: dict = {}
+    for _, chunk in _split_chunks(fm):
+        text = "\n".join(chunk) + "\n"
+        try:
+            loaded = yaml.safe_load(text)
+        except Exception:  # fall through to the line reading
+            loaded = None
+        if isinstance(loaded, dict):
+            mapping.update(loaded)
+            continue
+        match = _KEY_LINE_RE.match(chunk[0].rstrip("\r"))
+        if match and match.group("key") in ("name", "description"):
+            mapping[match.group("key")] = _lenient_value(match.group("rest") or "", chunk[1:])
+    return mapping
+
+
+def read_yaml_mapping(fm: str, where: str, line_offset: int = 1) -> ParsedYaml:
+    """Read frontmatter text strictly, or leniently with a warning when strict YAML fails.
+
+    ``line_offset`` is the number of file lines before ``fm`` (the opening ``---``), so that
+    the warning points at the right line of SKILL.md.
+    """
+    try:
+        loaded = _strict_load(fm)
+    except Exception as exc:  # YAML, date and recursion errors alike
+        mapping = _lenient_load(fm)
+        if not mapping:
+            raise InputError(
+                where, f"frontmatter is not readable YAML ({_yaml_problem(exc, line_offset)})"
+            ) from None
+        warning = (
+            f"{where}: frontmatter is not valid YAML ({_yaml_problem(exc, line_offset)}); "
+            "read leniently"
+        )
+        return ParsedYaml(mapping, False, (warning,))
+    if loaded is None:
+        return ParsedYaml({}, True, ())
+    if isinstance(loaded, dict):
+        return ParsedYaml(loaded, True, ())
+    mapping = _lenient_load(fm)
+    if not mapping:
+        raise InputError(
+            where, f"frontmatter is not a YAML mapping (it reads as {type(loaded).__name__})"
+        )
+    warning = f"{where}: frontmatter is not a YAML mapping; read leniently"
+    return ParsedYaml(mapping, False, (warning,))
+
+
+def parse_frontmatter(text: str, where: str) -> tuple[dict, str, list[str]]:
+    """Split a decoded SKILL.md into (frontmatter mapping, body, warnings).
+
+    Raises InputError when there is no frontmatter or it cannot be read even leniently.
+    Whether ``description`` is present is checked by :func:`read_skill`.
+    """
+    span = locate_frontmatter(text, where)
+    parsed = read_yaml_mapping(text[span.start : span.end], where)
+    return dict(parsed.mapping), text[span.body_start :], list(parsed.warnings)
+
+
+def decode_skill_md(raw: bytes, where: str) -> str:
+    """Decode SKILL.md bytes as UTF-8, keeping a BOM as ``\\ufeff`` so bytes round-trip."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            where, f"is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+
+
+def _name_from(frontmatter: dict, folder_name: str, where: str) -> tuple[str, list[str]]:
+    """The skill's name; the folder name (with a warning) when the frontmatter has none."""
+    value = frontmatter.get("name")
+    if value is None or value == "":
+        return folder_name, [f"{where}: no 'name' in frontmatter; using the folder name"]
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(where, f"'name' must be a string, not {type(value).__name__}")
+    if not isinstance(value, str):
+        return str(value), [f"{where}: 'name' reads as a {type(value).__name__}, used as text"]
+    return value, []
+
+
+def read_skill(folder: str | os.PathLike[str]) -> Skill:
+    """Read the skill in ``folder`` (which must hold SKILL.md) and validate it.
+
+    Rule violations are warnings (the skill is tested as it is); only what makes the skill
+    unusable (no file, no frontmatter, no description) is an InputError.
+    """
+    path = os.path.abspath(os.fspath(folder))
+    skill_md = os.path.join(path, SKILL_FILE)
+    if not os.path.isdir(path):
+        raise InputError(path, "skill folder does not exist")
+    if not os.path.isfile(skill_md):
+        raise InputError(skill_md, "not found (a skill folder must hold SKILL.md)")
+    try:
+        with open(skill_md, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise InputError(skill_md, f"cannot be read ({exc.strerror or exc})") from None
+    text = decode_skill_md(raw, skill_md)
+    frontmatter, body, warnings = parse_frontmatter(text, skill_md)
+    description = frontmatter.get("description")
+    if description is None:
+        raise InputError(skill_md, "frontmatter has no 'description'")
+    if not isinstance(description, str):
+        raise InputError(
+            skill_md, f"'description' must be a string, not {type(description).__name__}"
+        )
+    if not description.strip():
+        raise InputError(skill_md, "'description' is empty")
+    name, name_warnings = _name_from(frontmatter, os.path.basename(path), skill_md)
+    skill = Skill(
+        name=name,
+        description=description,
+        path=path,
+        skill_md=skill_md,
+        frontmatter=frontmatter,
+        body=body,
+        warnings=(),
+        raw=raw,
+    )
+    all_warnings = [*warnings, *name_warnings, *validation_warnings(skill)]
+    return dataclasses.replace(skill, warnings=tuple(all_warnings))
+
+
+def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
+    """Skills at ``path``: the skill folder itself, or its direct subfolders holding SKILL.md.
+
+    Subfolders are sorted by name so that runs and reports are reproducible. A path to a
+    SKILL.md file is accepted as its folder, since that is what users tab-complete to.
+    """
+    root = os.path.abspath(os.fspath(path))
+    if not os.path.exists(root):
+        raise InputError(root, "path does not exist")
+    if os.path.isfile(root):
+        if os.path.basename(root) == SKILL_FILE:
+            return [read_skill(os.path.dirname(root))]
+        raise InputError(root, "is a file, not a skill folder or a folder of skills")
+    if os.path.isfile(os.path.join(root, SKILL_FILE)):
+        return [read_skill(root)]
+    try:
+        names = sorted(os.listdir(root))
+    except OSError as exc:
+        raise InputError(root, f"cannot be listed ({exc.strerror or exc})") from None
+    skills = [
+        read_skill(os.path.join(root, name))
+        for name in names
+        if os.path.isfile(os.path.join(root, name, SKILL_FILE))
+    ]
+    if not skills:
+        raise InputError(root, "holds no skill (no SKILL.md here or in its direct subfolders)")
+    return skills
+
+
+def description_problems(description: str) -> list[str]:
+    """Reasons why ``description`` may not be written into a SKILL.md (empty list: fine).
+
+    These are the Agent Skills limits; a skill that already breaks them is still evaluated
+    (with a warning), but the tool must never produce one.
+    """
+    problems: list[str] = []
+    if not description.strip():
+        problems.append("description is empty")
+    if len(description) > MAX_DESCRIPTION:
+        problems.append(
+            f"description is {len(description)} characters long (at most {MAX_DESCRIPTION})"
+        )
+    if "<" in description or ">" in description:
+        problems.append("description contains '<' or '>' (not allowed in Agent Skills)")
+    return problems
+
+
+def validation_warnings(skill: Skill) -> list[str]:
+    """Agent Skills rules the skill breaks, one line each naming SKILL.md.
+
+    Warnings, not errors: real skills break these rules and Claude Code still loads them, so
+    we test them as they are.
+    """
+    where = skill.skill_md
+    warnings = [
+        f"{where}: unexpected frontmatter key {key!r} (Agent Skills allows "
+        f"{', '.join(ALLOWED_KEYS)})"
+        for key in skill.frontmatter
+        if key not in ALLOWED_KEYS
+    ]
+    if not _NAME_RE.match(skill.name):
+        warnings.append(
+            f"{where}: name {skill.name!r} is not kebab-case (lowercase letters, digits, "
+            "single hyphens)"
+        )
+    if len(skill.name) > MAX_NAME:
+        warnings.append(f"{where}: name is {len(skill.name)} characters long (at most {MAX_NAME})")
+    folder_name = os.path.basename(skill.path)
+    if skill.name != folder_name:
+        warnings.append(
+            f"{where}: name {skill.name!r} differs from the folder name {folder_name!r}"
+        )
+    if len(skill.description) > MAX_DESCRIPTION:
+        warnings.append(
+            f"{where}: description is {len(skill.description)} characters long "
+            f"(at most {MAX_DESCRIPTION})"
+        )
+    if "<" in skill.description or ">" in skill.description:
+        warnings.append(f"{where}: description contains '<' or '>' (not allowed in Agent Skills)")
+    return warnings

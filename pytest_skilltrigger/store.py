@@ -1,0 +1,130 @@
+"""The result store: every run recorded in SQLite, so unchanged checks cost nothing.
+
+Rows are keyed by a hash of the full request context (listing, competitors, prompt, model,
+backend) and the query. Rerunning an unchanged description reuses its stored runs instead of
+paying for them again. The database runs in WAL mode with a busy timeout so readers in xdist
+workers and the writing controller never block each other for long, and every write is one
+transaction, so an interrupted run never leaves it corrupt. Errors are never stored: they are
+not results.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable
+
+from pytest_skilltrigger.outcome import RunOutcome, Usage
+from pytest_skilltrigger.redact import redact
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created REAL NOT NULL,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    context_key TEXT NOT NULL,
+    query TEXT NOT NULL,
+    status TEXT NOT NULL,
+    chosen TEXT,
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
+"""
+
+CACHE_MODES = ("use", "refresh", "off")
+
+
+class ResultStore:
+    """A SQLite file of runs. Thread-safe; one connection per thread."""
+
+    def __init__(self, path: str) -> None:
+        self.path = os.path.abspath(path)
+        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        with self._lock:
+            conn = self._conn()
+            conn.executescript(SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 30000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._local.conn = conn
+        return conn
+
+    def lookup(self, context_key: str, query: str, limit: int) -> list[RunOutcome]:
+        """Up to ``limit`` stored runs for this context and query, oldest first."""
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
+                " cache_read_input_tokens FROM runs WHERE context_key = ? AND query = ?"
+                " ORDER BY id LIMIT ?",
+                (context_key, query, limit),
+            )
+            .fetchall()
+        )
+        return [
+            RunOutcome(status, chosen=chosen, usage=Usage(*tokens), from_store=True)
+            for status, chosen, *tokens in rows
+        ]
+
+    def record(
+        self,
+        backend: str,
+        model: str,
+        context_key: str,
+        query: str,
+        outcomes: Iterable[RunOutcome],
+    ) -> int:
+        """Store the fresh, successful runs of one query in a single transaction."""
+        rows = [
+            (
+                time.time(),
+                backend,
+                model,
+                context_key,
+                query,
+                o.status,
+                redact(o.chosen) if o.chosen else None,
+                *o.usage.to_dict().values(),
+            )
+            for o in outcomes
+            if o.status != "error" and not o.from_store
+        ]
+        if not rows:
+            return 0
+        conn = self._conn()
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "INSERT INTO runs (created, backend, model, context_key, query, status,"
+                    " chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
+                    " cache_read_input_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return len(rows)
+
+    def count(self) -> int:
+        return int(self._conn().execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None

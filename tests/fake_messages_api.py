@@ -1,0 +1,1035 @@
+"""A local HTTP server that speaks enough of the Anthropic Messages API to test against.
+
+Why it exists: the plugin, the benchmarks and (later) the real Claude Code CLI must run
+offline and deterministically, yet still meet what the real service does to a client: real
+sockets, HTTP/1.1 keep-alive, server-sent events written frame by frame, thinking blocks,
+text preambles before tool calls, ``ping`` frames in odd places, tool input split into tiny
+JSON fragments, prompt-cache accounting, and faults (429, 5xx, an ``error`` event inside a
+200 stream, a connection cut mid-stream, a hang). Mocking the HTTP client would hide exactly
+the bugs this server is meant to expose, so it is a real server on 127.0.0.1 and nothing else.
+
+Standard library only, so it can run anywhere the tests run::
+
+    python -m tests.fake_messages_api --port 8765 --latency 0.25
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import random
+import re
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["FAULT_KINDS", "FakeMessagesAPI", "decide", "extract_query", "parse_listing"]
+
+#: Fault kinds understood by :attr:`FakeMessagesAPI.faults`, in the order rates are stacked.
+FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "stream_error", "drop", "hang")
+
+LISTING_RE = re.compile(r"^- (?P<name>[^\s:]+): (?P<desc>.+)$", re.MULTILINE)
+WORD_RE = re.compile(r"\w+")
+# A path-like token ending in an extension ("src/app.py", "~/notes.md", "report.csv").
+PATH_RE = re.compile(
+    r"(?<![\w/.~-])((?:~|\.{1,2})?/?(?:[\w.-]+/)*[\w-]+\.[A-Za-z][A-Za-z0-9]{0,7})(?![\w/])"
+)
+NOT_PATHS = frozenset({"e.g", "i.e", "etc", "vs"})
+BACKTICK_RE = re.compile(r"`([^`\n]+)`")
+COMMAND_WORDS = frozenset(
+    {"run", "running", "execute", "install", "grep", "command", "commands", "terminal", "shell"}
+)
+# fmt: off
+STOPWORDS = frozenset(
+    {
+        "this", "that", "with", "from", "have", "will", "when", "what", "your", "into", "them",
+        "then", "they", "some", "like", "want", "need", "please", "help", "could", "would",
+        "should", "about", "just", "file", "files", "these", "those", "make", "using", "use",
+        "used", "does", "done", "there", "their", "which", "where", "while", "been", "were",
+        "also", "only", "more", "most", "very", "than", "each", "other", "here", "over", "such",
+        "much", "many", "wants", "thing", "things", "something", "anything", "everything", "know",
+        "think", "sure", "okay", "thanks", "thank", "able", "after", "before", "again", "being",
+        "both", "because", "really", "still", "even", "well", "good", "great", "needs", "give",
+        "take", "find", "show", "tell", "look", "looks", "work", "works",
+    }
+)
+# fmt: on
+
+PREAMBLE = "I'll take a look at that."
+THINKING_TEXT = (
+    "The user wants something done. Let me check whether one of the available tools or "
+    "skills covers this request before answering."
+)
+TEXT_ANSWER = "Here is a short answer: this can be done directly, no tool is needed."
+DONE_TEXT = "Done."
+
+# --------------------------------------------------------------------------------------------
+# The request model: pure functions, so the plugin's own tests can reuse them.
+# --------------------------------------------------------------------------------------------
+
+
+def _block_texts(content: Any) -> Iterator[str]:
+    """Yield the texts of a message/system content (a string or a list of blocks).
+
+    Why recursive into ``tool_result``: Claude Code nests text there and a lenient reader
+    must not miss it.
+    """
+    if isinstance(content, str):
+        yield content
+        return
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield block["text"]
+        elif block.get("type") == "tool_result":
+            yield from _block_texts(block.get("content"))
+
+
+def _message_texts(body: dict[str, Any]) -> list[str]:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return []
+    return [t for m in messages if isinstance(m, dict) for t in _block_texts(m.get("content"))]
+
+
+def _system_texts(body: dict[str, Any]) -> list[str]:
+    return list(_block_texts(body.get("system")))
+
+
+def _skill_tool(body: dict[str, Any]) -> dict[str, Any] | None:
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return None
+    for tool in tools:
+        if isinstance(tool, dict) and tool.get("name") == "Skill":
+            return tool
+    return None
+
+
+def parse_listing(body: dict[str, Any]) -> list[tuple[str, str]]:
+    """Return the ``(name, description)`` pairs offered to the model, first occurrence wins.
+
+    Why messages first and the system prompt only as a fallback: Claude Code's long system
+    prompt has bullet lines shaped like listing lines; reading them as skills would make the
+    fake pick nonsense "skills" whenever a real listing is present in the conversation.
+    """
+    sources = _message_texts(body)
+    tool = _skill_tool(body)
+    if tool is not None and isinstance(tool.get("description"), str):
+        sources.append(tool["description"])
+    found = _listing_from(sources)
+    if not found:
+        found = _listing_from(_system_texts(body))
+    return found
+
+
+def _listing_from(texts: list[str]) -> list[tuple[str, str]]:
+    seen: dict[str, str] = {}
+    for text in texts:
+        for m in LISTING_RE.finditer(text):
+            seen.setdefault(m.group("name"), m.group("desc").strip())
+    return list(seen.items())
+
+
+def extract_query(body: dict[str, Any]) -> str:
+    """Return the user's query: the last user text that is neither a reminder nor a listing.
+
+    Why so lenient: the plugin puts the listing in a block before the query, Claude Code in a
+    separate message after it; both must yield the same query.
+    """
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return ""
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        for text in reversed(list(_block_texts(message.get("content")))):
+            if text.lstrip().startswith("<system-reminder>") or LISTING_RE.search(text):
+                continue
+            if text.strip():
+                return text
+    return ""
+
+
+def _has_tool_result(body: dict[str, Any]) -> bool:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    """Content words of ``text``; cached because the same descriptions recur on every call."""
+    return frozenset(w for w in WORD_RE.findall(text.lower()) if len(w) >= 4 and w not in STOPWORDS)
+
+
+_SUFFIXES = ("ings", "ing", "ions", "ion", "ers", "er", "ed", "es", "s", "e")
+
+
+@functools.lru_cache(maxsize=16384)
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _match(a: str, b: str) -> bool:
+    """Whether two words count as the same for scoring.
+
+    Equal; or one a prefix of the other with at least 5 shared characters ("chart"/"charts");
+    or the same light stem ("merging"/"merge", which share only "merg").
+    """
+    if a == b:
+        return True
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if len(short) >= 5 and long_.startswith(short):
+        return True
+    sa, sb = _stem(a), _stem(b)
+    return sa == sb and len(sa) >= 4
+
+
+def score(query: str, description: str) -> int:
+    """How many distinct content words of ``query`` match a word of ``description``."""
+    desc = _words(description)
+    return sum(1 for q in _words(query) if q in desc or any(_match(q, d) for d in desc))
+
+
+def decide(query: str, listing: list[tuple[str, str]], min_overlap: int = 2) -> str:
+    """The keyword model: ``"skill:<name>"``, ``"tool:Bash"``, ``"tool:Read"`` or ``"text"``.
+
+    Deterministic on purpose, so tests can state what "should trigger" means for the fake.
+    """
+    best_name, best = None, -1
+    for name, desc in listing:
+        s = score(query, desc)
+        if s > best:
+            best_name, best = name, s
+    if best_name is not None and best >= min_overlap:
+        return f"skill:{best_name}"
+    raw = set(WORD_RE.findall(query.lower()))
+    if raw & COMMAND_WORDS:
+        return "tool:Bash"
+    if _find_path(query):
+        return "tool:Read"
+    return "text"
+
+
+def _find_path(query: str) -> str | None:
+    for m in PATH_RE.finditer(query):
+        if m.group(1).lower() not in NOT_PATHS:
+            return m.group(1)
+    return None
+
+
+def _tool_input(name: str, query: str) -> dict[str, Any]:
+    """A plausible input for a non-Skill tool call, so clients that inspect it get a value."""
+    if name == "Bash":
+        m = BACKTICK_RE.search(query)
+        return {"command": m.group(1) if m else "ls -la", "description": "Run the command"}
+    if name == "Read":
+        return {"file_path": _find_path(query) or "README.md"}
+    return {}
+
+
+def _estimate(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _current_description(body: dict[str, Any]) -> str | None:
+    for text in _system_texts(body) + _message_texts(body):
+        start = text.find("<current_description>")
+        if start < 0:
+            continue
+        start += len("<current_description>")
+        end = text.find("</current_description>", start)
+        if end >= 0:
+            return text[start:end].strip()
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 256
+    api: FakeMessagesAPI
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """One connection; serves many requests on it (HTTP/1.1 keep-alive) like the real API."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "fake-messages-api"
+    sys_version = ""
+    # Small frames must leave at once: with Nagle plus delayed ACK every keep-alive request
+    # would stall ~40 ms, which would swamp benchmark numbers.
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.api._connection_opened(self.connection)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.api._connection_closed(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence per-request logging: it costs CPU and floods test output."""
+
+    def handle_one_request(self) -> None:
+        try:
+            super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, TimeoutError):
+            # The client left (closed a stream early, timed out): nothing to answer.
+            self.close_connection = True
+
+    # Everything that is not POST is a 404, but answered properly so keep-alive survives.
+    def do_GET(self) -> None:
+        self.server.api._handle(self, "GET")
+
+    do_PUT = do_DELETE = do_PATCH = do_GET
+
+    def do_HEAD(self) -> None:
+        self.server.api._handle(self, "HEAD")
+
+    def do_POST(self) -> None:
+        self.server.api._handle(self, "POST")
+
+    # -- low-level writing --------------------------------------------------------------------
+
+    def read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is not None:
+            return self.rfile.read(int(length))
+        if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+            parts = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                parts.append(self.rfile.read(size))
+                self.rfile.readline()
+            return b"".join(parts)
+        return b""
+
+    def start(self, status: int, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for key, value in headers.items():
+            self.send_header(key, value)
+        self.end_headers()
+
+    def write_chunk(self, data: bytes) -> None:
+        """One chunk per frame, written in one call: the client sees frames as they come."""
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end_chunks(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+
+
+def _frame(event: str, data: dict[str, Any]) -> bytes:
+    return b"event: %s\ndata: %s\n\n" % (
+        event.encode(),
+        json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode(),
+    )
+
+
+class FakeMessagesAPI:
+    """A threaded loopback server imitating ``POST /v1/messages``.
+
+    Attributes tests read or set:
+
+    ``url``              ``http://127.0.0.1:PORT`` once started.
+    ``requests``         every parsed JSON body sent to ``/v1/messages`` (including refused
+                         ones), with ``request_headers`` the matching lower-cased headers.
+    ``faults``           ``{"429": 0.1, "drop": 0.05, ...}`` rates, see :data:`FAULT_KINDS`.
+    ``hang_seconds``     how long a ``"hang"`` fault sleeps before answering (then it answers
+                         normally, unless the server stops first).
+    ``retry_after_ms``   if set, 429/5xx faults also carry ``retry-after-ms``.
+    ``proposals``        scripted answers to improvement requests, popped in order.
+    ``stats``            ``calls`` (every POST /v1/messages), ``trigger_calls``,
+                         ``improve_calls``, ``count_tokens_calls``, ``faults_injected``
+                         (kind -> n), ``decisions`` (outcome -> n, successful responses only),
+                         ``connections`` (accepted sockets), ``in_flight_max``.
+    """
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = "test-key",
+        latency: float = 0.0,
+        seed: int = 0,
+        awkward: bool = True,
+        min_overlap: int = 2,
+        known_models: set[str] | None = None,
+        port: int = 0,
+    ) -> None:
+        self.api_key = api_key
+        self.latency = latency
+        self.seed = seed
+        self.awkward = awkward
+        self.min_overlap = min_overlap
+        self.known_models = known_models
+        self.port = port
+        self.hang_seconds = 5.0
+        # The SDK ignores ``retry-after: 0`` and backs off 0.5 s, 1 s, ...; set this (milliseconds)
+        # to also send ``retry-after-ms`` on 429/5xx faults so retrying tests stay fast.
+        self.retry_after_ms: float | None = None
+        self.faults: dict[str, float] = {}
+        self.proposals: list[str] = []
+        self.requests: list[dict[str, Any]] = []
+        self.request_headers: list[dict[str, str]] = []
+        self.stats: dict[str, Any] = {
+            "calls": 0,
+            "trigger_calls": 0,
+            "improve_calls": 0,
+            "count_tokens_calls": 0,
+            "faults_injected": {},
+            "decisions": {},
+            "connections": 0,
+            "in_flight_max": 0,
+        }
+        self._lock = threading.Lock()
+        self._fault_rng = random.Random(seed)
+        self._shape_rng = random.Random(seed + 1)
+        self._scripts: dict[str, list[str]] = {}
+        self._script_pos: dict[str, int] = {}
+        self._cache: set[str] = set()
+        self._in_flight = 0
+        self._ids = 0
+        self._open: set[socket.socket] = set()
+        self._stopping = threading.Event()
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeMessagesAPI is not started")
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> FakeMessagesAPI:
+        """Bind 127.0.0.1 (never another interface: tests must stay offline) and serve."""
+        if self._server is not None:
+            return self
+        self._stopping.clear()
+        server = _Server(("127.0.0.1", self.port), _Handler)
+        server.api = self
+        self._server = server
+        # A short poll interval keeps stop() fast for function-scoped fixtures.
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-messages-api",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and cut idle keep-alive connections so no handler thread lingers."""
+        server, self._server = self._server, None
+        if server is None:
+            return
+        self._stopping.set()
+        server.shutdown()
+        server.server_close()
+        with self._lock:
+            open_socks = list(self._open)
+        for sock in open_socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FakeMessagesAPI:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def script(self, query: str, outcomes: list[str]) -> None:
+        """Fix the answers to one exact query: ``"skill:<name>"``, ``"tool:<Name>"``, ``"text"``.
+
+        Outcomes cycle; only successful responses advance, so a retried fault sees the same one.
+        """
+        for outcome in outcomes:
+            if not (outcome == "text" or outcome.startswith(("skill:", "tool:"))):
+                raise ValueError(f"bad scripted outcome {outcome!r}")
+        if not outcomes:
+            raise ValueError("outcomes must not be empty")
+        with self._lock:
+            self._scripts[query] = list(outcomes)
+            self._script_pos[query] = 0
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+
+    def _connection_opened(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.stats["connections"] += 1
+            self._open.add(sock)
+
+    def _connection_closed(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._open.discard(sock)
+
+    def _next_id(self) -> int:
+        with self._lock:
+            self._ids += 1
+            return self._ids
+
+    def _bump(self, key: str, sub: str | None = None) -> None:
+        with self._lock:
+            if sub is None:
+                self.stats[key] += 1
+            else:
+                self.stats[key][sub] = self.stats[key].get(sub, 0) + 1
+
+    def _draw_fault(self) -> str | None:
+        """At most one fault per request: one uniform draw against the stacked rates."""
+        with self._lock:
+            faults = dict(self.faults)
+            if not any(faults.values()):
+                return None
+            u = self._fault_rng.random()
+            acc = 0.0
+            for kind in FAULT_KINDS:
+                acc += float(faults.get(kind, 0.0))
+                if u < acc:
+                    self.stats["faults_injected"][kind] = (
+                        self.stats["faults_injected"].get(kind, 0) + 1
+                    )
+                    return kind
+            return None
+
+    def _scripted(self, query: str, advance: bool) -> str | None:
+        with self._lock:
+            outcomes = self._scripts.get(query)
+            if outcomes is None:
+                return None
+            pos = self._script_pos[query]
+            if advance:
+                self._script_pos[query] = pos + 1
+            return outcomes[pos % len(outcomes)]
+
+    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
+        """Input/cache token estimate; the prefix up to the last ``cache_control`` is cached."""
+        segments: list[tuple[str, bool]] = []
+        tools = body.get("tools")
+        for tool in tools if isinstance(tools, list) else []:
+            if isinstance(tool, dict):
+                seg = {k: v for k, v in tool.items() if k != "cache_control"}
+                segments.append((json.dumps(seg, sort_keys=True), "cache_control" in tool))
+        system = body.get("system")
+        if isinstance(system, str):
+            segments.append((system, False))
+        elif isinstance(system, list):
+            for block in system:
+                if isinstance(block, dict):
+                    segments.append((str(block.get("text", "")), "cache_control" in block))
+        messages = body.get("messages")
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, dict):
+                continue
+            content = message.get("content")
+            role = str(message.get("role"))
+            if isinstance(content, str):
+                segments.append((role + content, False))
+            elif isinstance(content, list):
+                for block in content:
+                    if not isinstance(block, dict):
+                        continue
+                    text = block.get("text")
+                    if not isinstance(text, str):
+                        text = json.dumps(
+                            {k: v for k, v in block.items() if k != "cache_control"},
+                            sort_keys=True,
+                        )
+                    segments.append((role + text, "cache_control" in block))
+        total = sum(_estimate(t) for t, _ in segments) or 1
+        last = max((i for i, (_, c) in enumerate(segments) if c), default=-1)
+        if last < 0:
+            return {
+                "input_tokens": total,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            }
+        digest = hashlib.sha256(str(body.get("model")).encode())
+        for text, _ in segments[: last + 1]:
+            digest.update(text.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        key = digest.hexdigest()
+        prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
+        with self._lock:
+            hit = key in self._cache
+            self._cache.add(key)
+        return {
+            "input_tokens": max(total - prefix, 0),
+            "cache_creation_input_tokens": 0 if hit else prefix,
+            "cache_read_input_tokens": prefix if hit else 0,
+        }
+
+    # -- request handling -----------------------------------------------------------------------
+
+    def _error(
+        self,
+        h: _Handler,
+        rid: str,
+        status: int,
+        etype: str,
+        message: str,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        payload = json.dumps(
+            {"type": "error", "error": {"type": etype, "message": message}, "request_id": rid}
+        ).encode()
+        headers = {
+            "Content-Type": "application/json",
+            "Content-Length": str(len(payload)),
+            "request-id": rid,
+            **(extra or {}),
+        }
+        if h.command == "HEAD":
+            h.start(status, headers)
+            return
+        h.start(status, headers)
+        h.wfile.write(payload)
+
+    def _authorised(self, h: _Handler) -> bool:
+        if self.api_key is None:
+            return True
+        if h.headers.get("x-api-key") == self.api_key:
+            return True
+        return h.headers.get("authorization") == f"Bearer {self.api_key}"
+
+    def _handle(self, h: _Handler, method: str) -> None:
+        raw = h.read_body() if method != "HEAD" else b""
+        rid = f"req_fake_{self._next_id()}"
+        path = h.path.split("?", 1)[0].rstrip("/")
+        if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
+            self._error(h, rid, 404, "not_found_error", f"Not found: {method} {path}")
+            return
+        counting = path.endswith("count_tokens")
+        self._bump("count_tokens_calls" if counting else "calls")
+        with self._lock:
+            self._in_flight += 1
+            self.stats["in_flight_max"] = max(self.stats["in_flight_max"], self._in_flight)
+        try:
+            self._handle_post(h, rid, raw, counting)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
+
+    def _handle_post(self, h: _Handler, rid: str, raw: bytes, counting: bool) -> None:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        if not counting and isinstance(body, dict):
+            with self._lock:
+                self.requests.append(body)
+                self.request_headers.append({k.lower(): v for k, v in h.headers.items()})
+        if self.latency > 0:
+            self._stopping.wait(self.latency)
+        if not self._authorised(h):
+            self._error(h, rid, 401, "authentication_error", "invalid x-api-key")
+            return
+        if not isinstance(body, dict):
+            self._error(
+                h,
+                rid,
+                400,
+                "invalid_request_error",
+                "The request body is not valid JSON (an object is required).",
+            )
+            return
+        model = body.get("model")
+        if not isinstance(model, str) or not isinstance(body.get("messages"), list):
+            self._error(
+                h,
+                rid,
+                400,
+                "invalid_request_error",
+                "model: Field required"
+                if not isinstance(model, str)
+                else "messages: Field required",
+            )
+            return
+        if self.known_models is not None and model not in self.known_models:
+            self._error(h, rid, 404, "not_found_error", f"model: {model}")
+            return
+        if counting:
+            usage = self._usage_uncached(body)
+            payload = json.dumps({"input_tokens": usage}).encode()
+            h.start(
+                200,
+                {
+                    "Content-Type": "application/json",
+                    "Content-Length": str(len(payload)),
+                    "request-id": rid,
+                },
+            )
+            h.wfile.write(payload)
+            return
+
+        trigger = _skill_tool(body) is not None
+        self._bump("trigger_calls" if trigger else "improve_calls")
+        stream = bool(body.get("stream"))
+        fault = self._draw_fault()
+        if fault == "hang":
+            self._stopping.wait(self.hang_seconds)
+        if fault in ("429", "529", "500") or (fault == "stream_error" and not stream):
+            status, etype, msg, extra = {
+                "429": (
+                    429,
+                    "rate_limit_error",
+                    "Number of requests has exceeded your rate limit",
+                    {"retry-after": "0", "x-should-retry": "true"},
+                ),
+                "500": (500, "api_error", "Internal server error", {"x-should-retry": "true"}),
+            }.get(fault, (529, "overloaded_error", "Overloaded", {"x-should-retry": "true"}))
+            if self.retry_after_ms is not None:
+                extra = {**extra, "retry-after-ms": str(self.retry_after_ms)}
+            self._error(h, rid, status, etype, msg, extra)
+            return
+
+        ok = fault is None
+        content, stop_reason = self._plan(body, trigger, advance=ok)
+        usage = self._usage(body)
+        msg_id = f"msg_fake_{rid[9:]}"
+        if not stream:
+            self._send_json_message(h, rid, msg_id, model, content, stop_reason, usage, fault)
+        else:
+            self._send_stream(h, rid, msg_id, model, content, stop_reason, usage, fault)
+
+    def _usage_uncached(self, body: dict[str, Any]) -> int:
+        text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
+        return max(_estimate(text), 1)
+
+    def _plan(
+        self, body: dict[str, Any], trigger: bool, advance: bool
+    ) -> tuple[list[dict[str, Any]], str]:
+        """Decide the answer's content blocks (without thinking/preamble decoration)."""
+        if not trigger:
+            with self._lock:
+                proposal = self.proposals.pop(0) if (advance and self.proposals) else None
+                if proposal is None and self.proposals:
+                    proposal = self.proposals[0]
+            if proposal is None:
+                proposal = _current_description(body) or "A skill description."
+            text = (
+                "Here is a revised description that should trigger more reliably.\n"
+                f"<new_description>{proposal}</new_description>"
+            )
+            if advance:
+                self._bump("decisions", "improve")
+            return [{"type": "text", "text": text}], "end_turn"
+        if _has_tool_result(body):
+            if advance:
+                self._bump("decisions", "done")
+            return [{"type": "text", "text": DONE_TEXT}], "end_turn"
+        query = extract_query(body)
+        outcome = self._scripted(query, advance)
+        if outcome is None:
+            outcome = decide(query, parse_listing(body), self.min_overlap)
+        if advance:
+            self._bump("decisions", outcome)
+        if outcome == "text":
+            return [{"type": "text", "text": TEXT_ANSWER}], "end_turn"
+        kind, _, name = outcome.partition(":")
+        if kind == "skill":
+            tool, tool_input = "Skill", {"skill": name}
+        else:
+            tool, tool_input = name, _tool_input(name, query)
+        block = {
+            "type": "tool_use",
+            "id": f"toolu_fake_{self._next_id():06d}",
+            "name": tool,
+            "input": tool_input,
+        }
+        return [block], "tool_use"
+
+    def _decorate(self, content: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
+        """Add what real responses carry before the answer: thinking, a text preamble."""
+        if not self.awkward:
+            return content
+        out: list[dict[str, Any]] = []
+        if rng.random() < 0.8:
+            sig = "".join(
+                rng.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+                for _ in range(rng.randint(40, 120))
+            )
+            out.append({"type": "thinking", "thinking": THINKING_TEXT, "signature": sig})
+        if content and content[0]["type"] == "tool_use" and rng.random() < 0.6:
+            out.append({"type": "text", "text": PREAMBLE})
+        return out + content
+
+    def _send_json_message(
+        self,
+        h: _Handler,
+        rid: str,
+        msg_id: str,
+        model: str,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        usage: dict[str, int],
+        fault: str | None,
+    ) -> None:
+        with self._lock:
+            rng = random.Random(self._shape_rng.getrandbits(64))
+        content = self._decorate(content, rng)
+        out_tokens = max(_estimate(json.dumps(content)), 1)
+        message = {
+            "id": msg_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": out_tokens},
+        }
+        payload = json.dumps(message, ensure_ascii=False).encode()
+        h.start(
+            200,
+            {
+                "Content-Type": "application/json",
+                "Content-Length": str(len(payload)),
+                "request-id": rid,
+            },
+        )
+        if fault == "drop":
+            h.wfile.write(payload[: len(payload) // 3])
+            self._cut(h)
+            return
+        h.wfile.write(payload)
+
+    @staticmethod
+    def _cut(h: _Handler) -> None:
+        """End the connection abruptly, as a dying proxy would: no terminating chunk."""
+        h.close_connection = True
+        try:
+            h.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send_stream(
+        self,
+        h: _Handler,
+        rid: str,
+        msg_id: str,
+        model: str,
+        content: list[dict[str, Any]],
+        stop_reason: str,
+        usage: dict[str, int],
+        fault: str | None,
+    ) -> None:
+        with self._lock:
+            rng = random.Random(self._shape_rng.getrandbits(64))
+        content = self._decorate(content, rng)
+        awkward = self.awkward
+        h.start(
+            200,
+            {
+                "Content-Type": "text/event-stream; charset=utf-8",
+                "Cache-Control": "no-cache",
+                "Transfer-Encoding": "chunked",
+                "request-id": rid,
+            },
+        )
+
+        def send(event: str, data: dict[str, Any]) -> None:
+            h.write_chunk(_frame(event, data))
+
+        def maybe_ping(p: float = 0.12) -> None:
+            if awkward and rng.random() < p:
+                send("ping", {"type": "ping"})
+
+        send(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {**usage, "output_tokens": 1},
+                },
+            },
+        )
+        maybe_ping(0.7)
+        if fault == "stream_error":
+            send(
+                "error",
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            )
+            h.end_chunks()
+            return
+
+        frames_before_drop = rng.randint(1, 4) if fault == "drop" else -1
+        sent = 0
+        for index, block in enumerate(content):
+            for event, data in self._block_frames(index, block, rng):
+                send(event, data)
+                sent += 1
+                if sent == frames_before_drop:
+                    self._cut(h)
+                    return
+                maybe_ping()
+        out_tokens = max(_estimate(json.dumps(content)), 1)
+        send(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": out_tokens},
+            },
+        )
+        maybe_ping(0.05)
+        send("message_stop", {"type": "message_stop"})
+        h.end_chunks()
+
+    def _block_frames(
+        self, index: int, block: dict[str, Any], rng: random.Random
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        def delta(d: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+            return "content_block_delta", {
+                "type": "content_block_delta",
+                "index": index,
+                "delta": d,
+            }
+
+        kind = block["type"]
+        if kind == "thinking":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+                },
+            )
+            for piece in self._pieces(block["thinking"], rng, 8, 40):
+                yield delta({"type": "thinking_delta", "thinking": piece})
+            yield delta({"type": "signature_delta", "signature": block["signature"]})
+        elif kind == "text":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
+            for piece in self._pieces(block["text"], rng, 3, 24):
+                yield delta({"type": "text_delta", "text": piece})
+        elif kind == "tool_use":
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {
+                        "type": "tool_use",
+                        "id": block["id"],
+                        "name": block["name"],
+                        "input": {},
+                    },
+                },
+            )
+            raw = json.dumps(block["input"], ensure_ascii=False)
+            if not self.awkward:
+                yield delta({"type": "input_json_delta", "partial_json": raw})
+            else:
+                if rng.random() < 0.6:
+                    yield delta({"type": "input_json_delta", "partial_json": ""})
+                for piece in self._pieces(raw, rng, 1, 6):
+                    yield delta({"type": "input_json_delta", "partial_json": piece})
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+
+    def _pieces(self, text: str, rng: random.Random, lo: int, hi: int) -> Iterator[str]:
+        if not self.awkward:
+            yield text
+            return
+        i = 0
+        while i < len(text):
+            n = rng.randint(lo, hi)
+            yield text[i : i + n]
+            i += n
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the server in the foreground (benchmarks, manual runs of Claude Code against it)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument(
+        "--api-key", default="test-key", help="required key; pass an empty string to accept any"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--min-overlap", type=int, default=2)
+    parser.add_argument("--clean", action="store_true", help="minimal streams (awkward=False)")
+    args = parser.parse_args(argv)
+    api = FakeMessagesAPI(
+        api_key=args.api_key or None,
+        latency=args.latency,
+        seed=args.seed,
+        awkward=not args.clean,
+        min_overlap=args.min_overlap,
+        port=args.port,
+    )
+    api.start()
+    print(api.url, flush=True)
+    done = threading.Event()
+
+    def on_signal(signum: int, frame: object) -> None:
+        done.set()
+
+    # Explicit handlers: a background job started by a non-interactive shell ignores SIGINT,
+    # and benchmarks stop the server with SIGTERM; both must still print the stats.
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        while not done.wait(3600):
+            pass
+    finally:
+        api.stop()
+        print(json.dumps(api.stats), file=sys.stderr, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,319 @@
+"""Tests for reading, validating and discovering skills (pytest_skilltrigger.skill)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.skill import (
+    Skill,
+    description_problems,
+    discover_skills,
+    parse_frontmatter,
+    read_skill,
+    validation_warnings,
+)
+
+
+def make_skill(root: Path, folder: str, content: str | bytes) -> Path:
+    """Create ``root/folder/SKILL.md`` holding ``content`` and return the folder."""
+    path = root / folder
+    path.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    (path / "SKILL.md").write_bytes(data)
+    return path
+
+
+def skill_text(description_lines: str, name: str = "my-skill", extra: str = "") -> str:
+    return f"---\nname: {name}\n{description_lines}{extra}---\n# Body\n\nText.\n"
+
+
+STYLES = [
+    pytest.param("description: Use this for PDF files.\n", "Use this for PDF files.", id="plain"),
+    pytest.param(
+        "description: first line\n  second line\n\n  third\n",
+        "first line second line\nthird",
+        id="plain-multiline",
+    ),
+    pytest.param(
+        "description: 'It''s for: PDFs, \"quoted\" \\n kept'\n",
+        'It\'s for: PDFs, "quoted" \\n kept',
+        id="single-quoted",
+    ),
+    pytest.param(
+        'description: "Say \\"hi\\"\\nnext \\\\ line\\ttab"\n',
+        'Say "hi"\nnext \\ line\ttab',
+        id="double-quoted",
+    ),
+    pytest.param(
+        'description: "folded\n  quoted"\n', "folded quoted", id="double-quoted-multiline"
+    ),
+    pytest.param("description: |\n  a: b\n  c # d\n", "a: b\nc # d\n", id="literal"),
+    pytest.param("description: |-\n  a\n\n  b\n", "a\n\nb", id="literal-strip"),
+    pytest.param("description: >\n  a\n  b\n\n  c\n", "a b\nc\n", id="folded"),
+    pytest.param("description: >-\n    a\n    b\n", "a b", id="folded-strip"),
+    pytest.param(
+        "description: 한국어 설명 — émoji 🎉 中文\n", "한국어 설명 — émoji 🎉 中文", id="non-ascii"
+    ),
+    pytest.param("description: value  # a comment\n", "value", id="trailing-comment"),
+    pytest.param("description:\n  on the next line\n", "on the next line", id="next-line"),
+]
+
+
+@pytest.mark.parametrize(("lines", "expected"), STYLES)
+def test_description_read_as_yaml_reads_it(tmp_path: Path, lines: str, expected: str) -> None:
+    folder = make_skill(tmp_path, "my-skill", skill_text(lines))
+    skill = read_skill(folder)
+    assert skill.description == expected
+    assert skill.name == "my-skill"
+    assert skill.warnings == ()
+
+
+def test_skill_fields(tmp_path: Path) -> None:
+    content = skill_text("description: Does things.\n")
+    folder = make_skill(tmp_path, "my-skill", content)
+    skill = read_skill(str(folder))
+    assert isinstance(skill, Skill)
+    assert skill.path == os.path.abspath(folder)
+    assert isinstance(skill.path, str) and os.path.isabs(skill.path)
+    assert skill.skill_md == os.path.join(skill.path, "SKILL.md")
+    assert skill.raw == content.encode("utf-8")
+    assert skill.body == "# Body\n\nText.\n"
+    assert skill.frontmatter == {"name": "my-skill", "description": "Does things."}
+
+
+def test_bom_and_crlf(tmp_path: Path) -> None:
+    text = "---\r\nname: my-skill\r\ndescription: |\r\n  line one\r\n  line two\r\n---\r\nBody\r\n"
+    raw = b"\xef\xbb\xbf" + text.encode("utf-8")
+    skill = read_skill(make_skill(tmp_path, "my-skill", raw))
+    assert skill.description == "line one\nline two\n"
+    assert skill.body == "Body\r\n"
+    assert skill.raw == raw
+    assert skill.warnings == ()
+
+
+def test_extra_keys_comments_and_nested_values(tmp_path: Path) -> None:
+    content = (
+        "---\n"
+        "# leading comment\n"
+        "name: my-skill  # trailing comment\n"
+        "description: Reads PDFs.\n"
+        "license: MIT\n"
+        "allowed-tools: [Read, Bash]\n"
+        "metadata:\n"
+        "  author: someone\n"
+        "  nested:\n"
+        "    level: 2\n"
+        "tags:\n"
+        "  - pdf\n"
+        "  - docs\n"
+        "homepage: https://example.org/x\n"
+        "argument-hint: '[file]'\n"
+        "---\n"
+    )
+    skill = read_skill(make_skill(tmp_path, "my-skill", content))
+    assert skill.frontmatter["metadata"] == {"author": "someone", "nested": {"level": 2}}
+    assert skill.frontmatter["tags"] == ["pdf", "docs"]
+    assert skill.frontmatter["allowed-tools"] == ["Read", "Bash"]
+    assert skill.frontmatter["argument-hint"] == "[file]"
+    assert skill.body == ""
+    unexpected = [w for w in skill.warnings if "unexpected frontmatter key" in w]
+    assert len(unexpected) == 3
+    assert all(w.startswith(skill.skill_md + ": ") for w in skill.warnings)
+    joined = "\n".join(unexpected)
+    for key in ("'tags'", "'homepage'", "'argument-hint'"):
+        assert key in joined
+    for allowed in ("'license'", "'metadata'", "'allowed-tools'"):
+        assert allowed not in joined
+
+
+def test_lenient_fallback_for_colon_in_plain_description(tmp_path: Path) -> None:
+    content = (
+        "---\n"
+        "name: my-skill\n"
+        "description: Use this when: the user asks about PDFs\n"
+        "  and more\n"
+        "metadata:\n"
+        "  version: 1\n"
+        "---\n"
+        "Body\n"
+    )
+    skill = read_skill(make_skill(tmp_path, "my-skill", content))
+    assert skill.description == "Use this when: the user asks about PDFs and more"
+    assert skill.name == "my-skill"
+    assert skill.frontmatter["metadata"] == {"version": 1}
+    assert skill.body == "Body\n"
+    lenient = [w for w in skill.warnings if "read leniently" in w]
+    assert len(lenient) == 1
+    assert lenient[0].startswith(skill.skill_md + ": frontmatter is not valid YAML (")
+    assert "line 3" in lenient[0]
+    assert "\n" not in lenient[0]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ('description: "Quoted: yes" trailing: x\n', '"Quoted: yes" trailing: x'),
+        ("description: 'a: b' c: d\n", "'a: b' c: d"),
+        ("description: plain: text   \n", "plain: text"),
+    ],
+)
+def test_lenient_reading_of_values(tmp_path: Path, line: str, expected: str) -> None:
+    skill = read_skill(make_skill(tmp_path, "my-skill", skill_text(line)))
+    assert skill.description == expected
+    assert any("read leniently" in w for w in skill.warnings)
+
+
+def test_lenient_strips_matching_quotes_and_reads_broken_name(tmp_path: Path) -> None:
+    content = '---\nname: \'my-skill\': x\ndescription: "Say \\"hi\\": now"\n---\n'
+    # name is broken, description alone is valid YAML and keeps its escapes resolved.
+    skill = read_skill(make_skill(tmp_path, "my-skill", content))
+    assert skill.description == 'Say "hi": now'
+    assert skill.name == "'my-skill': x"
+    assert any("read leniently" in w for w in skill.warnings)
+
+
+def test_parse_frontmatter_directly() -> None:
+    mapping, body, warnings = parse_frontmatter(
+        "\ufeff---\nname: a\ndescription: b\n---\nrest\n", "x/SKILL.md"
+    )
+    assert mapping == {"name": "a", "description": "b"}
+    assert body == "rest\n"
+    assert warnings == []
+    mapping, _, warnings = parse_frontmatter("---\ndescription: a: b\n---\n", "x/SKILL.md")
+    assert mapping == {"description": "a: b"}
+    assert len(warnings) == 1 and warnings[0].startswith("x/SKILL.md: ")
+
+
+ERRORS = [
+    pytest.param("name: x\ndescription: y\n", "does not start with", id="no-opening"),
+    pytest.param("\n---\nname: x\ndescription: y\n---\n", "does not start with", id="blank-first"),
+    pytest.param("", "does not start with", id="empty-file"),
+    pytest.param("---\nname: x\ndescription: y\n", "not closed", id="not-closed"),
+    pytest.param("---", "not closed", id="only-marker"),
+    pytest.param("---\njust some text\n---\n", "not a YAML mapping", id="scalar"),
+    pytest.param("---\n- a\n- b\n---\n", "not a YAML mapping", id="list"),
+    pytest.param("---\nname: x\n---\n", "no 'description'", id="no-description"),
+    pytest.param("---\n---\n", "no 'description'", id="empty-frontmatter"),
+    pytest.param("---\nname: x\ndescription: ''\n---\n", "is empty", id="empty-description"),
+    pytest.param("---\nname: x\ndescription:   \n---\n", "no 'description'", id="null-desc"),
+    pytest.param("---\nname: x\ndescription: [a, b]\n---\n", "must be a string", id="list-desc"),
+    pytest.param("---\n[unclosed\n  {\n---\n", "not readable YAML", id="unreadable"),
+]
+
+
+@pytest.mark.parametrize(("content", "message"), ERRORS)
+def test_errors_are_one_line_and_name_the_file(tmp_path: Path, content: str, message: str) -> None:
+    folder = make_skill(tmp_path, "my-skill", content)
+    with pytest.raises(InputError) as info:
+        read_skill(folder)
+    text = str(info.value)
+    assert "\n" not in text
+    assert text.startswith(str(folder / "SKILL.md") + ": ")
+    assert message in text
+
+
+def test_undecodable_bytes(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path, "my-skill", b"---\nname: x\ndescription: caf\xe9\n---\n")
+    with pytest.raises(InputError, match="not valid UTF-8") as info:
+        read_skill(folder)
+    assert str(folder / "SKILL.md") in str(info.value)
+
+
+def test_missing_skill_md(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError) as info:
+        read_skill(tmp_path / "empty")
+    assert str(info.value).startswith(str(tmp_path / "empty" / "SKILL.md") + ": ")
+
+
+def test_missing_name_uses_folder_name(tmp_path: Path) -> None:
+    skill = read_skill(make_skill(tmp_path, "pdf-tools", "---\ndescription: d\n---\n"))
+    assert skill.name == "pdf-tools"
+    assert any("no 'name'" in w for w in skill.warnings)
+    assert not any("differs from the folder" in w for w in skill.warnings)
+
+
+def test_valid_skill_has_no_validation_warnings(tmp_path: Path) -> None:
+    skill = read_skill(make_skill(tmp_path, "my-skill", skill_text("description: d\n")))
+    assert validation_warnings(skill) == []
+
+
+@pytest.mark.parametrize(
+    ("folder", "name", "description", "needle"),
+    [
+        ("My_Skill", "My_Skill", "d", "not kebab-case"),
+        ("a--b", "a--b", "d", "not kebab-case"),
+        ("-ab", "-ab", "d", "not kebab-case"),
+        ("x" * 65, "x" * 65, "d", "65 characters long"),
+        ("folder", "other-name", "d", "differs from the folder name 'folder'"),
+        ("my-skill", "my-skill", "x" * 1025, "1025 characters long"),
+        ("my-skill", "my-skill", "use <tag> here", "'<' or '>'"),
+        ("my-skill", "my-skill", "a -> b", "'<' or '>'"),
+    ],
+)
+def test_validation_warnings(
+    tmp_path: Path, folder: str, name: str, description: str, needle: str
+) -> None:
+    skill = read_skill(
+        make_skill(tmp_path, folder, skill_text(f"description: {description}\n", name))
+    )
+    assert skill.description == description  # evaluated as it is
+    found = [w for w in validation_warnings(skill) if needle in w]
+    assert len(found) == 1
+    assert found[0].startswith(skill.skill_md + ": ")
+    assert found[0] in skill.warnings
+
+
+def test_description_problems() -> None:
+    assert description_problems("Use this skill for PDFs.") == []
+    assert description_problems("x" * 1024) == []
+    assert any("empty" in p for p in description_problems(""))
+    assert any("empty" in p for p in description_problems("  \n "))
+    assert any("1025" in p for p in description_problems("x" * 1025))
+    assert any("'<'" in p for p in description_problems("a < b"))
+    assert any("'>'" in p for p in description_problems("a > b"))
+    assert len(description_problems("<" + "x" * 1024)) == 2
+
+
+def test_discover_single_skill(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path, "one", skill_text("description: d\n", "one"))
+    make_skill(folder, "nested", skill_text("description: n\n", "nested"))
+    skills = discover_skills(folder)
+    assert [s.name for s in skills] == ["one"]
+    # A path to the SKILL.md file itself means its folder.
+    assert [s.name for s in discover_skills(folder / "SKILL.md")] == ["one"]
+
+
+def test_discover_folder_of_skills_sorted(tmp_path: Path) -> None:
+    for name in ("zeta", "alpha", "mid"):
+        make_skill(tmp_path, name, skill_text(f"description: {name} skill\n", name))
+    (tmp_path / "not-a-skill").mkdir()
+    (tmp_path / "README.md").write_text("hello")
+    make_skill(tmp_path / "deeper", "inner", skill_text("description: d\n", "inner"))
+    skills = discover_skills(str(tmp_path))
+    assert [s.name for s in skills] == ["alpha", "mid", "zeta"]
+    assert [os.path.basename(s.path) for s in skills] == ["alpha", "mid", "zeta"]
+
+
+def test_discover_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="does not exist") as info:
+        discover_skills(tmp_path / "nope")
+    assert str(tmp_path / "nope") in str(info.value)
+
+
+def test_discover_empty_folder(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(InputError, match="holds no skill") as info:
+        discover_skills(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_discover_propagates_bad_skill(tmp_path: Path) -> None:
+    make_skill(tmp_path, "good", skill_text("description: d\n", "good"))
+    make_skill(tmp_path, "bad", "no frontmatter\n")
+    with pytest.raises(InputError, match="bad"):
+        discover_skills(tmp_path)

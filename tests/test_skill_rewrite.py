@@ -1,0 +1,430 @@
+"""Tests for rewriting only the description of a SKILL.md (pytest_skilltrigger.skill_rewrite)."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.skill import locate_frontmatter, parse_frontmatter, read_skill
+from pytest_skilltrigger.skill_rewrite import (
+    FileChangedError,
+    replace_description,
+    write_description,
+)
+
+WHERE = "skill/SKILL.md"
+
+# Each style: (text before the description line(s), the description line(s), text after).
+# Everything outside the middle part must survive a rewrite byte for byte.
+HEAD = "---\n# a comment before the name\nname: my-skill   # why this name\n\n"
+TAIL = (
+    "license: MIT\n"
+    "metadata:\n"
+    "  author: someone\n"
+    "  nested: {a: [1, 2]}\n"
+    "tags:\n"
+    "  - pdf\n"
+    "  - 'docs'\n"
+    "# closing comment\n"
+    "---\n"
+    "# Body\n"
+    "\n"
+    "description: this is in the body, not the frontmatter\n"
+)
+STYLES = {
+    "plain": (HEAD, "description: Use this for PDFs.\n", TAIL),
+    "plain-comment": (HEAD, "description: Use this for PDFs.  # note\n", TAIL),
+    "plain-multiline": (HEAD, "description: Use this\n  for PDFs\n\n  and more.\n", TAIL),
+    "single": (HEAD, "description: 'It''s: for\n  PDFs'\n", TAIL),
+    "double": (HEAD, 'description: "Say \\"hi\\"\\n\n  description: no"\n', TAIL),
+    "literal": (HEAD, "description: |\n  line one\n  # not a comment\n", "\n\n" + TAIL),
+    "literal-strip": (HEAD, "description: |-\n    a\n\n    b\n", TAIL),
+    "folded": (HEAD, "description: >\n  folded\n  text\n", TAIL),
+    "folded-strip": (HEAD, "description: >- # header comment\n  folded\n", TAIL),
+    "next-line": (HEAD, "description:\n  on the next line\n", TAIL),
+    "first-key": ("---\n", "description: first\n", "name: my-skill\n---\nBody\n"),
+    "last-key": ("---\nname: my-skill\n", "description: last\n", "---\n"),
+    "no-body-newline": ("---\nname: x\n", "description: d\n", "---\nbody without newline"),
+    "non-ascii": (
+        "---\nname: my-skill\nmetadata:\n  note: 日本語 ✓\n",
+        "description: 한국어 설명 — émoji 🎉\n",
+        "---\nCorps — ü\n",
+    ),
+    "lenient": (HEAD, "description: Use this when: the user asks\n  about PDFs\n", TAIL),
+    "lenient-quoted": (HEAD, 'description: "a" b: c\n', TAIL),
+    "lenient-block": ("---\nname: a: b\n", "description: |\n  x\n  y\n", "---\n"),
+}
+
+NEW_DESCRIPTIONS = [
+    "Use this skill when the user asks about invoices.",
+    "Line one\nline two",
+    "ends with newline\n",
+    "a: b # not a comment",
+    "---\nname: other\n---",
+    "café ☕ 日本語",
+]
+
+
+def frontmatter_of(text: str) -> dict:
+    span = locate_frontmatter(text, WHERE)
+    return yaml.safe_load(text[span.start : span.end])
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+@pytest.mark.parametrize("new", NEW_DESCRIPTIONS)
+def test_only_the_description_changes(style: str, new: str) -> None:
+    before, middle, after = STYLES[style]
+    original = before + middle + after
+    old_map, old_body, _ = parse_frontmatter(original, WHERE)
+    result = replace_description(original, new, WHERE)
+    assert result.startswith(before)
+    assert result.endswith(after)
+    assert len(result) >= len(before) + len(after)
+    new_middle = result[len(before) : len(result) - len(after)]
+    assert new_middle.startswith("description:")
+    new_map, new_body, _ = parse_frontmatter(result, WHERE)
+    assert new_map["description"] == new
+    assert new_body == old_body
+    assert {k: v for k, v in new_map.items() if k != "description"} == {
+        k: v for k, v in old_map.items() if k != "description"
+    }
+    # The description entry is valid YAML on its own (even for lenient files).
+    assert yaml.safe_load(new_middle) == {"description": new}
+
+
+def test_lenient_file_becomes_strict_yaml() -> None:
+    before, middle, after = STYLES["lenient"]
+    result = replace_description(before + middle + after, "Use this when: asked", WHERE)
+    assert frontmatter_of(result)["description"] == "Use this when: asked"
+    assert result == before + 'description: "Use this when: asked"\n' + after
+
+
+@pytest.mark.parametrize(
+    "new",
+    ["Use this for invoices.", "Ünïcödé ok", "a-b_c, d.e; f!", "x:y", "50% off", "C#", "it's"],
+)
+def test_plain_kept_when_safe(new: str) -> None:
+    before, middle, after = STYLES["plain"]
+    result = replace_description(before + middle + after, new, WHERE)
+    assert result == before + f"description: {new}\n" + after
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "a: b",
+        "x #y",
+        "true",
+        "null",
+        "~",
+        "1.5",
+        "0x1F",
+        "2024-01-01",
+        "yes",
+        "- item",
+        "[a]",
+        "{a}",
+        "'q",
+        '"q',
+        " leading",
+        "trailing ",
+        "*alias",
+        "&anchor",
+        "!tag",
+        "%dir",
+        "@at",
+        "`tick",
+        "|pipe",
+        "? q",
+        "tab\there",
+    ],
+)
+def test_plain_unsafe_becomes_quoted(new: str) -> None:
+    before, middle, after = STYLES["plain"]
+    result = replace_description(before + middle + after, new, WHERE)
+    line = result[len(before) : len(result) - len(after)]
+    assert line.startswith('description: "')
+    assert frontmatter_of(result)["description"] == new
+
+
+def test_block_style_kept() -> None:
+    before, middle, after = STYLES["literal-strip"]
+    result = replace_description(before + middle + after, "first\nsecond", WHERE)
+    assert result == before + "description: |-\n    first\n    second\n" + after
+    result = replace_description(before + middle + after, "first\nsecond\n", WHERE)
+    assert result == before + "description: |\n    first\n    second\n" + after
+    result = replace_description(before + middle + after, "single line", WHERE)
+    assert result == before + "description: |-\n    single line\n" + after
+    before, middle, after = STYLES["folded"]
+    result = replace_description(before + middle + after, "single: line", WHERE)
+    assert result == before + "description: >-\n  single: line\n" + after
+
+
+def test_block_falls_back_to_double_quoted_when_not_representable() -> None:
+    before, middle, after = STYLES["literal"]
+    new = "  leading spaces\nand\x07bell"
+    result = replace_description(before + middle + after, new, WHERE)
+    assert result[len(before) :].startswith('description: "')
+    assert frontmatter_of(result)["description"] == new
+
+
+def test_quoted_styles_kept() -> None:
+    before, middle, after = STYLES["single"]
+    result = replace_description(before + middle + after, "it's: fine", WHERE)
+    assert result == before + "description: 'it''s: fine'\n" + after
+    before, middle, after = STYLES["double"]
+    result = replace_description(before + middle + after, "plain enough", WHERE)
+    assert result == before + 'description: "plain enough"\n' + after
+
+
+def test_crlf_kept() -> None:
+    before, middle, after = (part.replace("\n", "\r\n") for part in STYLES["literal"])
+    original = before + middle + after
+    for new in ("one line", "two\nlines", "a: b\nc # d\n", "tricky\r\nvalue"):
+        result = replace_description(original, new, WHERE)
+        assert result.startswith(before) and result.endswith(after)
+        assert result.count("\n") == result.count("\r\n")
+        assert frontmatter_of(result)["description"] == new
+
+
+HOSTILE = [
+    "new\nlines\n\nand blank",
+    "---",
+    "x\n---\ny",
+    "name: other",
+    "description: again",
+    "a\nname: other\n",
+    "\"double\" and 'single' quotes",
+    "'",
+    '"',
+    "''",
+    'back\\slash \\n \\" \\\\',
+    "# hash",
+    "a # b",
+    "a #b",
+    "tab\tseparated\t",
+    "\ttab first",
+    "".join(chr(c) for c in range(1, 32)) + "x",
+    "nul\x00byte",
+    "del\x7f",
+    "nel\x85",
+    "line\u2028sep",
+    "para\u2029sep",
+    "bom\ufeffinside",
+    "nbsp\xa0here",
+    "private\ue000use",
+    "noncharacter\ufffe",
+    "astral \U0001d54f \U0001f600",
+    "very long " * 100,
+    "x" * 1024,
+    "- leading dash",
+    "* star",
+    "& amp",
+    "! bang",
+    "% percent",
+    "@ at",
+    "` backtick",
+    "{ brace",
+    "[ bracket",
+    "| pipe",
+    "' quote",
+    "? question",
+    ": colon",
+    ", comma",
+    "trailing colon:",
+    "ends with backslash\\",
+    "   ",
+    "a\r\nb",
+    "lone\rcr",
+    "\nleading newline",
+    "trailing newlines\n\n\n",
+    "%YAML 1.2",
+    "...",
+    "=",
+    "<<",
+]
+HOSTILE = [h for h in HOSTILE if h.strip() and "<" not in h and ">" not in h]
+HOSTILE_STYLES = ["plain", "plain-multiline", "literal", "folded-strip", "lenient", "double"]
+
+
+@pytest.mark.parametrize("style", HOSTILE_STYLES)
+@pytest.mark.parametrize("new", HOSTILE, ids=[repr(h)[:30] for h in HOSTILE])
+def test_hostile_descriptions_round_trip(style: str, new: str) -> None:
+    before, middle, after = STYLES[style]
+    result = replace_description(before + middle + after, new, WHERE)
+    assert result.startswith(before) and result.endswith(after)
+    new_middle = result[len(before) : len(result) - len(after)]
+    assert yaml.safe_load(new_middle) == {"description": new}
+    mapping = frontmatter_of(result)
+    assert mapping["description"] == new
+    assert mapping["name"] == "my-skill"
+    assert mapping["license"] == "MIT"
+
+
+@pytest.mark.parametrize("new", HOSTILE[:20], ids=[repr(h)[:30] for h in HOSTILE[:20]])
+def test_hostile_descriptions_written_to_disk(tmp_path: Path, new: str) -> None:
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    before, middle, after = STYLES["plain"]
+    raw = b"\xef\xbb\xbf" + (before + middle + after).replace("\n", "\r\n").encode("utf-8")
+    (folder / "SKILL.md").write_bytes(raw)
+    write_description(str(folder / "SKILL.md"), new, raw)
+    written = (folder / "SKILL.md").read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf---\r\n")
+    assert written.count(b"\n") == written.count(b"\r\n")
+    skill = read_skill(folder)
+    assert skill.description == new
+    assert os.listdir(folder) == ["SKILL.md"]
+
+
+ALPHABET = (
+    "abc XYZ 019:#-'\"\\\t\n\r{}[]|*&!%@`?,.~=+" + "\x00\x07\x1b\x7f\x85\xa0\u2028\u2029\ufeffé日😀"
+)
+
+
+@pytest.mark.parametrize("style", HOSTILE_STYLES)
+def test_random_descriptions_round_trip(style: str) -> None:
+    """Seeded fuzzing: every generated string either round-trips exactly or is refused."""
+    rng = random.Random(f"skilltrigger-{style}")
+    before, middle, after = STYLES[style]
+    original = before + middle + after
+    for _ in range(200):
+        new = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 40)))
+        if not new.strip():
+            continue
+        result = replace_description(original, new, WHERE)
+        assert result.startswith(before) and result.endswith(after)
+        assert frontmatter_of(result)["description"] == new
+
+
+def test_hypothesis_round_trip_if_installed() -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    strategies = pytest.importorskip("hypothesis.strategies")
+    before, middle, after = STYLES["plain"]
+    original = before + middle + after
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(strategies.text(min_size=1, max_size=200))
+    def check(new: str) -> None:
+        hypothesis.assume(new.strip() and "<" not in new and ">" not in new)
+        hypothesis.assume(not any(0xD800 <= ord(c) <= 0xDFFF for c in new))
+        result = replace_description(original, new, WHERE)
+        assert result.startswith(before) and result.endswith(after)
+        assert frontmatter_of(result)["description"] == new
+
+    check()
+
+
+@pytest.mark.parametrize(
+    ("new", "needle"),
+    [
+        ("x" * 1025, "1025 characters"),
+        ("use <b>bold</b>", "'<' or '>'"),
+        ("a -> b", "'<' or '>'"),
+        ("", "empty"),
+        (" \n\t", "empty"),
+    ],
+)
+def test_refused_descriptions(tmp_path: Path, new: str, needle: str) -> None:
+    before, middle, after = STYLES["plain"]
+    with pytest.raises(InputError, match=needle):
+        replace_description(before + middle + after, new, WHERE)
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    raw = (before + middle + after).encode("utf-8")
+    (folder / "SKILL.md").write_bytes(raw)
+    with pytest.raises(InputError) as info:
+        write_description(str(folder / "SKILL.md"), new, raw)
+    assert str(info.value).startswith(str(folder / "SKILL.md") + ": ")
+    assert (folder / "SKILL.md").read_bytes() == raw
+    assert os.listdir(folder) == ["SKILL.md"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\nname: x\nbase: &d hello\ndescription: *d\n---\n",
+        "---\nname: x\ndescription: [a, b]\n---\n",
+        "---\nname: x\n---\n",
+    ],
+)
+def test_unrewritable_values_are_refused(text: str) -> None:
+    with pytest.raises(InputError):
+        replace_description(text, "new", WHERE)
+
+
+def test_anchor_used_elsewhere_is_never_broken() -> None:
+    text = "---\nname: x\ndescription: &d hello\nalso: *d\n---\n"
+    try:
+        result = replace_description(text, "new", WHERE)
+    except InputError:
+        return
+    mapping = frontmatter_of(result)
+    assert mapping == {"name": "x", "description": "new", "also": "hello"}
+
+
+def test_empty_description_value_is_filled_in() -> None:
+    text = "---\nname: x\ndescription:\nlicense: MIT\n---\n"
+    result = replace_description(text, "now set", WHERE)
+    assert result == "---\nname: x\ndescription: now set\nlicense: MIT\n---\n"
+
+
+def test_write_description_success_keeps_bom_and_leaves_no_temp(tmp_path: Path) -> None:
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    before, middle, after = STYLES["literal"]
+    raw = ("\ufeff" + before + middle + after).encode("utf-8")
+    (folder / "SKILL.md").write_bytes(raw)
+    skill = read_skill(folder)
+    write_description(skill.skill_md, "improved\ndescription", skill.raw)
+    written = (folder / "SKILL.md").read_bytes()
+    expected = "\ufeff" + before + "description: |-\n  improved\n  description\n" + after
+    assert written == expected.encode("utf-8")
+    assert read_skill(folder).description == "improved\ndescription"
+    assert os.listdir(folder) == ["SKILL.md"]
+
+
+def test_file_changed_error(tmp_path: Path) -> None:
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    before, middle, after = STYLES["plain"]
+    raw = (before + middle + after).encode("utf-8")
+    (folder / "SKILL.md").write_bytes(raw)
+    skill = read_skill(folder)
+    edited = raw.replace(b"PDFs", b"PDF files")
+    (folder / "SKILL.md").write_bytes(edited)
+    with pytest.raises(FileChangedError) as info:
+        write_description(skill.skill_md, "new text", skill.raw)
+    assert skill.skill_md in str(info.value)
+    assert "\n" not in str(info.value)
+    assert (folder / "SKILL.md").read_bytes() == edited
+    assert os.listdir(folder) == ["SKILL.md"]
+
+
+def test_file_deleted_counts_as_changed(tmp_path: Path) -> None:
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    raw = b"---\nname: my-skill\ndescription: d\n---\n"
+    (folder / "SKILL.md").write_bytes(raw)
+    os.remove(folder / "SKILL.md")
+    with pytest.raises(FileChangedError):
+        write_description(str(folder / "SKILL.md"), "new", raw)
+    assert os.listdir(folder) == []
+
+
+def test_lenient_file_written_as_valid_yaml(tmp_path: Path) -> None:
+    folder = tmp_path / "my-skill"
+    folder.mkdir()
+    raw = b"---\nname: my-skill\ndescription: Use when: asked\n---\nBody\n"
+    (folder / "SKILL.md").write_bytes(raw)
+    write_description(str(folder / "SKILL.md"), "Use when: asked nicely", raw)
+    written = (folder / "SKILL.md").read_text("utf-8")
+    assert written == '---\nname: my-skill\ndescription: "Use when: asked nicely"\n---\nBody\n'
+    skill = read_skill(folder)
+    assert skill.description == "Use when: asked nicely"
+    assert not any("leniently" in w for w in skill.warnings)
