@@ -15,7 +15,7 @@ import pytest
 
 from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.evalset import EvalEntry
-from pytest_skilltrigger.outcome import QueryResult
+from pytest_skilltrigger.outcome import QueryResult, describe_chosen
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.runtime import PluginRuntime
@@ -30,30 +30,18 @@ def slug(text: str, limit: int = 40) -> str:
     return out or "query"
 
 
-def describe_chosen(chosen: dict[str, int]) -> str:
-    """'skill:other x2, text x1' -> a human phrase per choice."""
-    if not chosen:
-        return "nothing"
-    parts = []
-    for name, count in sorted(chosen.items(), key=lambda kv: (-kv[1], kv[0])):
-        kind, _, what = name.partition(":")
-        label = {"skill": f"skill {what!r}", "tool": f"tool {what}", "text": "a plain answer"}
-        parts.append(f"{label.get(kind, name)} x{count}")
-    return ", ".join(parts)
-
-
 def failure_message(result: QueryResult, skill_name: str) -> str:
     """What a failing item prints: query, expectation, observed rate and what was chosen."""
     expected = "trigger" if result.should_trigger else "not trigger"
     relation = ">=" if result.trigger_rate >= result.threshold else "<"
-    others = {k: v for k, v in result.chosen.items() if k != f"skill:{skill_name}"}
     lines = [
         f"query: {result.query!r}",
         f"expected {skill_name!r} to {expected}: triggered {result.triggers}/{result.runs} runs, "
         f"rate {result.trigger_rate:.2f} {relation} threshold {result.threshold:.2f}",
     ]
     if result.should_trigger:
-        lines.append(f"the model chose instead: {describe_chosen(others)}")
+        instead = describe_chosen(result.chosen, exclude=f"skill:{skill_name}")
+        lines.append(f"the model chose instead: {instead}")
     else:
         lines.append(f"the model chose: {describe_chosen(result.chosen)}")
     return "\n".join(lines)

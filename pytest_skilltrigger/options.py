@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.optimizer.driver import OptimizeOptions
 from pytest_skilltrigger.settings import BACKENDS, MODEL_ENV, Settings
 from pytest_skilltrigger.store import CACHE_MODES
 
@@ -101,6 +102,17 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "JSON file of model prices per million tokens, overriding the built-in table",
     ),
     ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
+    ("--optimize-description", None, "flag", False,
+     "after the tests, run improvement rounds and rewrite SKILL.md with the best description"),
+    ("--holdout", "holdout", "float", 0.4, "share of the eval set held out as test (default 0.4)"),
+    ("--max-iterations", "max_iterations", "int", 5, "improvement iterations (default 5)"),
+    ("--improve-model", "improve_model", "str", None,
+     "model that proposes descriptions (default: the trigger model)"),
+    ("--split-seed", "split_seed", "int", 42, "seed of the train/test split (default 42)"),
+    ("--trigger-report", "trigger_report", "path", None,
+     "self-contained HTML report of the improvement rounds"),
+    ("--trigger-results-dir", "trigger_results_dir", "path", None,
+     "folder for a time-stamped results folder per optimisation run"),
 ]
 
 
@@ -178,3 +190,17 @@ def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
 
 def json_path(config: pytest.Config) -> str | None:
     return _path(config, "--trigger-json")
+
+
+def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
+    """The optimizer's options when ``--optimize-description`` is given, validated."""
+    if not config.getoption("optimize_description"):
+        return None
+    return OptimizeOptions(
+        holdout=_number(config, "--holdout", float),
+        max_iterations=_number(config, "--max-iterations", int),
+        seed=_number(config, "--split-seed", int),
+        improve_model=_raw(config, "--improve-model"),
+        report_path=_path(config, "--trigger-report"),
+        results_dir=_path(config, "--trigger-results-dir"),
+    ).validated()

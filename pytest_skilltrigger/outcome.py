@@ -188,3 +188,16 @@ class QueryResult:
             "skipped": self.skipped,
             "chosen": self.chosen,
         }
+
+
+def describe_chosen(chosen: dict[str, int], exclude: str | None = None) -> str:
+    """What the model chose, in words: ``{"skill:x": 2, "text": 1}`` -> "skill 'x' x2, ..."."""
+    items = [(k, v) for k, v in chosen.items() if k != exclude]
+    if not items:
+        return "nothing else" if exclude else "nothing"
+    parts = []
+    for name, count in sorted(items, key=lambda kv: (-kv[1], kv[0])):
+        kind, _, what = name.partition(":")
+        label = {"skill": f"skill {what!r}", "tool": f"tool {what}", "text": "a plain answer"}
+        parts.append(f"{label.get(kind, name)} x{count}")
+    return ", ".join(parts)

@@ -20,6 +20,7 @@ from pytest_skilltrigger.catalog import Target, load_targets
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.items import SkillFile, TriggerItem
+from pytest_skilltrigger.optimizer.driver import OptimizationDriver
 from pytest_skilltrigger.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.report_json import build_report, write_report
 from pytest_skilltrigger.report_terminal import summary_lines
@@ -47,6 +48,7 @@ class PluginRuntime:
         if cache is not None:
             default_store = os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")
         self.settings = options.settings_from_config(config, default_store)
+        self.optimize = options.optimize_options(config)
         self.targets: list[Target] = []
         if given or ini:
             self.targets = load_targets(
@@ -185,13 +187,36 @@ class PluginRuntime:
 
     # -- end of session ----------------------------------------------------------------
     def finish(self) -> None:
-        """Controller: write the JSON report. Everyone: stop the sampler."""
-        if not self.worker and self.targets:
-            path = options.json_path(self.config)
-            if path:
-                write_report(path, self.build_report())
-        if self.session is not None:
-            self.session.close(wait=False)
+        """Controller: run the improvement rounds, write the JSON. Everyone: stop sampling."""
+        try:
+            if not self.worker and self.targets:
+                extra = self._optimize() if self.optimize else None
+                path = options.json_path(self.config)
+                if path:
+                    write_report(path, self.build_report(extra))
+        finally:
+            if self.session is not None:
+                self.session.close(wait=False)
+
+    def _optimize(self) -> dict[str, dict[str, Any]] | None:
+        """Improvement rounds on the controller, after every worker is done."""
+        self.start_session()
+        assert self.session is not None and self.optimize is not None
+        log = self._log
+        if self.session.unavailable:
+            log(f"skilltrigger: not optimising: {self.session.unavailable}")
+            return None
+        initial = {
+            key: {i: QueryResult.from_dict(row["result"]) for i, row in skill.rows.items()}
+            for key, skill in self.results.skills.items()
+        }
+        driver = OptimizationDriver(self.session, self.optimize, log)
+        return driver.run(self.targets, initial)
+
+    def _log(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
 
     def build_report(self, extra_by_skill: dict[str, dict[str, Any]] | None = None) -> dict:
         session = self.session

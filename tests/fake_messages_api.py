@@ -371,7 +371,8 @@ class FakeMessagesAPI:
     ``hang_seconds``     how long a ``"hang"`` fault sleeps before answering (then it answers
                          normally, unless the server stops first).
     ``retry_after_ms``   if set, 429/5xx faults also carry ``retry-after-ms``.
-    ``proposals``        scripted answers to improvement requests, popped in order.
+    ``proposals``        scripted answers to improvement requests (no ``Skill`` tool, text
+                         mentions "description"), popped in order by successful responses.
     ``stats``            ``calls`` (every POST /v1/messages), ``trigger_calls``,
                          ``improve_calls``, ``count_tokens_calls``, ``faults_injected``
                          (kind -> n), ``decisions`` (outcome -> n, successful responses only),
@@ -740,10 +741,14 @@ class FakeMessagesAPI:
     ) -> tuple[list[dict[str, Any]], str]:
         """Decide the answer's content blocks (without thinking/preamble decoration)."""
         if not trigger:
+            # Only a request that talks about a description consumes a proposal: Claude Code
+            # also sends small side requests without the Skill tool (titles, summaries).
+            texts = _system_texts(body) + _message_texts(body)
+            wants = any("description" in t.lower() for t in texts)
             with self._lock:
-                proposal = self.proposals.pop(0) if (advance and self.proposals) else None
-                if proposal is None and self.proposals:
-                    proposal = self.proposals[0]
+                proposal = None
+                if wants and self.proposals:
+                    proposal = self.proposals.pop(0) if advance else self.proposals[0]
             if proposal is None:
                 proposal = _current_description(body) or "A skill description."
             text = (

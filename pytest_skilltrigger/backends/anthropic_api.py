@@ -17,6 +17,11 @@ from typing import Any
 
 import anthropic
 
+try:  # the SDK's HTTP client: a cut stream surfaces as its transport error, unwrapped
+    from httpx2 import HTTPError as TransportError
+except ImportError:  # older SDKs use httpx
+    from httpx import HTTPError as TransportError
+
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.sse import StreamError, decide
 from pytest_skilltrigger.context import TriggerContext, one_line
@@ -212,7 +217,7 @@ class AnthropicBackend:
         except anthropic.APIStatusError as exc:
             retry = exc.status_code in (408, 409, 429) or exc.status_code >= 500
             return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), retry
-        except (anthropic.APIError, OSError, ValueError) as exc:
+        except (anthropic.APIError, TransportError, OSError, ValueError) as exc:
             # connection errors, timeouts and streams cut while we read them
             message = _with_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
             return RunOutcome("error", error=message, request_id=request_id), True

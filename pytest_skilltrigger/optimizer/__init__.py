@@ -1,0 +1,1 @@
+"""Description optimisation: split, proposals from a model, and the improvement loop."""

@@ -1,0 +1,195 @@
+"""Running the improvement rounds for every skill of a session, with their reports.
+
+After each iteration the HTML report, the results folder and the JSON snapshot are rewritten
+(atomically), so a browser that reloads follows the run and an interrupted run keeps what it
+finished. SKILL.md is rewritten only when the best description beats the start on test, only
+the description's value changes, and never when the file changed on disk meanwhile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_skilltrigger.atomic import atomic_write_text
+from pytest_skilltrigger.catalog import Target
+from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize, passed
+from pytest_skilltrigger.optimizer.proposer import AnthropicProposer, Proposal
+from pytest_skilltrigger.outcome import QueryResult
+from pytest_skilltrigger.redact import redact
+from pytest_skilltrigger.report_html import render_html
+from pytest_skilltrigger.session import TriggerSession
+from pytest_skilltrigger.skill_rewrite import FileChangedError, write_description
+
+
+@dataclass(frozen=True)
+class OptimizeOptions:
+    """The optimizer's knobs; defaults are the reference tool's."""
+
+    holdout: float = 0.4
+    max_iterations: int = 5
+    seed: int = 42
+    improve_model: str | None = None
+    report_path: str | None = None
+    results_dir: str | None = None
+    write: bool = True
+
+    def validated(self) -> OptimizeOptions:
+        if not 0.0 <= self.holdout < 1.0:
+            raise InputError("--holdout", f"must be within 0..1 (below 1), got {self.holdout}")
+        if self.max_iterations < 1:
+            raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
+        return self
+
+
+class OptimizationDriver:
+    """Optimises each target in turn and keeps every report up to date."""
+
+    def __init__(
+        self,
+        session: TriggerSession,
+        options: OptimizeOptions,
+        log: Callable[[str], None],
+        snapshot: Callable[[dict[str, dict[str, Any]]], None] | None = None,
+    ) -> None:
+        self.session = session
+        self.options = options
+        self.log = log
+        self.snapshot = snapshot
+        self.runs: dict[str, Optimization] = {}
+        self.started = time.monotonic()
+        self.results_dir: str | None = None
+        if options.results_dir:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            self.results_dir = os.path.join(options.results_dir, stamp)
+            os.makedirs(self.results_dir, exist_ok=True)
+
+    def run(
+        self, targets: list[Target], initial: Mapping[str, Mapping[int, QueryResult]]
+    ) -> dict[str, dict[str, Any]]:
+        """Optimise every target; returns the extra JSON keys per skill path."""
+        model = self.options.improve_model or self.session.model or ""
+        proposer = AnthropicProposer(model)
+        try:
+            for target in targets:
+                run = optimize(
+                    target,
+                    self.session,
+                    proposer,
+                    holdout=self.options.holdout,
+                    max_iterations=self.options.max_iterations,
+                    seed=self.options.seed,
+                    initial=initial.get(target.skill.skill_md, {}),
+                    on_iteration=self._on_iteration,
+                )
+                self.runs[target.skill.path] = run
+                self._publish()
+                if run.interrupted:
+                    self.log(f"{target.name}: interrupted; SKILL.md left unchanged")
+                    break
+                self._conclude(run)
+        finally:
+            proposer.close()
+        return self.extra()
+
+    def extra(self) -> dict[str, dict[str, Any]]:
+        return {path: run.to_dict() for path, run in self.runs.items()}
+
+    def _on_iteration(self, run: Optimization, it: Iteration) -> None:
+        self.runs[run.target.skill.path] = run
+        total = self.options.max_iterations
+        elapsed = time.monotonic() - self.started
+        tokens = it.usage.input_tokens + it.usage.output_tokens
+        if it.evaluated:
+            self.log(
+                f"{run.target.name} iteration {it.iteration}/{total}: "
+                f"train {passed(it.train)}/{len(it.train)}, test {passed(it.test)}/{len(it.test)}, "
+                f"{elapsed:.1f}s, {tokens:,} tokens"
+            )
+        else:
+            note = it.to_dict().get("note", "proposal dropped")
+            self.log(f"{run.target.name} iteration {it.iteration}/{total}: {note}")
+        self._save_proposal(run, it.iteration, it.proposal)
+        self._publish()
+
+    def _publish(self) -> None:
+        """Rewrite the HTML report, the results folder and the JSON snapshot."""
+        skills = [
+            {"skill_name": run.target.name, "skill_path": run.target.skill.path, **run.to_dict()}
+            for run in self.runs.values()
+        ]
+        running = not all(run.exit_reason for run in self.runs.values())
+        page = render_html(skills, running=running) if (
+            self.options.report_path or self.results_dir
+        ) else ""
+        if self.options.report_path:
+            atomic_write_text(self.options.report_path, page)
+        if self.results_dir:
+            atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
+            atomic_write_text(
+                os.path.join(self.results_dir, "results.json"),
+                json.dumps({"skills": skills}, indent=2, ensure_ascii=False) + "\n",
+            )
+        if self.snapshot:
+            self.snapshot(self.extra())
+
+    def _save_proposal(self, run: Optimization, number: int, proposal: Proposal | None) -> None:
+        if not self.results_dir or proposal is None:
+            return
+        folder = os.path.join(self.results_dir, run.target.name, f"iteration-{number}")
+        files = {
+            "prompt.txt": proposal.prompt,
+            "response.txt": proposal.response,
+            "repair_prompt.txt": proposal.repair_prompt,
+            "repair_response.txt": proposal.repair_response,
+            "description.txt": proposal.description,
+        }
+        for name, text in files.items():
+            if text is not None:
+                atomic_write_text(os.path.join(folder, name), redact(text))
+        counts = {
+            "prompt_chars": len(proposal.prompt),
+            "response_chars": len(proposal.response),
+            "description_chars": len(proposal.description or ""),
+            "problems": proposal.problems,
+            "error": proposal.error,
+        }
+        atomic_write_text(os.path.join(folder, "counts.json"), json.dumps(counts, indent=2))
+
+    def _conclude(self, run: Optimization) -> None:
+        """Print before/after and rewrite SKILL.md when the best beats the start."""
+        target = run.target
+        data = run.to_dict()
+        self.log(f"{target.name}: {data['exit_reason']}")
+        self.log(f"  before: {target.description}")
+        start = run.evaluated()[0] if run.evaluated() else None
+        if start is not None:
+            self.log(
+                f"    train {passed(start.train)}/{len(start.train)}, "
+                f"test {passed(start.test)}/{len(start.test)}"
+            )
+        self.log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
+        self.log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
+        if not run.improved:
+            self.log(f"  {target.skill.skill_md} unchanged: nothing beat the starting description")
+            return
+        if not self.options.write:
+            self.log("  not written (writing disabled)")
+            return
+        try:
+            write_description(target.skill.skill_md, data["best_description"], target.skill.raw)
+        except FileChangedError:
+            self.log(
+                f"  {target.skill.skill_md} changed on disk during the run: not overwritten; "
+                "paste the best description by hand"
+            )
+            return
+        except InputError as exc:
+            self.log(f"  not written: {exc}")
+            return
+        self.log(f"  wrote the new description to {target.skill.skill_md}")

@@ -1,0 +1,225 @@
+"""The improvement loop: evaluate, propose from the best so far, repeat; pick the best on test.
+
+It keeps the reference tool's numbers and meaning (holdout 0.4, five iterations, seed 42, best
+by test passes) and fixes its defects: iteration 1 reuses results already measured, each round
+improves from the best description so far by train score (a worse proposal cannot poison the
+next round), invalid proposals are repaired once and otherwise dropped, and errors are never
+counted as misses.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pytest_skilltrigger.catalog import Target
+from pytest_skilltrigger.evalset import EvalEntry
+from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt
+from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.outcome import QueryResult, Usage
+from pytest_skilltrigger.session import TriggerSession
+
+
+class Proposer(Protocol):
+    def propose(self, prompt: str) -> Proposal: ...
+
+
+def passed(results: list[QueryResult]) -> int:
+    return sum(1 for r in results if r.passed)
+
+
+@dataclass
+class Iteration:
+    """One round: a description, its train and test results, and how it was proposed."""
+
+    iteration: int
+    description: str
+    status: str  # "evaluated" | "invalid" | "interrupted"
+    train: list[QueryResult] = field(default_factory=list)
+    test: list[QueryResult] = field(default_factory=list)
+    proposal: Proposal | None = None
+    elapsed: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+
+    @property
+    def evaluated(self) -> bool:
+        return self.status == "evaluated"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference history entry, plus our status and proposal notes."""
+        train_rows = [r.summary_row() for r in self.train]
+        test_rows = [r.summary_row() for r in self.test]
+        train_passed, test_passed = passed(self.train), passed(self.test)
+        entry: dict[str, Any] = {
+            "iteration": self.iteration,
+            "description": self.description,
+            "status": self.status,
+            "train_passed": train_passed,
+            "train_failed": len(self.train) - train_passed,
+            "train_total": len(self.train),
+            "train_results": train_rows,
+            "test_passed": test_passed,
+            "test_failed": len(self.test) - test_passed,
+            "test_total": len(self.test),
+            "test_results": test_rows,
+            "passed": train_passed,
+            "failed": len(self.train) - train_passed,
+            "total": len(self.train),
+            "results": train_rows,
+            "elapsed_seconds": round(self.elapsed, 3),
+            **self.usage.to_dict(),
+        }
+        if self.proposal is not None and self.proposal.problems:
+            entry["note"] = "proposal dropped: " + "; ".join(self.proposal.problems)
+        if self.proposal is not None and self.proposal.error:
+            entry["note"] = "proposal failed: " + self.proposal.error
+        return entry
+
+
+@dataclass
+class Optimization:
+    """The whole run for one skill; ``to_dict`` gives the reference keys."""
+
+    target: Target
+    holdout: float
+    train_entries: list[EvalEntry]
+    test_entries: list[EvalEntry]
+    iterations: list[Iteration] = field(default_factory=list)
+    exit_reason: str = ""
+    interrupted: bool = False
+
+    def evaluated(self) -> list[Iteration]:
+        return [it for it in self.iterations if it.evaluated]
+
+    def best_for_proposing(self) -> Iteration:
+        """Most train passes; ties go to the newer iteration."""
+        return max(self.evaluated(), key=lambda it: (passed(it.train), it.iteration))
+
+    def best(self) -> Iteration:
+        """Most test passes, then most train passes, then the earlier iteration."""
+        return max(
+            self.evaluated(), key=lambda it: (passed(it.test), passed(it.train), -it.iteration)
+        )
+
+    @property
+    def improved(self) -> bool:
+        """True when the best beats the start on test (on train when there is no test set)."""
+        evaluated = self.evaluated()
+        if not evaluated or self.interrupted:
+            return False
+        start, best = evaluated[0], self.best()
+        if self.test_entries:
+            return passed(best.test) > passed(start.test)
+        return passed(best.train) > passed(start.train)
+
+    def to_dict(self) -> dict[str, Any]:
+        evaluated = self.evaluated()
+        best = self.best() if evaluated else None
+        last = evaluated[-1] if evaluated else None
+
+        def score(results: list[QueryResult]) -> str:
+            return f"{passed(results)}/{len(results)}"
+
+        return {
+            "exit_reason": self.exit_reason,
+            "original_description": self.target.description,
+            "best_description": best.description if best else self.target.description,
+            "best_iteration": best.iteration if best else None,
+            "best_score": score(best.test if self.test_entries else best.train) if best else None,
+            "best_train_score": score(best.train) if best else None,
+            "best_test_score": score(best.test) if best else None,
+            "final_description": last.description if last else self.target.description,
+            "iterations_run": len(self.iterations),
+            "holdout": self.holdout,
+            "train_size": len(self.train_entries),
+            "test_size": len(self.test_entries),
+            "improved": self.improved,
+            "interrupted": self.interrupted,
+            "history": [it.to_dict() for it in self.iterations],
+        }
+
+
+def optimize(
+    target: Target,
+    session: TriggerSession,
+    proposer: Proposer,
+    *,
+    holdout: float = 0.4,
+    max_iterations: int = 5,
+    seed: int = 42,
+    initial: Mapping[int, QueryResult] | None = None,
+    on_iteration: Callable[[Optimization, Iteration], None] | None = None,
+) -> Optimization:
+    """Run the improvement rounds for one skill.
+
+    ``initial`` maps entry index to results already measured for the starting description
+    (the items' results): iteration 1 only evaluates what is missing. A KeyboardInterrupt
+    stops the loop, marks the run interrupted and returns what was finished.
+    """
+    train, test = split_entries(target.eval_set.entries, holdout, seed)
+    run = Optimization(target, holdout, train, test)
+    description = target.description
+    proposal: Proposal | None = None
+    try:
+        for number in range(1, max_iterations + 1):
+            started = time.monotonic()
+            if number > 1:
+                base = run.best_for_proposing()
+                attempts = [Attempt(it.description, tuple(it.train)) for it in run.evaluated()]
+                prompt = build_prompt(
+                    target.name,
+                    target.skill.raw.decode("utf-8", "replace"),
+                    base.description,
+                    base.train,
+                    attempts,
+                )
+                proposal = proposer.propose(prompt)
+                if proposal.description is None:
+                    it = Iteration(number, "", "invalid", proposal=proposal,
+                                   elapsed=time.monotonic() - started, usage=proposal.usage)
+                    run.iterations.append(it)
+                    if on_iteration:
+                        on_iteration(run, it)
+                    continue
+                description = proposal.description
+            # reuse measured results, but sample again what errored or was skipped
+            known = {i: r for i, r in (initial or {}).items() if r.passed is not None}
+            known = known if number == 1 else {}
+            results = _evaluate(session, target, description, train + test, known)
+            it = Iteration(
+                number,
+                description,
+                "evaluated",
+                train=results[: len(train)],
+                test=results[len(train):],
+                proposal=proposal,
+                elapsed=time.monotonic() - started,
+                usage=sum((r.usage for r in results), proposal.usage if proposal else Usage()),
+            )
+            run.iterations.append(it)
+            if on_iteration:
+                on_iteration(run, it)
+            if passed(it.train) == len(it.train):
+                run.exit_reason = f"all_passed (iteration {number})"
+                break
+        else:
+            run.exit_reason = f"max_iterations ({max_iterations})"
+    except KeyboardInterrupt:
+        run.interrupted = True
+        run.exit_reason = f"interrupted (after {len(run.evaluated())} evaluated iterations)"
+    return run
+
+
+def _evaluate(
+    session: TriggerSession,
+    target: Target,
+    description: str,
+    entries: list[EvalEntry],
+    known: Mapping[int, QueryResult],
+) -> list[QueryResult]:
+    """Results for every entry, in order: known ones reused, the rest sampled concurrently."""
+    context = target.context(description)
+    futures = {e.index: session.submit(context, e) for e in entries if e.index not in known}
+    return [known[e.index] if e.index in known else futures[e.index].result() for e in entries]

@@ -1,0 +1,185 @@
+"""Asking a model for a better description.
+
+The prompt carries what the reference tool gives the model (skill name and SKILL.md, the
+current description, the train failures of both kinds with "triggered k/n times", earlier
+attempts with their train scores and results, the writing rules), in our own words, plus what
+the model chose instead for each failure, which is the most useful hint for fixing it. Test
+queries and test scores never appear in it: the test set must stay unseen to measure anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import anthropic
+
+from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen
+from pytest_skilltrigger.redact import redact
+from pytest_skilltrigger.skill import description_problems
+
+TAG = re.compile(r"<new_description>(.*?)</new_description>", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier description and how it did on the train set."""
+
+    description: str
+    train_results: tuple[QueryResult, ...]
+
+    @property
+    def train_score(self) -> str:
+        passed = sum(1 for r in self.train_results if r.passed)
+        return f"{passed}/{len(self.train_results)}"
+
+
+@dataclass
+class Proposal:
+    """One round's exchange with the improve model, kept for the results folder."""
+
+    prompt: str
+    response: str
+    description: str | None
+    problems: list[str] = field(default_factory=list)
+    repair_prompt: str | None = None
+    repair_response: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+
+
+def _result_line(result: QueryResult) -> str:
+    status = "PASS" if result.passed else "FAIL"
+    expected = "should trigger" if result.should_trigger else "should not trigger"
+    return (
+        f"[{status}] {expected}, triggered {result.triggers}/{result.runs} times: "
+        f"{result.query!r}"
+    )
+
+
+def build_prompt(
+    skill_name: str,
+    skill_md: str,
+    current: str,
+    train_results: Sequence[QueryResult],
+    attempts: Sequence[Attempt],
+) -> str:
+    """The proposer prompt. Only train data goes in; see the module docstring."""
+    missed = [r for r in train_results if r.should_trigger and r.passed is False]
+    false_hits = [r for r in train_results if not r.should_trigger and r.passed is False]
+    parts = [
+        f"You are improving the description of an Agent Skill called {skill_name!r}.",
+        "An assistant sees only each skill's name and description when it decides whether to "
+        "load the skill for a user's request, so the description alone decides when the "
+        "skill is used.",
+        f"The full SKILL.md of the skill:\n<skill_md>\n{skill_md}\n</skill_md>",
+        f"<current_description>\n{current}\n</current_description>",
+    ]
+    own = f"skill:{skill_name}"
+    if missed:
+        lines = [
+            f"- {r.query!r}: triggered {r.triggers}/{r.runs} times; the assistant used "
+            f"{describe_chosen(r.chosen, exclude=own)} instead"
+            for r in missed
+        ]
+        parts.append("Requests that SHOULD have used the skill but did not:\n" + "\n".join(lines))
+    if false_hits:
+        lines = [
+            f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits
+        ]
+        parts.append("Requests that should NOT have used the skill but did:\n" + "\n".join(lines))
+    if attempts:
+        blocks = []
+        for n, attempt in enumerate(attempts, 1):
+            results = "\n".join(_result_line(r) for r in attempt.train_results)
+            blocks.append(
+                f"Attempt {n} (train score {attempt.train_score}):\n"
+                f"<description>\n{attempt.description}\n</description>\n{results}"
+            )
+        parts.append("Earlier attempts and how they did:\n\n" + "\n\n".join(blocks))
+    parts.append(
+        "Write a better description. Rules:\n"
+        "- Generalise from the failures to the kinds of user intent the skill serves and "
+        "the near-misses it must not claim; do not list the example requests.\n"
+        "- Write in the imperative, addressed to the assistant (\"Use this skill when ...\").\n"
+        "- Aim for about 100-200 words; the hard limit is 1024 characters.\n"
+        "- Do not use the characters < or >.\n"
+        "Answer with the new description inside <new_description></new_description> tags."
+    )
+    return "\n\n".join(parts)
+
+
+def parse_proposal(text: str) -> str | None:
+    """The description inside the last pair of tags, stripped; None when there is none."""
+    found = TAG.findall(text)
+    if not found:
+        return None
+    value = found[-1].strip()
+    return value or None
+
+
+def repair_prompt(previous: str, problems: Sequence[str]) -> str:
+    return (
+        "This skill description cannot be used: " + "; ".join(problems) + ".\n\n"
+        f"<description>\n{previous}\n</description>\n\n"
+        "Rewrite it so that it keeps its meaning, stays under 1024 characters and contains "
+        "neither < nor >. Answer inside <new_description></new_description> tags."
+    )
+
+
+class AnthropicProposer:
+    """Asks the improve model through the Messages API (one shared client)."""
+
+    def __init__(self, model: str, timeout: float = 120.0) -> None:
+        self.model = model
+        self._client = anthropic.Anthropic(max_retries=4, timeout=timeout)
+
+    def _ask(self, prompt: str) -> tuple[str, Usage]:
+        message = self._client.messages.create(
+            model=self.model,
+            max_tokens=4096,
+            messages=[{"role": "user", "content": prompt}],
+        )
+        text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
+        usage = Usage(
+            message.usage.input_tokens or 0,
+            message.usage.output_tokens or 0,
+            getattr(message.usage, "cache_creation_input_tokens", 0) or 0,
+            getattr(message.usage, "cache_read_input_tokens", 0) or 0,
+        )
+        return text, usage
+
+    def propose(self, prompt: str) -> Proposal:
+        """One proposal, with one repair request when it breaks the rules."""
+        try:
+            response, usage = self._ask(prompt)
+        except anthropic.APIError as exc:
+            return Proposal(prompt, "", None, error=redact(str(exc)))
+        proposal = Proposal(prompt, response, parse_proposal(response), usage=usage)
+        problems = self._problems(proposal.description)
+        if not problems:
+            return proposal
+        proposal.repair_prompt = repair_prompt(proposal.description or response, problems)
+        try:
+            proposal.repair_response, more = self._ask(proposal.repair_prompt)
+        except anthropic.APIError as exc:
+            proposal.problems = problems
+            proposal.error = redact(str(exc))
+            proposal.description = None
+            return proposal
+        proposal.usage = proposal.usage + more
+        proposal.description = parse_proposal(proposal.repair_response)
+        proposal.problems = self._problems(proposal.description)
+        if proposal.problems:
+            proposal.description = None
+        return proposal
+
+    @staticmethod
+    def _problems(description: str | None) -> list[str]:
+        if description is None:
+            return ["no <new_description> tags in the answer"]
+        return description_problems(description)
+
+    def close(self) -> None:
+        self._client.close()
