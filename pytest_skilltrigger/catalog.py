@@ -97,3 +97,14 @@ def load_targets(
             )
         )
     return targets
+
+
+def load_context(path: str, description: str | None = None) -> TriggerContext:
+    """The trigger context of the skill at ``path`` (no eval set needed): for ad-hoc checks."""
+    skills = discover_skills(path)
+    if len(skills) != 1:
+        raise InputError(path, f"names {len(skills)} skills; give one skill folder")
+    skill = skills[0]
+    siblings, _warnings = _siblings(skill)
+    text = skill.description if description is None else description
+    return TriggerContext(skill.name, text, siblings)

@@ -7,10 +7,12 @@ dashes as underscores (``--runs-per-query`` -> ``runs_per_query``); the command 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from pytest_skilltrigger.baseline import load_baseline
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.optimizer.driver import OptimizeOptions
 from pytest_skilltrigger.settings import BACKENDS, MODEL_ENV, Settings
@@ -113,6 +115,14 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "self-contained HTML report of the improvement rounds"),
     ("--trigger-results-dir", "trigger_results_dir", "path", None,
      "folder for a time-stamped results folder per optimisation run"),
+    ("--trigger-min-accuracy", "trigger_min_accuracy", "float", None,
+     "gate per skill: share of queries that must pass; single misses become xfail"),
+    ("--trigger-require-backend", "trigger_require_backend", "bool", False,
+     "error instead of skipping when no trigger backend is available"),
+    ("--trigger-baseline", "trigger_baseline", "path", None,
+     "an earlier --trigger-json: list what regressed and what improved"),
+    ("--trigger-fail-on-regression", "trigger_fail_on_regression", "bool", False,
+     "fail the session when a query that passed in the baseline no longer passes"),
 ]
 
 
@@ -124,14 +134,14 @@ def add_options(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
         if kind == "append":
             kwargs["action"] = "append"
-        elif kind == "flag":
+        elif kind in ("flag", "bool"):
             kwargs["action"] = "store_true"
             kwargs["default"] = False
         elif kind == "choice":
             kwargs["choices"] = BACKENDS if flag == "--trigger-backend" else CACHE_MODES
         group.addoption(flag, **kwargs)
         if ini:
-            parser.addini(ini, help_text, default=None)
+            parser.addini(ini, help_text, type="bool" if kind == "bool" else None, default=None)
     parser.addini(
         "skill_paths", "skill folders collected with the normal test run", type="paths", default=[]
     )
@@ -142,8 +152,8 @@ def _raw(config: pytest.Config, flag: str) -> Any:
     for name, ini, _kind, default, _help in OPTIONS:
         if name == flag:
             value = config.getoption(flag.lstrip("-").replace("-", "_"))
-            if value is None and ini:
-                value = config.getini(ini)
+            if value in (None, False) and ini:
+                value = config.getini(ini) or value
             return default if value in (None, "") else value
     raise KeyError(flag)
 
@@ -190,6 +200,38 @@ def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
 
 def json_path(config: pytest.Config) -> str | None:
     return _path(config, "--trigger-json")
+
+
+def flag(config: pytest.Config, option: str) -> bool:
+    """A boolean option that may also be set as an ini key."""
+    return bool(_raw(config, option))
+
+
+@dataclass(frozen=True)
+class Gates:
+    """How the session gates CI: accuracy floor, backend requirement, baseline."""
+
+    min_accuracy: float | None = None
+    require_backend: bool = False
+    baseline: dict | None = None
+    fail_on_regression: bool = False
+
+
+def gates(config: pytest.Config) -> Gates:
+    """Read and check the gating options; InputError names the bad one."""
+    min_accuracy = _number(config, "--trigger-min-accuracy", float)
+    if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
+        raise InputError("--trigger-min-accuracy", f"must be within 0..1, got {min_accuracy}")
+    baseline_path = _path(config, "--trigger-baseline")
+    fail_on_regression = flag(config, "--trigger-fail-on-regression")
+    if fail_on_regression and not baseline_path:
+        raise InputError("--trigger-fail-on-regression", "needs --trigger-baseline")
+    return Gates(
+        min_accuracy=min_accuracy,
+        require_backend=flag(config, "--trigger-require-backend"),
+        baseline=load_baseline(baseline_path) if baseline_path else None,
+        fail_on_regression=fail_on_regression,
+    )
 
 
 def optimize_options(config: pytest.Config) -> OptimizeOptions | None:

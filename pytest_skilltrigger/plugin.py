@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_skilltrigger import options
+from pytest_skilltrigger.html_extras import PytestHtmlHooks
+from pytest_skilltrigger.items import TriggerCheck
 from pytest_skilltrigger.runtime import PluginRuntime, is_worker, runtime_of
 
 
@@ -29,12 +32,15 @@ class RuntimeHooks:
 def pytest_configure(config: pytest.Config) -> None:
     runtime = PluginRuntime.configure(config)
     config.pluginmanager.register(RuntimeHooks(runtime), "skilltrigger-runtime")
+    if config.pluginmanager.hasplugin("html"):
+        config.pluginmanager.register(PytestHtmlHooks(), "skilltrigger-html")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    hooks = config.pluginmanager.get_plugin("skilltrigger-runtime")
-    if hooks is not None:
-        config.pluginmanager.unregister(hooks)
+    for name in ("skilltrigger-runtime", "skilltrigger-html"):
+        hooks = config.pluginmanager.get_plugin(name)
+        if hooks is not None:
+            config.pluginmanager.unregister(hooks)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -67,7 +73,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def pytest_sessionfinish(session: pytest.Session) -> None:
     runtime = runtime_of(session.config)
     if runtime:
-        runtime.finish()
+        runtime.finish(session)
+
+
+@pytest.fixture
+def skill_trigger(request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:
+    """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
+    triggered, chosen; shares the session's backend, store, concurrency and budget."""
+    runtime = runtime_of(request.config)
+    assert runtime is not None
+    return runtime.check
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -16,14 +16,24 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger import options
-from pytest_skilltrigger.catalog import Target, load_targets
+from pytest_skilltrigger.baseline import Change, compare
+from pytest_skilltrigger.catalog import Target, load_context, load_targets
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.items import SkillFile, TriggerItem
+from pytest_skilltrigger.evalset import EvalEntry
+from pytest_skilltrigger.items import (
+    BackendRequiredError,
+    SkillFile,
+    TriggerCheck,
+    TriggerItem,
+    TriggerRunError,
+)
 from pytest_skilltrigger.optimizer.driver import OptimizationDriver
 from pytest_skilltrigger.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.report_json import build_report, write_report
+from pytest_skilltrigger.report_markdown import render_markdown
 from pytest_skilltrigger.report_terminal import summary_lines
+from pytest_skilltrigger.sampler import SamplingPlan
 from pytest_skilltrigger.session import TriggerSession
 from pytest_skilltrigger.summary import SessionResults
 
@@ -49,6 +59,10 @@ class PluginRuntime:
             default_store = os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")
         self.settings = options.settings_from_config(config, default_store)
         self.optimize = options.optimize_options(config)
+        self.gates = options.gates(config)
+        self.gate_failures: list[str] = []
+        self.regressions: list[Change] = []
+        self.improvements: list[Change] = []
         self.targets: list[Target] = []
         if given or ini:
             self.targets = load_targets(
@@ -77,15 +91,24 @@ class PluginRuntime:
         return runtime
 
     def _adjust_args(self) -> None:
-        """Make pytest collect the skills: only them for a bare ``--skill-path`` run."""
-        if not self.given_paths:
-            return
-        from _pytest.config import Config
+        """Make pytest collect the skills.
 
-        explicit = self.config.args_source == Config.ArgsSource.ARGS
-        args = list(self.config.args) if explicit else []
-        for path in self.given_paths:
-            if path not in args:
+        ``--skill-path`` alone collects only those skills; with explicit paths it adds them.
+        Skills from the ``skill_paths`` ini key join a run without explicit paths (``pytest``)
+        and follow pytest's own selection otherwise (``pytest tests/test_x.py`` leaves them).
+        """
+        explicit = self.config.args_source == pytest.Config.ArgsSource.ARGS
+        if self.given_paths:
+            args = list(self.config.args) if explicit else []
+            extra = self.given_paths
+        elif self.ini_paths and not explicit:
+            args = list(self.config.args)
+            extra = self.ini_paths
+        else:
+            return
+        covered = [os.path.abspath(a.split("::")[0]) for a in args]
+        for path in extra:
+            if not any(path == c or path.startswith(c + os.sep) for c in covered):
                 args.append(path)
         self.config.args[:] = args
 
@@ -120,12 +143,47 @@ class PluginRuntime:
                     item.target.context(), item.entry
                 )
 
+    def check_available(self) -> None:
+        """Skip (or, with --trigger-require-backend, error) when no backend can run."""
+        self.start_session()
+        assert self.session is not None
+        if not self.session.unavailable:
+            return
+        if self.gates.require_backend:
+            raise BackendRequiredError(
+                f"{self.session.unavailable} (--trigger-require-backend is set)"
+            )
+        pytest.skip(self.session.unavailable)
+
+    def check(self, path: str, query: str, runs: int | None = None,
+              threshold: float | None = None) -> TriggerCheck:
+        """The ``skill_trigger`` fixture's work: sample one query for one skill."""
+        self.check_available()
+        assert self.session is not None
+        plan = SamplingPlan(
+            runs or self.settings.runs_per_query,
+            self.settings.threshold if threshold is None else threshold,
+            self.settings.curtail,
+        )
+        if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
+            raise ValueError("runs must be >= 1 and threshold within 0..1")
+        try:
+            context = load_context(os.path.abspath(path))
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})
+        result = self.session.submit(context, entry, plan).result()
+        if result.skipped:
+            pytest.skip(result.skipped)
+        if result.errors:
+            raise TriggerRunError(result.error)
+        return TriggerCheck.from_result(result)
+
     def result_for(self, item: TriggerItem) -> QueryResult:
         """Wait for the item's result (submitting it and its queued followers if needed)."""
         self.prefetch([item, *upcoming_items(item)])
         assert self.session is not None
-        if self.session.unavailable:
-            pytest.skip(self.session.unavailable)
+        self.check_available()
         result = self._submitted[item.nodeid].result()
         sampler = self.session.sampler
         if sampler is not None and sampler.fatal:
@@ -139,14 +197,15 @@ class PluginRuntime:
         if report.when != "call" and not (report.when == "setup" and not report.passed):
             return
         result = item.result
-        report.user_properties.extend(
-            [
-                ("trigger_rate", round(result.trigger_rate, 4)),
-                ("triggers", result.triggers),
-                ("runs", result.runs),
-                ("chosen", dict(result.chosen)),
-            ]
-        )
+        properties = [
+            ("trigger_rate", round(result.trigger_rate, 4)),
+            ("triggers", result.triggers),
+            ("runs", result.runs),
+            ("chosen", dict(result.chosen)),
+        ]
+        report.user_properties.extend(properties)
+        # later reports copy the item's list: junitxml reads them from the teardown report
+        item.user_properties.extend(properties)
         assert self.session is not None
         target = item.target
         report.skilltrigger = {  # type: ignore[attr-defined]
@@ -186,17 +245,48 @@ class PluginRuntime:
         )
 
     # -- end of session ----------------------------------------------------------------
-    def finish(self) -> None:
-        """Controller: run the improvement rounds, write the JSON. Everyone: stop sampling."""
+    def finish(self, session: pytest.Session) -> None:
+        """Controller: improvement rounds, reports and gates. Everyone: stop sampling."""
         try:
             if not self.worker and self.targets:
                 extra = self._optimize() if self.optimize else None
+                report = self.build_report(extra)
                 path = options.json_path(self.config)
                 if path:
-                    write_report(path, self.build_report(extra))
+                    write_report(path, report)
+                self._apply_gates(session, report)
         finally:
             if self.session is not None:
                 self.session.close(wait=False)
+
+    def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
+        """Accuracy floor, baseline comparison and the GitHub step summary."""
+        gates = self.gates
+        if gates.min_accuracy is not None:
+            for skill in report["skills"]:
+                s = skill["summary"]
+                counted = s["total"] - s["skipped"]
+                if not counted:
+                    continue
+                accuracy = s["passed"] / counted
+                if accuracy < gates.min_accuracy:
+                    self.gate_failures.append(
+                        f"{skill['skill_name']}: query accuracy {accuracy:.2f} "
+                        f"({s['passed']}/{counted}) is below --trigger-min-accuracy "
+                        f"{gates.min_accuracy:.2f}"
+                    )
+        if gates.baseline is not None:
+            self.regressions, self.improvements = compare(gates.baseline, report)
+            if gates.fail_on_regression and self.regressions:
+                self.gate_failures.append(
+                    f"{len(self.regressions)} regression(s) against the baseline"
+                )
+        if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file and report["skills"]:
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(render_markdown(report, gates.min_accuracy))
 
     def _optimize(self) -> dict[str, dict[str, Any]] | None:
         """Improvement rounds on the controller, after every worker is done."""
@@ -252,6 +342,16 @@ class PluginRuntime:
             prices=session.prices if session else None,
         ):
             reporter.write_line(line)
+        for change in self.regressions:
+            reporter.write_line(
+                f"REGRESSED {change.skill}: {change.query!r} ({change.before} -> {change.after})"
+            )
+        for change in self.improvements:
+            reporter.write_line(
+                f"improved {change.skill}: {change.query!r} ({change.before} -> {change.after})"
+            )
+        for line in self.gate_failures:
+            reporter.write_line(f"GATE FAILED {line}", red=True)
 
 
 def upcoming_items(item: pytest.Item) -> list[pytest.Item]:

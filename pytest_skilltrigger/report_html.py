@@ -1,0 +1,323 @@
+"""The optimizer's HTML report: one self-contained page, one table per skill.
+
+Why its own renderer rather than a template engine: the page must work offline (the reference
+tool's report pulls web fonts and breaks without a network), must never run anything a query
+or a description smuggles in (eval sets and proposed descriptions are untrusted text, and the
+latter is written by a model), and is rewritten after every iteration while the loop runs.
+So it is plain string building in which every user-supplied value goes through ``_e``, with
+inline CSS only and no scripts. Engine module: no pytest import.
+
+Layout per skill: a header (name, path, exit reason, original vs best description), then a
+table with one row per iteration (description, train score, test score) and one column per
+query, train columns and test columns told apart, each cell a pass/fail mark with the trigger
+rate and triggers/runs.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["render_html"]
+
+#: How many characters of a query the column header shows (the full text is in ``title``).
+QUERY_CHARS = 60
+
+CSS = """
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
+  margin: 1.5em; color: #1f2328; background: #fff; font-size: 14px; }
+h1 { font-size: 1.5em; margin: 0 0 .4em; }
+h2 { font-size: 1.25em; margin: 0 0 .3em; }
+.banner { padding: .5em .8em; border-radius: 4px; margin-bottom: 1em; }
+.banner.running { background: #fff8c5; border: 1px solid #d4a72c; }
+.banner.done { background: #eef6ee; border: 1px solid #8fc79a; }
+section.skill { border: 1px solid #d0d7de; border-radius: 6px; padding: 1em;
+  margin-bottom: 2em; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: .5em 0; }
+dl.meta dt { font-weight: 600; color: #57606a; }
+dl.meta dd { margin: 0; }
+.desc { white-space: pre-wrap; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas,
+  monospace; font-size: 12px; background: #f6f8fa; border: 1px solid #d0d7de;
+  border-radius: 4px; padding: .4em .6em; margin: 0; }
+.descs { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; margin: .5em 0 1em; }
+.descs h3 { font-size: 1em; margin: 0 0 .3em; }
+.scroll { overflow-x: auto; }
+table.iters { border-collapse: collapse; font-size: 12px; }
+table.iters th, table.iters td { border: 1px solid #d0d7de; padding: 3px 5px;
+  vertical-align: top; }
+table.iters td.desc-cell { min-width: 22em; max-width: 36em; white-space: pre-wrap; }
+table.iters td.num, table.iters td.score { text-align: center; white-space: nowrap; }
+th.group-train, th.q.train { background: #ddf4ff; }
+th.group-test, th.q.test { background: #fbefff; }
+th.q { width: 7.5em; min-width: 7.5em; max-width: 7.5em; font-weight: normal;
+  text-align: left; }
+th.q .qt { display: block; max-height: 7.5em; overflow: hidden; overflow-wrap: anywhere; }
+td.cell.train { border-bottom: 3px solid #54aeff; }
+td.cell.test { border-bottom: 3px solid #c297ff; }
+.badge { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 .4em;
+  border-radius: 3px; margin-bottom: .2em; white-space: nowrap; }
+.badge.pos { background: #1a7f37; color: #fff; }
+.badge.neg { background: #6e7781; color: #fff; }
+.badge.best { background: #bf8700; color: #fff; }
+.badge.status { background: #cf222e; color: #fff; }
+td.cell { text-align: center; white-space: nowrap; min-width: 4.5em; }
+td.cell .mark { font-size: 15px; font-weight: 700; display: block; }
+td.cell .rate { display: block; }
+td.cell .runs { display: block; color: #57606a; }
+td.pass { background: #dafbe1; }
+td.pass .mark { color: #1a7f37; }
+td.fail { background: #ffebe9; }
+td.fail .mark { color: #cf222e; }
+td.error { background: #fff1c2; }
+td.error .mark { color: #9a6700; }
+td.skipped { background: #eaeef2; }
+td.skipped .mark { color: #57606a; }
+td.none { background: #fff; color: #8c959f; }
+tr.best > td.num, tr.best > td.desc-cell, tr.best > td.score { background: #fff8c5; }
+tr.best > td { border-top: 2px solid #bf8700; border-bottom: 2px solid #bf8700; }
+tr.invalid > td.desc-cell, tr.interrupted > td.desc-cell { color: #57606a; }
+.note { color: #57606a; font-style: italic; display: block; margin-top: .3em; }
+.legend { font-size: 12px; color: #57606a; margin: .5em 0; }
+.empty { color: #57606a; font-style: italic; }
+"""
+
+
+def _e(value: Any) -> str:
+    """Escape any value for text or a quoted attribute: every user string passes here."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _score(passed: Any, total: Any) -> str:
+    if isinstance(total, int) and total > 0:
+        return f"{passed if isinstance(passed, int) else 0}/{total}"
+    return "—"
+
+
+def _counted(results: list[dict[str, Any]]) -> tuple[int, int]:
+    """Passed/total from result rows, for entries that lack the summary numbers."""
+    return sum(1 for r in results if r.get("pass") is True), len(results)
+
+
+def _columns(history: list[dict[str, Any]], key: str) -> list[tuple[str, int, dict[str, Any]]]:
+    """The queries of one set across all iterations, in first-seen order.
+
+    Keyed by (query, occurrence) so a query listed twice keeps two columns and an iteration
+    that lacks a query (interrupted mid-set) still lines up with the others.
+    """
+    seen: dict[tuple[str, int], dict[str, Any]] = {}
+    for entry in history:
+        counts: dict[str, int] = {}
+        for row in entry.get(key) or []:
+            query = str(row.get("query", ""))
+            nth = counts.get(query, 0)
+            counts[query] = nth + 1
+            seen.setdefault((query, nth), row)
+    return [(q, n, row) for (q, n), row in seen.items()]
+
+
+def _index(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    counts: dict[str, int] = {}
+    for row in results:
+        query = str(row.get("query", ""))
+        nth = counts.get(query, 0)
+        counts[query] = nth + 1
+        out[(query, nth)] = row
+    return out
+
+
+def _chosen_text(chosen: Any) -> str:
+    if not isinstance(chosen, dict) or not chosen:
+        return "nothing"
+    items = sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
+    return ", ".join(f"{name} ×{count}" for name, count in items)
+
+
+def _query_header(query: str, row: dict[str, Any], split: str) -> str:
+    positive = bool(row.get("should_trigger"))
+    badge = (
+        '<span class="badge pos">✓ should trigger</span>'
+        if positive
+        else '<span class="badge neg">✗ should not</span>'
+    )
+    short = query if len(query) <= QUERY_CHARS else query[: QUERY_CHARS - 1] + "…"
+    tip = [query, "should trigger" if positive else "should not trigger", f"set: {split}"]
+    extra = row.get("extra")
+    if isinstance(extra, dict):
+        tip.extend(f"{k}: {v}" for k, v in extra.items())
+    return (
+        f'<th class="q {split}" title="{_e(chr(10).join(tip))}">{badge}'
+        f'<span class="qt">{_e(short)}</span></th>'
+    )
+
+
+def _cell(row: dict[str, Any] | None, split: str) -> str:
+    if row is None:
+        return f'<td class="cell {split} none" title="not run">·</td>'
+    runs = row.get("runs") or 0
+    triggers = row.get("triggers") or 0
+    rate = row.get("trigger_rate")
+    rate_text = f"{float(rate):.2f}" if isinstance(rate, (int, float)) else "—"
+    tip = [f"trigger rate {rate_text} ({triggers}/{runs} runs)"]
+    tip.append(f"chose: {_chosen_text(row.get('chosen'))}")
+    if row.get("skipped"):
+        kind, mark, label = "skipped", "–", "skipped"
+        tip.append(f"skipped: {row.get('skipped')}")
+    elif row.get("errors") or row.get("error"):
+        kind, mark, label = "error", "!", "error"
+        tip.append(f"errors: {row.get('errors') or 0}; {row.get('error') or 'unknown error'}")
+    elif row.get("pass") is True:
+        kind, mark, label = "pass", "✓", "pass"
+    elif row.get("pass") is False:
+        kind, mark, label = "fail", "✗", "fail"
+    else:
+        kind, mark, label = "none", "?", "no verdict"
+    return (
+        f'<td class="cell {split} {kind}" title="{_e(label + chr(10) + chr(10).join(tip))}">'
+        f'<span class="mark">{mark}</span><span class="rate">{rate_text}</span>'
+        f'<span class="runs">{_e(triggers)}/{_e(runs)}</span></td>'
+    )
+
+
+def _iteration_row(
+    entry: dict[str, Any],
+    best: Any,
+    train_cols: list[tuple[str, int, dict[str, Any]]],
+    test_cols: list[tuple[str, int, dict[str, Any]]],
+) -> str:
+    train = entry.get("train_results") or []
+    test = entry.get("test_results") or []
+    number = entry.get("iteration")
+    status = entry.get("status")
+    is_best = best is not None and number == best
+    classes = [c for c in ("best" if is_best else "", str(status or "")) if c]
+    tp, tt = entry.get("train_passed"), entry.get("train_total")
+    if not isinstance(tt, int):
+        tp, tt = _counted(train)
+    sp, st = entry.get("test_passed"), entry.get("test_total")
+    if not isinstance(st, int):
+        sp, st = _counted(test)
+    labels = '<span class="badge best">best</span><br>' if is_best else ""
+    if status and status != "evaluated":
+        labels += f'<span class="badge status">{_e(status)}</span><br>'
+    note = f'<span class="note">{_e(entry.get("note"))}</span>' if entry.get("note") else ""
+    train_index, test_index = _index(train), _index(test)
+    cells = [
+        f'<td class="num">{labels}{_e(number)}</td>',
+        f'<td class="desc-cell">{_e(entry.get("description", ""))}{note}</td>',
+        f'<td class="score">{_score(tp, tt)}</td>',
+        f'<td class="score">{_score(sp, st)}</td>',
+    ]
+    cells += [_cell(train_index.get((q, n)), "train") for q, n, _ in train_cols]
+    cells += [_cell(test_index.get((q, n)), "test") for q, n, _ in test_cols]
+    class_attr = f' class="{_e(" ".join(classes))}"' if classes else ""
+    return f"<tr{class_attr}>{''.join(cells)}</tr>"
+
+
+def _table(skill: dict[str, Any]) -> str:
+    history = [h for h in skill.get("history") or [] if isinstance(h, dict)]
+    if not history:
+        return '<p class="empty">No iteration has finished yet.</p>'
+    train_cols = _columns(history, "train_results")
+    test_cols = _columns(history, "test_results")
+    best = skill.get("best_iteration")
+    group = ['<th rowspan="2">Iter.</th>', '<th rowspan="2">Description</th>']
+    group += ['<th rowspan="2">Train</th>', '<th rowspan="2">Test</th>']
+    if train_cols:
+        group.append(
+            f'<th class="group-train" colspan="{len(train_cols)}">'
+            f"Train queries ({len(train_cols)})</th>"
+        )
+    if test_cols:
+        group.append(
+            f'<th class="group-test" colspan="{len(test_cols)}">'
+            f"Test queries ({len(test_cols)}, never shown to the improver)</th>"
+        )
+    queries = [_query_header(q, row, "train") for q, _, row in train_cols]
+    queries += [_query_header(q, row, "test") for q, _, row in test_cols]
+    rows = [_iteration_row(h, best, train_cols, test_cols) for h in history]
+    head = f"<tr>{''.join(group)}</tr><tr>{''.join(queries)}</tr>"
+    if not queries:
+        head = f"<tr>{''.join(group)}</tr>"  # a lone empty <tr> would be invalid HTML
+    return (
+        '<div class="scroll"><table class="iters">'
+        f"<thead>{head}</thead><tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _best_scores(skill: dict[str, Any]) -> str:
+    best = skill.get("best_iteration")
+    for entry in skill.get("history") or []:
+        if isinstance(entry, dict) and best is not None and entry.get("iteration") == best:
+            train = _score(entry.get("train_passed"), entry.get("train_total"))
+            test = _score(entry.get("test_passed"), entry.get("test_total"))
+            return f"iteration {_e(best)} (train {train}, test {test})"
+    return "—" if best is None else f"iteration {_e(best)}"
+
+
+def _skill_section(skill: dict[str, Any]) -> str:
+    name = skill.get("skill_name") or "(unnamed skill)"
+    holdout = skill.get("holdout")
+    sizes = f"train {_e(skill.get('train_size', '—'))}, test {_e(skill.get('test_size', '—'))}"
+    if holdout is not None:
+        sizes += f" (holdout {_e(holdout)})"
+    if not skill.get("test_size") and holdout is not None and not holdout:
+        sizes += " — no test set: scores are on the queries the improver saw"
+    exit_reason = skill.get("exit_reason") or ("interrupted" if skill.get("interrupted") else "—")
+    meta = [
+        ("Path", _e(skill.get("skill_path", ""))),
+        ("Exit reason", _e(exit_reason)),
+        ("Best", _best_scores(skill)),
+        ("Queries", sizes),
+    ]
+    if skill.get("interrupted"):
+        meta.append(("Interrupted", "yes: the run stopped before the loop finished"))
+    original = skill.get("original_description", "")
+    best_desc = skill.get("best_description")
+    same = best_desc is None or best_desc == original
+    descs = (
+        '<div class="descs"><div><h3>Original description</h3>'
+        f'<p class="desc">{_e(original)}</p></div>'
+        f"<div><h3>Best description{' (unchanged)' if same else ''}</h3>"
+        f'<p class="desc">{_e(original if best_desc is None else best_desc)}</p></div></div>'
+    )
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta)
+    return (
+        f'<section class="skill"><h2>{_e(name)}</h2><dl class="meta">{dl}</dl>'
+        f"{descs}{_table(skill)}</section>"
+    )
+
+
+LEGEND = (
+    '<p class="legend">Cells: <b>✓</b> pass, <b>✗</b> fail, <b>!</b> a run errored (no verdict;'
+    " never counted as a miss), <b>–</b> skipped, <b>·</b> not run; then the trigger rate and"
+    " triggers/runs. Blue columns are train queries (the improver sees them), purple columns"
+    " test queries (held out). The best iteration (most test passes) is highlighted.</p>"
+)
+
+
+def render_html(
+    skills: list[dict[str, Any]], *, running: bool, title: str = "Skill trigger report"
+) -> str:
+    """The whole report page as one string (write it atomically).
+
+    ``running`` adds a 5-second meta refresh so a browser left open follows the loop; the
+    final page has none, so it stops reloading once the run is over.
+    """
+    refresh = '<meta http-equiv="refresh" content="5">\n' if running else ""
+    banner = (
+        '<div class="banner running">Running: this page reloads every 5 seconds.</div>'
+        if running
+        else '<div class="banner done">Finished.</div>'
+    )
+    sections = "".join(_skill_section(s) for s in skills if isinstance(s, dict))
+    if not sections:
+        sections = '<p class="empty">No skill has been evaluated yet.</p>'
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"{refresh}<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
+        f"<h1>{_e(title)}</h1>\n{banner}\n{LEGEND}\n{sections}\n</body>\n</html>\n"
+    )

@@ -1,0 +1,51 @@
+"""A Markdown summary per skill, for ``$GITHUB_STEP_SUMMARY`` in GitHub Actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _cell(text: Any) -> str:
+    """Table-safe text: no line breaks, pipes escaped, HTML-significant characters escaped."""
+    value = " ".join(str(text).split())
+    for char, repl in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
+        value = value.replace(char, repl)
+    return value
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -> str:
+    """One section per skill: accuracy, precision, recall, cost and the failing queries."""
+    lines = ["## Skill trigger results", ""]
+    lines.append("| skill | passed | failed | errors | accuracy | precision | recall | cost |")
+    lines.append("|---|---|---|---|---|---|---|---|")
+    for skill in report.get("skills", []):
+        s = skill["summary"]
+        cost = f"${s['cost_usd']:.4f}" if "cost_usd" in s else "n/a"
+        lines.append(
+            f"| {_cell(skill['skill_name'])} | {s['passed']} | {s['failed']} | {s['errors']} | "
+            f"{_ratio(s['accuracy'])} | {_ratio(s['precision'])} | {_ratio(s['recall'])} | "
+            f"{cost} |"
+        )
+    if min_accuracy is not None:
+        lines += ["", f"Required query accuracy per skill: {min_accuracy:.2f}"]
+    for skill in report.get("skills", []):
+        failing = [r for r in skill["results"] if r.get("pass") is not True]
+        if not failing:
+            continue
+        lines += ["", f"### {_cell(skill['skill_name'])}: failing queries", ""]
+        lines += ["| query | expected | triggers/runs | chosen |", "|---|---|---|---|"]
+        for row in failing:
+            expected = "trigger" if row["should_trigger"] else "no trigger"
+            if row.get("error"):
+                observed = "error: " + str(row["error"])
+            else:
+                observed = f"{row['triggers']}/{row['runs']}"
+            chosen = ", ".join(f"{k} x{v}" for k, v in row.get("chosen", {}).items())
+            lines.append(
+                f"| {_cell(row['query'])} | {expected} | {_cell(observed)} | {_cell(chosen)} |"
+            )
+    return "\n".join(lines) + "\n"
