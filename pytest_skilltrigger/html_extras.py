@@ -47,7 +47,9 @@ def _extra_payload(report: Any) -> dict[str, Any] | None:
     result = record.get("result") or {}
     props = trigger_properties(report)
     outcomes = result.get("outcomes") or []
-    errors = [o.get("error") for o in outcomes if isinstance(o, dict) and o.get("status") == "error"]
+    errors = [
+        o.get("error") for o in outcomes if isinstance(o, dict) and o.get("status") == "error"
+    ]
     return {
         "skill": record.get("skill_name"),
         "query": result.get("query"),
@@ -81,8 +83,11 @@ def _extra_html(payload: dict[str, Any]) -> str:
         ("Skill", payload["skill"]),
         ("Query", payload["query"]),
         ("Expected", expected),
-        ("Trigger rate", f"{rate_text} ({payload['triggers']}/{payload['runs']} runs, "
-         f"threshold {payload['threshold']})"),
+        (
+            "Trigger rate",
+            f"{rate_text} ({payload['triggers']}/{payload['runs']} runs, "
+            f"threshold {payload['threshold']})",
+        ),
         ("Model chose", chosen_text),
     ]
     if payload["errors"]:
@@ -124,7 +129,9 @@ class PytestHtmlHooks:
         rate = props.get("trigger_rate")
         rate_text = f"{rate:.2f}" if isinstance(rate, (int, float)) else ""
         runs_text = (
-            f"{props['triggers']}/{props['runs']}" if "triggers" in props and "runs" in props else ""
+            f"{props['triggers']}/{props['runs']}"
+            if "triggers" in props and "runs" in props
+            else ""
         )
         cells.insert(2, f'<td class="col-triggerRate">{_e(rate_text)}</td>')
         cells.insert(3, f'<td class="col-triggerRuns">{_e(runs_text)}</td>')

@@ -316,7 +316,7 @@ def render_html(
     if not sections:
         sections = '<p class="empty">No skill has been evaluated yet.</p>'
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"{refresh}<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
         f"<h1>{_e(title)}</h1>\n{banner}\n{LEGEND}\n{sections}\n</body>\n</html>\n"

@@ -249,7 +249,8 @@ class PluginRuntime:
         """Controller: improvement rounds, reports and gates. Everyone: stop sampling."""
         try:
             if not self.worker and self.targets:
-                extra = self._optimize() if self.optimize else None
+                interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+                extra = self._optimize(session) if self.optimize and not interrupted else None
                 report = self.build_report(extra)
                 path = options.json_path(self.config)
                 if path:
@@ -288,7 +289,7 @@ class PluginRuntime:
             with open(summary_file, "a", encoding="utf-8") as handle:
                 handle.write(render_markdown(report, gates.min_accuracy))
 
-    def _optimize(self) -> dict[str, dict[str, Any]] | None:
+    def _optimize(self, session: pytest.Session) -> dict[str, dict[str, Any]] | None:
         """Improvement rounds on the controller, after every worker is done."""
         self.start_session()
         assert self.session is not None and self.optimize is not None
@@ -301,7 +302,10 @@ class PluginRuntime:
             for key, skill in self.results.skills.items()
         }
         driver = OptimizationDriver(self.session, self.optimize, log)
-        return driver.run(self.targets, initial)
+        extra = driver.run(self.targets, initial)
+        if driver.interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        return extra
 
     def _log(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pytest_skilltrigger.backends.base import TriggerBackend
@@ -21,6 +21,7 @@ from pytest_skilltrigger.cost import CostGuard
 from pytest_skilltrigger.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.store import ResultStore
 from pytest_skilltrigger.verdict import runs_still_needed
+from pytest_skilltrigger.workers import DaemonPool
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class _Query:
         self.outcomes: list[RunOutcome] = []
         self.pending = 0
         self.skipped: str | None = None
+        self.finished = False
 
     def next_wave(self) -> int:
         if any(o.status == "error" for o in self.outcomes) or self.skipped:
@@ -102,13 +104,12 @@ class Sampler:
         self.on_result = on_result
         self.fatal: str | None = None
         self.calls = 0
-        self._pool = ThreadPoolExecutor(
-            max_workers=max(1, concurrency), thread_name_prefix="skilltrigger"
-        )
+        self._pool = DaemonPool(max(1, concurrency))
         self._lock = threading.Lock()
         self._queries: dict[tuple[str, str, int, float, bool], Future[QueryResult]] = {}
         self._keys: dict[TriggerContext, str] = {}
         self._closed = False
+        self._open: dict[tuple[str, str, int, float, bool], _Query] = {}
 
     def context_key(self, context: TriggerContext) -> str:
         with self._lock:
@@ -132,6 +133,8 @@ class Sampler:
             future: Future[QueryResult] = Future()
             self._queries[ident] = future
         state = _Query(context, key, query, should_trigger, plan, future)
+        with self._lock:
+            self._open[ident] = state
         if self.store is not None and self.cache_mode == "use":
             state.outcomes.extend(self.store.lookup(key, query, plan.runs))
         with self._lock:
@@ -163,8 +166,18 @@ class Sampler:
         return False
 
     def _finish(self, state: _Query) -> None:
+        """Resolve a query once (a worker and an interrupting close may race here)."""
+        with self._lock:
+            if state.finished:
+                return
+            state.finished = True
+            self._open.pop(
+                (state.key, state.query, state.plan.runs, state.plan.threshold,
+                 state.plan.curtail),
+                None,
+            )
         result = state.result()
-        if self.store is not None and self.write_store:
+        if self.store is not None and self.write_store and not state.skipped:
             self.store.record(
                 self.backend.name, self.backend.model, state.key, state.query, result.outcomes
             )
@@ -217,4 +230,9 @@ class Sampler:
         if self._closed:
             return
         self._closed = True
-        self._pool.shutdown(wait=wait, cancel_futures=not wait)
+        self._pool.shutdown(wait=wait)
+        with self._lock:
+            abandoned = list(self._open.values())
+        for state in abandoned:
+            state.skipped = state.skipped or "interrupted"
+            self._finish(state)

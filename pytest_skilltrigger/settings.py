@@ -13,6 +13,8 @@ from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.store import CACHE_MODES
 
 BACKENDS = ("auto", "anthropic", "claude-code")
+# Claude Code's own default model: trigger behaviour is measured on the model users meet.
+DEFAULT_MODEL = "claude-opus-5-5"
 MODEL_ENV = "SKILLTRIGGER_MODEL"
 
 

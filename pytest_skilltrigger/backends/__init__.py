@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
-from pytest_skilltrigger.settings import Settings
+from pytest_skilltrigger.settings import DEFAULT_MODEL, Settings
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -30,7 +30,7 @@ def make_backend(settings: Settings) -> TriggerBackend:
         else:
             raise BackendUnavailable(NO_BACKEND)
     if choice == "anthropic":
-        from pytest_skilltrigger.backends.anthropic_api import DEFAULT_MODEL, AnthropicBackend
+        from pytest_skilltrigger.backends.anthropic_api import AnthropicBackend
 
         return AnthropicBackend(settings.resolved_model(DEFAULT_MODEL), timeout=settings.timeout)
     from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend

@@ -27,8 +27,7 @@ from pytest_skilltrigger.backends.sse import StreamError, decide
 from pytest_skilltrigger.context import TriggerContext, one_line
 from pytest_skilltrigger.outcome import RunOutcome
 from pytest_skilltrigger.redact import redact
-
-DEFAULT_MODEL = "claude-opus-5-5"
+from pytest_skilltrigger.settings import DEFAULT_MODEL
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "
@@ -171,6 +170,7 @@ class AnthropicBackend:
         self._client = anthropic.Anthropic(max_retries=max_retries, timeout=timeout)
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
+        self._closed = threading.Event()
 
     def context_key(self, context: TriggerContext) -> str:
         return context.key(
@@ -187,7 +187,8 @@ class AnthropicBackend:
             outcome, retryable = self._attempt(context.skill_name, request)
             if not retryable or attempt == STREAM_RETRIES or time.monotonic() >= deadline:
                 return outcome
-            time.sleep(self._backoff(attempt))
+            if self._closed.wait(self._backoff(attempt)):
+                return outcome  # the session is shutting down: no more retries
         raise AssertionError("unreachable")
 
     def _backoff(self, attempt: int) -> float:
@@ -228,6 +229,8 @@ class AnthropicBackend:
         return outcome, False
 
     def close(self) -> None:
+        """Stop retrying and close the pool, which also aborts calls still in flight."""
+        self._closed.set()
         self._client.close()
 
 

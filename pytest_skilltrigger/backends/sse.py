@@ -5,6 +5,9 @@ skipped on their event name alone. The decision is the first ``tool_use`` block,
 comes (after thinking, after a text preamble): ``Skill`` with its ``skill`` input assembled from
 fragments of any size, or another tool named in ``content_block_start``. A message that ends
 without a tool is "text". An ``error`` event is raised so the caller can retry.
+
+The per-event logic lives in :class:`FirstChoice` so the Claude Code backend, which receives
+the same raw events wrapped in JSON lines, decides exactly the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_skilltrigger.outcome import Usage
 
@@ -27,72 +31,113 @@ class StreamError(Exception):
 
 RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 
+# Events whose data FirstChoice reads; deltas only while a tool's input is being assembled.
+_DECODED_EVENTS = frozenset(
+    {"content_block_start", "content_block_stop", "message_start", "message_delta",
+     "message_stop", "error"}
+)  # fmt: skip
+
 
 @dataclass
 class Decision:
-    """What the model chose first: ``skill:<name>``, ``tool:<Name>`` or ``text``."""
+    """What the model chose first: ``skill:<name>``, ``tool:<Name>`` or ``text``.
+
+    ``tool_input`` is the assembled input of a tool the reader was asked to inspect (the
+    Claude Code backend needs a ``Read``'s path to recognise a skill being loaded by hand).
+    """
 
     chosen: str
     usage: Usage = field(default_factory=Usage)
+    tool_input: dict[str, Any] | None = None
 
 
-def decide(lines: Iterable[str]) -> Decision:
-    """Consume SSE lines until the first decision; raise :class:`StreamError` on failure."""
-    event = ""
-    usage = Usage()
-    skill_block: int | None = None
-    fragments: list[str] = []
-    for line in lines:
-        if not line:
-            continue
-        if line.startswith("event:"):
-            event = line[6:].strip()
-            continue
-        if not line.startswith("data:"):
-            continue
+class FirstChoice:
+    """The decision state of one streamed message, fed one decoded event at a time.
+
+    ``inspect`` names the tools whose input must be assembled before deciding; every other
+    tool decides on its ``content_block_start`` alone, which is as early as possible.
+    """
+
+    def __init__(self, inspect: frozenset[str] = frozenset({"Skill"})) -> None:
+        self.inspect = inspect
+        self.usage = Usage()
+        self._block: int | None = None
+        self._tool = ""
+        self._fragments: list[str] = []
+
+    def wants(self, event: str) -> bool:
+        """Whether :meth:`feed` needs this event's data (lets callers skip decoding it)."""
         if event == "content_block_delta":
-            if skill_block is None:
-                continue  # thinking, text or signature deltas: nothing to decide on
-            data = json.loads(line[5:])
-            if data.get("index") == skill_block:
-                fragments.append(data.get("delta", {}).get("partial_json", ""))
+            return self._block is not None
+        return event in _DECODED_EVENTS
+
+    def feed(self, event: str, data: dict[str, Any]) -> Decision | None:
+        """Take one event; return the decision once made, raise :class:`StreamError`."""
+        if event == "content_block_delta":
+            if self._block is not None and data.get("index") == self._block:
+                self._fragments.append(data.get("delta", {}).get("partial_json", ""))
         elif event == "content_block_start":
-            data = json.loads(line[5:])
             block = data.get("content_block", {})
-            if block.get("type") == "tool_use" and skill_block is None:
-                if block.get("name") != "Skill":
-                    return Decision(f"tool:{block.get('name')}", usage)
-                skill_block = data.get("index")
+            if block.get("type") == "tool_use" and self._block is None:
+                name = str(block.get("name"))
+                if name not in self.inspect:
+                    return Decision(f"tool:{name}", self.usage)
+                self._block, self._tool = data.get("index"), name
                 initial = block.get("input") or {}
-                if isinstance(initial, dict) and initial.get("skill"):
-                    return Decision(f"skill:{initial['skill']}", usage)
+                if isinstance(initial, dict) and initial:
+                    decision = self._decide(initial)
+                    if decision.chosen != "tool:Skill":
+                        return decision
         elif event == "content_block_stop":
-            if skill_block is not None and json.loads(line[5:]).get("index") == skill_block:
-                raw = "".join(fragments) or "{}"
+            if self._block is not None and data.get("index") == self._block:
                 try:
-                    name = json.loads(raw).get("skill")
-                except (ValueError, AttributeError):
-                    name = None
-                return Decision(f"skill:{name}" if name else "tool:Skill", usage)
+                    parsed = json.loads("".join(self._fragments) or "{}")
+                except ValueError:
+                    parsed = {}
+                return self._decide(parsed if isinstance(parsed, dict) else {})
         elif event == "message_start":
-            usage = Usage.from_dict(json.loads(line[5:]).get("message", {}).get("usage"))
+            self.usage = Usage.from_dict(data.get("message", {}).get("usage"))
         elif event == "message_delta":
-            out = json.loads(line[5:]).get("usage", {}).get("output_tokens")
+            out = data.get("usage", {}).get("output_tokens")
             if out is not None:
-                usage = Usage(
-                    usage.input_tokens,
+                self.usage = Usage(
+                    self.usage.input_tokens,
                     int(out),
-                    usage.cache_creation_input_tokens,
-                    usage.cache_read_input_tokens,
+                    self.usage.cache_creation_input_tokens,
+                    self.usage.cache_read_input_tokens,
                 )
         elif event == "message_stop":
-            return Decision("text", usage)
+            return Decision("text", self.usage)
         elif event == "error":
-            err = json.loads(line[5:]).get("error", {})
+            err = data.get("error", {})
             etype = str(err.get("type", "error"))
             raise StreamError(
                 f"{etype}: {err.get('message', 'error event in stream')}",
                 retryable=etype in RETRYABLE_STREAM_ERRORS,
                 error_type=etype,
             )
+        return None
+
+    def _decide(self, tool_input: dict[str, Any]) -> Decision:
+        if self._tool == "Skill":
+            name = tool_input.get("skill")
+            return Decision(f"skill:{name}" if name else "tool:Skill", self.usage, tool_input)
+        return Decision(f"tool:{self._tool}", self.usage, tool_input)
+
+
+def decide(lines: Iterable[str]) -> Decision:
+    """Consume SSE lines until the first decision; raise :class:`StreamError` on failure."""
+    event = ""
+    choice = FirstChoice()
+    for line in lines:
+        if not line:
+            continue
+        if line.startswith("event:"):
+            event = line[6:].strip()
+            continue
+        if not line.startswith("data:") or not choice.wants(event):
+            continue
+        decision = choice.feed(event, json.loads(line[5:]))
+        if decision is not None:
+            return decision
     raise StreamError("stream ended before the model chose anything (connection cut)")

@@ -8,10 +8,13 @@ the description's value changes, and never when the file changed on disk meanwhi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +27,7 @@ from pytest_skilltrigger.outcome import QueryResult
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.report_html import render_html
 from pytest_skilltrigger.session import TriggerSession
+from pytest_skilltrigger.settings import DEFAULT_MODEL
 from pytest_skilltrigger.skill_rewrite import FileChangedError, write_description
 
 
@@ -45,6 +49,24 @@ class OptimizeOptions:
         if self.max_iterations < 1:
             raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
         return self
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Treat SIGTERM like Ctrl-C while the rounds run, so CI cancellation stops them cleanly
+    (reports kept, SKILL.md untouched, no temporary file left) instead of killing mid-write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class OptimizationDriver:
@@ -73,29 +95,44 @@ class OptimizationDriver:
         self, targets: list[Target], initial: Mapping[str, Mapping[int, QueryResult]]
     ) -> dict[str, dict[str, Any]]:
         """Optimise every target; returns the extra JSON keys per skill path."""
-        model = self.options.improve_model or self.session.model or ""
+        model = self.options.improve_model or (
+            self.session.model if self.session.backend_name == "anthropic" else DEFAULT_MODEL
+        )
         proposer = AnthropicProposer(model)
-        try:
-            for target in targets:
-                run = optimize(
-                    target,
-                    self.session,
-                    proposer,
-                    holdout=self.options.holdout,
-                    max_iterations=self.options.max_iterations,
-                    seed=self.options.seed,
-                    initial=initial.get(target.skill.skill_md, {}),
-                    on_iteration=self._on_iteration,
-                )
-                self.runs[target.skill.path] = run
-                self._publish()
-                if run.interrupted:
-                    self.log(f"{target.name}: interrupted; SKILL.md left unchanged")
-                    break
-                self._conclude(run)
-        finally:
-            proposer.close()
+        with sigterm_as_interrupt():
+            try:
+                self._run_targets(targets, initial, proposer)
+            finally:
+                proposer.close()
         return self.extra()
+
+    @property
+    def interrupted(self) -> bool:
+        return any(run.interrupted for run in self.runs.values())
+
+    def _run_targets(
+        self,
+        targets: list[Target],
+        initial: Mapping[str, Mapping[int, QueryResult]],
+        proposer: AnthropicProposer,
+    ) -> None:
+        for target in targets:
+            run = optimize(
+                target,
+                self.session,
+                proposer,
+                holdout=self.options.holdout,
+                max_iterations=self.options.max_iterations,
+                seed=self.options.seed,
+                initial=initial.get(target.skill.skill_md, {}),
+                on_iteration=self._on_iteration,
+            )
+            self.runs[target.skill.path] = run
+            self._publish()
+            if run.interrupted:
+                self.log(f"{target.name}: interrupted; SKILL.md left unchanged")
+                break
+            self._conclude(run)
 
     def extra(self) -> dict[str, dict[str, Any]]:
         return {path: run.to_dict() for path, run in self.runs.items()}

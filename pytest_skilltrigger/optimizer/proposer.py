@@ -13,8 +13,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import anthropic
-
 from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.skill import description_problems
@@ -132,8 +130,11 @@ class AnthropicProposer:
     """Asks the improve model through the Messages API (one shared client)."""
 
     def __init__(self, model: str, timeout: float = 120.0) -> None:
+        import anthropic  # imported on use: the SDK takes seconds to import
+
         self.model = model
         self._client = anthropic.Anthropic(max_retries=4, timeout=timeout)
+        self._api_error = anthropic.APIError
 
     def _ask(self, prompt: str) -> tuple[str, Usage]:
         message = self._client.messages.create(
@@ -154,7 +155,7 @@ class AnthropicProposer:
         """One proposal, with one repair request when it breaks the rules."""
         try:
             response, usage = self._ask(prompt)
-        except anthropic.APIError as exc:
+        except self._api_error as exc:
             return Proposal(prompt, "", None, error=redact(str(exc)))
         proposal = Proposal(prompt, response, parse_proposal(response), usage=usage)
         problems = self._problems(proposal.description)
@@ -163,7 +164,7 @@ class AnthropicProposer:
         proposal.repair_prompt = repair_prompt(proposal.description or response, problems)
         try:
             proposal.repair_response, more = self._ask(proposal.repair_prompt)
-        except anthropic.APIError as exc:
+        except self._api_error as exc:
             proposal.problems = problems
             proposal.error = redact(str(exc))
             proposal.description = None

@@ -1,0 +1,234 @@
+"""The improvement loop end to end: pytest --optimize-description against the local server.
+
+The fake model triggers a skill when the query shares enough words with its description, so a
+scripted proposal that names the right intents really does trigger more: selection, the
+acceptance rule, the blinded prompt, repairs and the rewrite are all observable.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_skilltrigger.evalset import load_eval_set
+from pytest_skilltrigger.optimizer.split import split_entries
+from tests.fake_messages_api import FakeMessagesAPI
+
+POSITIVES = [
+    "create invoice for client acme with payment terms",
+    "send payment reminder for overdue invoice 1042",
+    "track which client payments arrived this month",
+    "draft invoice lines for consulting hours for client bolt",
+    "mark invoice 2231 as paid and record the payment",
+]
+NEGATIVES = [
+    "translate this poem into french",
+    "what is the capital of peru",
+    "rename variables in my module to snake case",
+    "summarise the plot of hamlet",
+    "compute fibonacci numbers recursively",
+]
+START = "Handle billing."
+GOOD = (
+    "Create invoices for a client, record each payment, track client payments and send "
+    "payment reminders for any overdue invoice."
+)
+BAD = (
+    "Translate poems into french, summarise hamlet plot, capital of peru, rename variables "
+    "snake case, compute fibonacci numbers recursively."
+)
+
+SKILL_MD = (
+    "---\r\n"
+    "# billing helper, kept by hand\r\n"
+    "name: invoices\r\n"
+    "description: >-\r\n"
+    f"  {START}\r\n"
+    "metadata:\r\n"
+    "  owner: finance  # the team\r\n"
+    "license: MIT\r\n"
+    "---\r\n"
+    "\r\n"
+    "# Invoices\r\n"
+    "Body text stays.\r\n"
+)
+
+
+def make_skill(root: Path) -> Path:
+    folder = root / "skills" / "invoices"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_bytes(SKILL_MD.encode("utf-8"))
+    entries = [{"query": q, "should_trigger": True} for q in POSITIVES]
+    entries += [{"query": q, "should_trigger": False} for q in NEGATIVES]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(entries, indent=1))
+    return folder
+
+
+def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        "--skill-path", str(folder), "-p", "no:cacheprovider", "--trigger-json", str(out),
+        "--optimize-description", *args,
+    )
+    return result, json.loads(out.read_text())
+
+
+def improve_requests(api: FakeMessagesAPI) -> list[str]:
+    texts = []
+    for body in api.requests:
+        if any(t.get("name") == "Skill" for t in body.get("tools") or []):
+            continue
+        texts.append(json.dumps(body, ensure_ascii=False))
+    return texts
+
+
+def test_split_matches_the_reference_procedure(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path)
+    entries = load_eval_set(folder / "evals" / "trigger-eval.json").entries
+    train, test = split_entries(entries, 0.4, 42)
+    # the reference: seed the global RNG, shuffle positives then negatives, first part = test
+    state = random.getstate()
+    try:
+        random.seed(42)
+        pos = [e for e in entries if e.should_trigger]
+        neg = [e for e in entries if not e.should_trigger]
+        random.shuffle(pos)
+        random.shuffle(neg)
+    finally:
+        random.setstate(state)
+    k_pos, k_neg = max(1, int(len(pos) * 0.4)), max(1, int(len(neg) * 0.4))
+    assert test == pos[:k_pos] + neg[:k_neg]
+    assert train == pos[k_pos:] + neg[k_neg:]
+    assert split_entries(entries, 0.0)[1] == []
+
+
+def test_improves_from_the_best_and_rewrites_only_the_description(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [BAD, GOOD]
+    result, report = run(pytester, folder, "--max-iterations", "5")
+    skill = report["skills"][0]
+    history = skill["history"]
+    assert [h["status"] for h in history] == ["evaluated"] * 3
+    assert history[1]["train_passed"] < history[0]["train_passed"]  # BAD is worse on train
+    assert skill["exit_reason"] == "all_passed (iteration 3)"
+    assert skill["best_description"] == GOOD
+    assert skill["best_iteration"] == 3
+    assert skill["train_size"] == 6 and skill["test_size"] == 4
+
+    # round 3 improved from the start (best by train), not from the worse newest proposal
+    prompts = improve_requests(fake_api)
+    assert len(prompts) == 2
+    second = json.loads(prompts[1])["messages"][0]["content"]
+    assert f"<current_description>\n{START}\n</current_description>" in second
+    assert "train score" in second and BAD in second  # earlier attempts are shown
+
+    # blinded: no test query ever reaches the proposer
+    entries = load_eval_set(folder / "evals" / "trigger-eval.json").entries
+    _train, test = split_entries(entries, 0.4, 42)
+    for text in prompts:
+        for entry in test:
+            assert entry.query not in text
+
+    # iteration 1 reused the items' results: the first evaluation made no second set of calls
+    new = (folder / "SKILL.md").read_bytes().decode("utf-8")
+    old_lines, new_lines = SKILL_MD.split("\r\n"), new.split("\r\n")
+    changed = [i for i, (a, b) in enumerate(zip(old_lines, new_lines, strict=True)) if a != b]
+    assert changed == [4]  # only the description's value line
+    front = yaml.safe_load(new.split("---")[1])
+    assert front["description"] == GOOD
+    assert front["metadata"] == {"owner": "finance"} and front["license"] == "MIT"
+    result.stdout.fnmatch_lines(["*invoices iteration 1/5: train 3/6, test 2/4*", "*wrote*"])
+
+
+def test_no_rewrite_when_nothing_beats_the_start(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [BAD]
+    result, report = run(pytester, folder, "--max-iterations", "2")
+    skill = report["skills"][0]
+    assert skill["exit_reason"] == "max_iterations (2)"
+    assert skill["best_description"] == START and skill["improved"] is False
+    assert (folder / "SKILL.md").read_bytes() == SKILL_MD.encode("utf-8")
+    result.stdout.fnmatch_lines(["*unchanged: nothing beat the starting description*"])
+    assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_invalid_proposals_are_repaired_once_then_dropped(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = ["x" * 1100, GOOD]
+    _result, report = run(pytester, folder, "--max-iterations", "2")
+    history = report["skills"][0]["history"]
+    assert history[1]["status"] == "evaluated" and history[1]["description"] == GOOD
+    assert len(improve_requests(fake_api)) == 2  # the proposal and its one repair
+    assert "1024" in json.loads(improve_requests(fake_api)[1])["messages"][0]["content"]
+
+    fake_api.requests.clear()
+    (folder / "SKILL.md").write_bytes(SKILL_MD.encode("utf-8"))
+    fake_api.proposals = ["use <b>this</b>", "still <not> valid"]
+    _result, report = run(pytester, folder, "--max-iterations", "2")
+    skill = report["skills"][0]
+    assert skill["history"][1]["status"] == "invalid"
+    assert "<" in skill["history"][1]["note"] or "dropped" in skill["history"][1]["note"]
+    assert skill["best_description"] == START
+    assert (folder / "SKILL.md").read_bytes() == SKILL_MD.encode("utf-8")
+
+
+def test_same_outcome_under_xdist(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [BAD, GOOD]
+    _r, plain = run(pytester, folder)
+    (folder / "SKILL.md").write_bytes(SKILL_MD.encode("utf-8"))
+    fake_api.proposals = [BAD, GOOD]
+    _r, dist = run(pytester, folder, "-n", "2")
+
+    def stable(report: dict) -> list:
+        skill = report["skills"][0]
+        return [
+            skill["best_description"],
+            skill["exit_reason"],
+            [(h["description"], h["train_passed"], h["test_passed"]) for h in skill["history"]],
+            [(r["query"], r["pass"]) for r in skill["results"]],
+        ]
+
+    assert stable(plain) == stable(dist)
+    assert yaml.safe_load((folder / "SKILL.md").read_text().split("---")[1])["description"] == GOOD
+
+
+def test_reports_and_results_folder(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [GOOD]
+    page = pytester.path / "report.html"
+    results = pytester.path / "results"
+    _r, report = run(
+        pytester, folder, "--trigger-report", str(page), "--trigger-results-dir", str(results)
+    )
+    html = page.read_text()
+    assert GOOD in html and "http-equiv" not in html  # finished: no auto-refresh
+    (stamp,) = list(results.iterdir())
+    assert json.loads((stamp / "results.json").read_text())["skills"][0]["best_description"] == GOOD
+    iteration = stamp / "invoices" / "iteration-2"
+    assert GOOD in (iteration / "description.txt").read_text()
+    assert "<new_description>" in (iteration / "prompt.txt").read_text()
+    counts = json.loads((iteration / "counts.json").read_text())
+    assert counts["description_chars"] == len(GOOD)
+    keys = {
+        "exit_reason", "original_description", "best_description", "best_score",
+        "best_train_score", "best_test_score", "final_description", "iterations_run",
+        "holdout", "train_size", "test_size", "history",
+    }
+    assert keys <= set(report["skills"][0])
+    entry_keys = {
+        "iteration", "description", "train_passed", "train_failed", "train_total",
+        "train_results", "test_passed", "test_failed", "test_total", "test_results",
+        "passed", "failed", "total", "results",
+    }
+    assert entry_keys <= set(report["skills"][0]["history"][0])
