@@ -1,0 +1,256 @@
+"""The optimizer's HTML report: structure, offline-ness, refresh, and hostile input.
+
+Why so much about escaping: queries come from eval files anyone can contribute to, and
+descriptions are written by a model; the report is opened in a browser, so any of them
+turning into markup would be script injection into the user's machine.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger.report_html import render_html
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '"><img src=x onerror=alert(1)>',
+    "</td></tr></table>",
+    "' onmouseover='x",
+    "&amp;",
+]
+
+
+def row(
+    query: str,
+    should: bool,
+    triggers: int,
+    runs: int = 3,
+    passed: bool | None = True,
+    **more: Any,
+) -> dict[str, Any]:
+    base = {
+        "query": query,
+        "should_trigger": should,
+        "trigger_rate": round(triggers / runs, 4) if runs else 0.0,
+        "triggers": triggers,
+        "runs": runs,
+        "pass": passed,
+        "errors": 0,
+        "error": None,
+        "skipped": None,
+        "chosen": {"skill:demo": triggers, "text": runs - triggers} if runs else {},
+    }
+    base.update(more)
+    return base
+
+
+def make_skill(text: str = "plain") -> dict[str, Any]:
+    """Two iterations, 3 train + 2 test queries; every user field carries ``text``."""
+
+    def iteration(n: int, description: str, good: bool) -> dict[str, Any]:
+        train = [
+            row(f"train one {text}", True, 3, extra={f"cat {text}": f"val {text}"}),
+            row(f"train two {text}", False, 2 if not good else 0, passed=good),
+            row(
+                f"train three {text}",
+                True,
+                0,
+                runs=2,
+                passed=None,
+                errors=1,
+                error=f"boom {text}",
+                chosen={f"tool:{text}": 2},
+            ),
+        ]
+        test = [
+            row(f"test one {text}", True, 2 if good else 1, passed=good),
+            row(f"test two {text}", False, 0, runs=0, passed=None, skipped=f"budget {text}"),
+        ]
+        return {
+            "iteration": n,
+            "description": description,
+            "train_passed": sum(1 for r in train if r["pass"]),
+            "train_failed": sum(1 for r in train if r["pass"] is False),
+            "train_total": len(train),
+            "test_passed": sum(1 for r in test if r["pass"]),
+            "test_total": len(test),
+            "train_results": train,
+            "test_results": test,
+            "status": "evaluated",
+            "note": f"note {text}",
+        }
+
+    return {
+        "skill_name": f"demo {text}",
+        "skill_path": f"/skills/{text}/demo",
+        "original_description": f"original {text}",
+        "best_description": f"better {text}",
+        "best_iteration": 2,
+        "exit_reason": f"max_iterations (2) {text}",
+        "holdout": 0.4,
+        "train_size": 3,
+        "test_size": 2,
+        "interrupted": False,
+        "history": [iteration(1, f"original {text}", False), iteration(2, f"better {text}", True)],
+    }
+
+
+class Tags(HTMLParser):
+    """Collects start tags with their attributes, and text."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def count(self, tag: str) -> int:
+        return sum(1 for t, _ in self.tags if t == tag)
+
+    def with_class(self, tag: str, cls: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag and cls in (a.get("class") or "").split()]
+
+
+def parse(page: str) -> Tags:
+    parser = Tags()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def test_structure_rows_columns_and_best() -> None:
+    page = render_html([make_skill()], running=False)
+    tags = parse(page)
+    body_rows = [a for t, a in tags.tags if t == "tr"]
+    assert len(body_rows) == 2 + 2  # two header rows + one per iteration
+    assert len(tags.with_class("th", "q")) == 5
+    assert len(tags.with_class("th", "train")) == 3
+    assert len(tags.with_class("th", "test")) == 2
+    assert len(tags.with_class("th", "group-train")) == 1
+    assert len(tags.with_class("th", "group-test")) == 1
+    assert len(tags.with_class("td", "cell")) == 2 * 5
+    assert len(tags.with_class("td", "train")) == 2 * 3
+    assert len(tags.with_class("td", "test")) == 2 * 2
+    best = tags.with_class("tr", "best")
+    assert len(best) == 1
+    assert ">best</span>" in page
+    # should-trigger vs should-not badges, and the full query in the title
+    assert page.count("✓ should trigger") == 3
+    assert page.count("✗ should not") == 2
+    assert any(
+        (a.get("title") or "").startswith("train one plain") for a in tags.with_class("th", "q")
+    )
+    # scores and rates
+    assert '<td class="score">1/3</td>' in page and '<td class="score">2/3</td>' in page
+    assert "0.67" in page and "2/3" in page
+    # outcomes told apart
+    for kind in ("pass", "fail", "error", "skipped"):
+        assert tags.with_class("td", kind), kind
+    assert "boom plain" in page  # the error message, in the cell's title
+    assert "original plain" in page and "better plain" in page
+    assert "max_iterations (2) plain" in page
+
+
+def test_refresh_only_while_running() -> None:
+    running = render_html([make_skill()], running=True)
+    done = render_html([make_skill()], running=False)
+    assert '<meta http-equiv="refresh" content="5">' in running
+    assert "refresh" not in done
+    assert [a for t, a in parse(done).tags if t == "meta" and "http-equiv" in a] == []
+
+
+def test_no_external_resources() -> None:
+    page = render_html([make_skill()], running=True)
+    for needle in ("http://", "https://", "@import", "url("):
+        assert needle not in page, needle
+    tags = parse(page)
+    for tag, attrs in tags.tags:
+        assert tag not in ("script", "link", "img", "iframe"), tag
+        for key in ("src", "href"):
+            assert key not in attrs, (tag, attrs)
+
+
+def test_missing_keys_and_no_test_set() -> None:
+    only_evaluated = {
+        "skill_name": "lone",
+        "history": [{"iteration": 1, "description": "d", "train_results": [row("q", True, 3)]}],
+    }
+    interrupted = {"skill_name": "cut", "interrupted": True, "history": []}
+    invalid = make_skill()
+    invalid["history"].append(
+        {"iteration": 3, "description": "x" * 1100, "status": "invalid", "note": "too long"}
+    )
+    invalid["best_iteration"] = None
+    invalid["holdout"] = 0
+    page = render_html([only_evaluated, interrupted, invalid, {}], running=False)
+    tags = parse(page)
+    assert "No iteration has finished yet." in page
+    assert ">invalid</span>" in page
+    assert not tags.with_class("tr", "best")
+    # the invalid row keeps the column count: empty cells, not missing ones
+    assert len(tags.with_class("td", "none")) == 5
+    assert render_html([], running=True).count("No skill") == 1
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_hostile_strings_stay_text(hostile: str) -> None:
+    baseline = parse(render_html([make_skill("plain")], running=False, title="plain"))
+    page = render_html([make_skill(hostile)], running=False, title=hostile)
+    tags = parse(page)
+    for tag, attrs in tags.tags:
+        assert tag not in ("script", "img", "iframe"), tag
+        assert not [k for k in attrs if k.startswith("on")], (tag, attrs)
+    for tag in ("tr", "td", "th", "table", "section"):
+        assert tags.count(tag) == baseline.count(tag), tag
+    assert [t for t, _ in tags.tags] == [t for t, _ in baseline.tags]
+    # the value still reaches the reader intact, as text
+    assert any(hostile in chunk for chunk in tags.text)
+    assert "<script>alert" not in page
+
+
+def test_screenshot_if_chromium(tmp_path: Path) -> None:
+    """Not a check of pixels: a smoke test that a real browser renders the page offline."""
+    chromium = shutil.which("chromium") or (
+        "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+    )
+    if not chromium:
+        pytest.skip("chromium not installed")
+    page = tmp_path / "report.html"
+    page.write_text(render_html([make_skill(), make_skill("<b>x</b>")], running=False), "utf-8")
+    shot = tmp_path / "shot.png"
+    try:
+        subprocess.run(
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--screenshot={shot}",
+                "--window-size=1400,900",
+                page.as_uri(),
+            ],
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"chromium did not run: {exc}")
+    if not shot.exists():
+        pytest.skip("chromium produced no screenshot")
+    assert shot.stat().st_size > 1000
+    assert re.match(rb"\x89PNG", shot.read_bytes()[:4])
