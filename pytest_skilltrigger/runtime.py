@@ -336,9 +336,20 @@ class PluginRuntime:
         return lines
 
     def terminal_summary(self, reporter: Any) -> None:
-        if self.worker or not self.results.skills:
+        if self.worker:
             return
         session = self.session
+        if self.targets and (session is None or session.unavailable):
+            reason = session.unavailable if session else "no trigger item ran"
+            reporter.write_line(f"skilltrigger: trigger tests did not run: {reason}", yellow=True)
+        if session is not None and session.guard is not None and session.guard.exhausted:
+            reporter.write_line(
+                f"skilltrigger: the cost budget (${session.guard.budget_usd:.2f}) was reached; "
+                "queries not started were skipped",
+                yellow=True,
+            )
+        if not self.results.skills:
+            return
         reporter.write_sep("=", "skill trigger summary")
         for line in summary_lines(
             self.results,
