@@ -23,3 +23,9 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
         yield api
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register ``slow``: the tests that drive the real Claude Code CLI take tens of seconds,
+    so they must be easy to deselect (``-m "not slow"``)."""
+    config.addinivalue_line("markers", "slow: drives the real Claude Code CLI (-m 'not slow')")

@@ -16,22 +16,24 @@ Each run therefore gets a fresh temporary folder::
     <run>/tmp/                                   TMPDIR: the CLI's scratch files and sockets
 
 How the user's own skills are kept out while their login keeps working (checked against
-Claude Code 2.1.328, see ``.ci/install_claude_code.sh``):
+Claude Code 2.1.328, see ``.ci/install_claude_code.sh``: with neither the private config
+folder nor the setting sources below, a same-named skill in ``~/.claude/skills`` replaces the
+copy under test in the listing; each alone is enough, both are kept):
 
-* ``--setting-sources project``: the CLI loads ``~/.claude/skills`` (and user commands,
-  plugins and settings) only when the ``user`` source is on, so a same-named user skill can
-  no longer shadow the copy under test. Project skills (our workspace) still load.
-* ``CLAUDE_CONFIG_DIR=<run>/config``: everything the CLI writes (``.claude.json``, backups,
-  project history) goes to the run's folder, not to the user's home, and parallel runs never
-  write the same config file.
+* ``CLAUDE_CONFIG_DIR=<run>/config``: the user skill folder is ``<config dir>/skills``, so it
+  is now an empty folder of the run's own. Everything the CLI writes (``.claude.json``,
+  backups, project history) lands there too: nothing in the user's home, and parallel runs
+  never write the same config file.
 * ``CLAUDE_SECURESTORAGE_CONFIG_DIR`` pins the credential store to where the user's login
   really lives (empty = the default ``~/.claude/.credentials.json`` and the default keychain
   entry; else the user's own ``CLAUDE_CONFIG_DIR``). Without it, moving CLAUDE_CONFIG_DIR
   also moves the credential store (and renames the macOS keychain entry), and the login is
-  lost. Reading the real store, rather than a copy, also means a token refresh updates the
-  user's own credentials instead of invalidating them.
+  lost. Reading the real store rather than a copy also means a token refresh updates the
+  user's own credentials instead of silently invalidating them.
 * The account keys of the user's ``.claude.json`` (``oauthAccount``, ``primaryApiKey``, ...)
-  are copied into the run's config so ``/login`` managed keys and account details still apply.
+  are copied into the run's config, so ``/login`` managed keys and account details apply.
+* ``--setting-sources project`` as a second guard: the CLI reads user skills, commands,
+  plugins and settings only when the ``user`` source is on. Project skills (ours) still load.
 
 What is lost: user-level settings (``~/.claude/settings.json``: ``env``, ``apiKeyHelper``,
 hooks) are not applied; credentials in the environment (``ANTHROPIC_API_KEY``,
@@ -62,6 +64,7 @@ from pytest_skilltrigger.outcome import RunOutcome, Usage
 from pytest_skilltrigger.redact import redact
 
 DEFAULT_MODEL = "claude-code-default"
+ROOT_PREFIX = "skilltrigger-cc-"
 STDERR_LINES = 20
 KILL_GRACE = 0.3  # SIGTERM first (it tidies up), but a decided run must not wait long
 # Tools whose input must be seen before deciding: a Read of a SKILL.md is a skill being used.
@@ -295,6 +298,29 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
+def _remove_stale_roots() -> None:
+    """Remove the workspaces of sessions that died without cleaning up (SIGKILL, power loss).
+
+    ``close()`` and ``atexit`` cover normal ends and Ctrl-C; a killed process leaves its root
+    behind, so the next session removes every root whose owning process (in its name) is gone.
+    POSIX only: probing a pid with ``os.kill(pid, 0)`` would terminate it on Windows.
+    """
+    if os.name != "posix":
+        return
+    for folder in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*-*"):
+        pid_text = folder.name[len(ROOT_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive but not ours to signal, or unreadable: leave it
+
+
 class ClaudeCodeBackend:
     """Runs trigger checks through the ``claude`` CLI; ``run`` is thread-safe."""
 
@@ -324,7 +350,8 @@ class ClaudeCodeBackend:
         self._lock = threading.Lock()
         self._live: dict[str, subprocess.Popen[str] | None] = {}
         self._account = _user_account(dict(os.environ))
-        self._root = tempfile.mkdtemp(prefix="skilltrigger-cc-")
+        _remove_stale_roots()
+        self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
         self._closed = False
         atexit.register(self.close)
 

@@ -1,0 +1,230 @@
+"""The claude-code backend against the real Claude Code CLI, offline.
+
+The pinned CLI (``.ci/install_claude_code.sh``, installed into the git-ignored ``.tools/``)
+talks to the suite's fake Messages API through ``ANTHROPIC_BASE_URL``, with an isolated HOME
+that holds a *same-named* user skill with another description. What must hold, with several
+CLI processes at once and under ``-n 2``:
+
+* every first request of every run lists the skill under test exactly once, with the
+  description under test (never the user's shadowing copy, never another run's copy);
+* its sibling skill is listed exactly once too;
+* the runs decide (triggered / not) and leave no workspace and nothing in HOME behind.
+
+Why the fake server and not a mock: it is the CLI's real request that proves the isolation.
+Slow (a CLI start costs ~1 s of CPU): marked ``slow``; deselect with ``-m "not slow"``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import itertools
+import json
+import shutil
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend, skill_file
+from pytest_skilltrigger.context import ListedSkill, TriggerContext
+from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / ".tools" / "claude-code"
+CLI = TOOLS / "node_modules" / ".bin" / "claude"
+INSTALL = ROOT / ".ci" / "install_claude_code.sh"
+
+SKILL = "pdf-tools"
+DESCRIPTION = (
+    "Merge, split and extract pages from PDF documents. Use when the user wants to combine "
+    "or cut up PDF files."
+)
+SHADOW = "USER COPY that must never be listed: convert images to PDF."
+SIBLING = "csv-tidy"
+SIBLING_DESCRIPTION = "Clean messy CSV files: delimiters, encodings, duplicate rows."
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    """The pinned CLI; installed on first use so plain ``pytest`` works on a fresh clone.
+
+    A lock file serialises the install across xdist workers. Only a missing npm skips: a
+    failing install is a failure, not a silent skip.
+    """
+    if CLI.exists():
+        return str(CLI)
+    if shutil.which("npm") is None:
+        pytest.skip("npm is not installed: cannot install the pinned Claude Code CLI")
+    TOOLS.mkdir(parents=True, exist_ok=True)
+    with open(TOOLS.parent / ".claude-code.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = subprocess.run(
+            ["bash", str(INSTALL)], capture_output=True, text=True, timeout=600, check=False
+        )
+    if done.returncode != 0 or not CLI.exists():
+        pytest.fail(f"installing Claude Code failed:\n{done.stdout}\n{done.stderr}")
+    return str(CLI)
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    out: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict) and isinstance(block.get("text"), str):
+            out.append(block["text"])
+    return out
+
+
+def first_turns(api: FakeMessagesAPI) -> list[dict[str, Any]]:
+    """The requests that asked the model to choose (Skill tool offered, no tool result yet)."""
+    found = []
+    for body in list(api.requests):
+        if not any(t.get("name") == "Skill" for t in body.get("tools") or []):
+            continue
+        blocks = [b for m in body["messages"] for b in m.get("content") or []]
+        if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks):
+            continue
+        found.append(body)
+    return found
+
+
+def listed(body: dict[str, Any], name: str) -> list[str]:
+    """Every description listed under ``name`` in one request (all copies, not deduplicated)."""
+    texts = [t for m in body["messages"] for t in _texts(m.get("content"))]
+    return [
+        m.group("desc").strip()
+        for text in texts
+        for m in LISTING_RE.finditer(text)
+        if m.group("name") == name
+    ]
+
+
+def assert_one_copy_each(bodies: list[dict[str, Any]]) -> None:
+    for body in bodies:
+        assert listed(body, SKILL) == [DESCRIPTION]
+        assert listed(body, SIBLING) == [SIBLING_DESCRIPTION]
+
+
+def shadow_home(home: Path) -> None:
+    """A user skill folder with a same-named skill, as a user who installed it would have."""
+    folder = home / ".claude" / "skills" / SKILL
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, SHADOW), encoding="utf-8")
+
+
+def test_concurrent_runs_each_see_exactly_one_copy(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    home = tmp_path / "home"
+    shadow_home(home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.delenv("CLAUDE_SECURESTORAGE_CONFIG_DIR", raising=False)
+    queries = [f"merge the quarterly pdf reports, batch {i}" for i in range(6)]
+    expected = ["skill:pdf-tools"] * 3 + ["skill:csv-tidy", "tool:Bash", "text"]
+    for query, outcome in zip(queries, expected, strict=True):
+        fake_api.script(query, [outcome])
+    context = TriggerContext(SKILL, DESCRIPTION, (ListedSkill(SIBLING, SIBLING_DESCRIPTION),))
+    backend = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    spans: list[tuple[float, float]] = []
+    lock = threading.Lock()
+
+    def timed(query: str) -> Any:
+        start = time.monotonic()
+        outcome = backend.run(context, query)
+        with lock:
+            spans.append((start, time.monotonic()))
+        return outcome
+
+    try:
+        assert backend.cli_version == "2.1.328"
+        with ThreadPoolExecutor(3) as pool:
+            outcomes = list(pool.map(timed, queries))
+        assert [o.chosen for o in outcomes] == expected, [o.error for o in outcomes]
+        assert [o.status for o in outcomes] == ["triggered"] * 3 + ["not_triggered"] * 3
+        # the runs really overlapped
+        spans.sort()
+        assert any(b[0] < a[1] for a, b in itertools.pairwise(spans))
+        bodies = first_turns(fake_api)
+        assert len(bodies) == len(queries)
+        assert_one_copy_each(bodies)
+        assert len(backend.observed_listings) == len(queries)
+        for skills in backend.observed_listings:
+            assert skills.count(SKILL) == 1 and skills.count(SIBLING) == 1
+        assert list(Path(backend._root).iterdir()) == []
+        # nothing was written to the user's home: config and scratch files stay per run
+        written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
+        assert written == [f".claude/skills/{SKILL}/SKILL.md"]
+    finally:
+        backend.close()
+    assert not Path(backend._root).exists()
+
+
+def test_plugin_under_xdist_with_concurrent_cli_runs(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
+) -> None:
+    """``pytest -n 2 --trigger-backend claude-code --trigger-concurrency 3``, end to end."""
+    shadow_home(Path.home())  # pytester points HOME at its own folder
+    skills = pytester.path / "skills"
+    entries: dict[str, list[tuple[str, bool, str]]] = {
+        SKILL: [
+            ("combine these three pdf files into one", True, f"skill:{SKILL}"),
+            ("cut pages 2 to 5 out of report.pdf", True, f"skill:{SKILL}"),
+            ("split the contract pdf per chapter", True, f"skill:{SKILL}"),
+            ("what is the weather like on mars", False, "text"),
+        ],
+        SIBLING: [
+            ("the delimiters in orders.csv are broken", True, f"skill:{SIBLING}"),
+            ("run the unit tests in the terminal", False, "tool:Bash"),
+        ],
+    }
+    descriptions = {SKILL: DESCRIPTION, SIBLING: SIBLING_DESCRIPTION}
+    for name, rows in entries.items():
+        folder = skills / name
+        (folder / "evals").mkdir(parents=True)
+        (folder / "SKILL.md").write_text(skill_file(name, descriptions[name]), encoding="utf-8")
+        evals = [{"query": q, "should_trigger": s} for q, s, _ in rows]
+        (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
+        for query, _should, outcome in rows:
+            fake_api.script(query, [outcome])
+
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        "2",
+        "-v",
+        "--trigger-backend",
+        "claude-code",
+        "--claude-bin",
+        claude_bin,
+        "--trigger-concurrency",
+        "3",
+        "--trigger-timeout",
+        "90",
+        "--runs-per-query",
+        "2",
+        "--no-early-stop",
+        "--trigger-cache",
+        "off",
+        "--skill-path",
+        str(skills),
+        timeout=240,
+    )
+    result.assert_outcomes(passed=6)
+    bodies = first_turns(fake_api)
+    assert len(bodies) == 6 * 2
+    assert_one_copy_each(bodies)
+    # every request came from the real CLI, not from the Messages API backend
+    agents = {h.get("user-agent", "").split(" ")[0] for h in fake_api.request_headers}
+    assert agents == {"claude-cli/2.1.328"}
