@@ -74,7 +74,7 @@ def measure(fn: Callable[[int], object], n: int, threads: int) -> float:
 
 def raw_variants(client, url: str, context, queries: list[str], n: int, threads: int):
     """The SDK without streaming, and the stream without the SDK's request machinery."""
-    from pytest_skilltrigger.backends.anthropic_api import build_request
+    from pytest_skilltrigger.backends.request import build_request
     from pytest_skilltrigger.backends.sse import decide
 
     def sdk_json(i: int) -> None:

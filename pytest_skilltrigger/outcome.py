@@ -7,6 +7,7 @@ each has ``to_dict`` / ``from_dict`` using only JSON-able builtins.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 Status = Literal["triggered", "not_triggered", "error"]
@@ -100,30 +101,30 @@ class QueryResult:
     outcomes: tuple[RunOutcome, ...]
     skipped: str | None = None
 
-    @property
+    @cached_property
     def runs(self) -> int:
         return sum(1 for o in self.outcomes if o.status != "error")
 
-    @property
+    @cached_property
     def triggers(self) -> int:
         return sum(1 for o in self.outcomes if o.triggered)
 
-    @property
+    @cached_property
     def errors(self) -> int:
         return sum(1 for o in self.outcomes if o.status == "error")
 
-    @property
+    @cached_property
     def error(self) -> str | None:
         for o in self.outcomes:
             if o.status == "error":
                 return o.error or "unknown error"
         return None
 
-    @property
+    @cached_property
     def trigger_rate(self) -> float:
         return self.triggers / self.runs if self.runs else 0.0
 
-    @property
+    @cached_property
     def passed(self) -> bool | None:
         """The verdict, or None when the query errored or was skipped."""
         if self.errors or self.skipped or not self.runs:
@@ -132,7 +133,7 @@ class QueryResult:
 
         return passes(self.should_trigger, self.trigger_rate, self.threshold)
 
-    @property
+    @cached_property
     def chosen(self) -> dict[str, int]:
         counts: dict[str, int] = {}
         for o in self.outcomes:
@@ -140,7 +141,7 @@ class QueryResult:
                 counts[o.chosen] = counts.get(o.chosen, 0) + 1
         return counts
 
-    @property
+    @cached_property
     def usage(self) -> Usage:
         total = Usage()
         for o in self.outcomes:
@@ -148,7 +149,7 @@ class QueryResult:
                 total = total + o.usage
         return total
 
-    @property
+    @cached_property
     def calls(self) -> int:
         """API calls this result cost now (stored runs are free)."""
         return sum(1 for o in self.outcomes if not o.from_store)

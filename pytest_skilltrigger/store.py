@@ -48,18 +48,21 @@ class ResultStore:
         os.makedirs(os.path.dirname(self.path), exist_ok=True)
         self._local = threading.local()
         self._lock = threading.Lock()
-        with self._lock:
-            conn = self._conn()
-            conn.executescript(SCHEMA)
+        self._connections: list[sqlite3.Connection] = []
+        self._conn().executescript(SCHEMA)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=30.0, isolation_level=None, check_same_thread=False
+            )
             conn.execute("PRAGMA busy_timeout = 30000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
+            with self._lock:
+                self._connections.append(conn)
         return conn
 
     def lookup(self, context_key: str, query: str, limit: int) -> list[RunOutcome]:
@@ -124,7 +127,9 @@ class ResultStore:
         return int(self._conn().execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
+        """Close every thread's connection (not only the caller's), releasing their files."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for conn in connections:
             conn.close()
-            self._local.conn = None
+        self._local = threading.local()
