@@ -64,7 +64,7 @@ class AnthropicBackend:
 
     name = "anthropic"
 
-    def __init__(self, model: str = DEFAULT_MODEL, timeout: float = 30.0, max_retries: int = 4):
+    def __init__(self, model: str = DEFAULT_MODEL, timeout: float = 30.0, max_retries: int = 6):
         if not credentials_configured():
             raise BackendUnavailable(
                 "no Anthropic API credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
@@ -145,8 +145,8 @@ class AnthropicBackend:
             )
             return outcome, False
         except sdk.APIStatusError as exc:
-            retry = exc.status_code in (408, 409, 429) or exc.status_code >= 500
-            return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), retry
+            # the SDK has already retried this status with back-off (honouring retry-after)
+            return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), False
         except self._transport_errors as exc:
             # connection errors, timeouts and streams cut while we read them
             # connection errors, timeouts and streams cut while we read them
