@@ -32,7 +32,7 @@ class RuntimeHooks:
 def pytest_configure(config: pytest.Config) -> None:
     runtime = PluginRuntime.configure(config)
     config.pluginmanager.register(RuntimeHooks(runtime), "skilltrigger-runtime")
-    if config.pluginmanager.hasplugin("html"):
+    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
         config.pluginmanager.register(PytestHtmlHooks(), "skilltrigger-html")
 
 
