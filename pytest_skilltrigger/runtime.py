@@ -18,7 +18,6 @@ import pytest
 from pytest_skilltrigger import options
 from pytest_skilltrigger.baseline import Change, compare
 from pytest_skilltrigger.catalog import Target, load_context, load_targets
-from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.evalset import EvalEntry
 from pytest_skilltrigger.items import (
@@ -29,7 +28,7 @@ from pytest_skilltrigger.items import (
     TriggerRunError,
 )
 from pytest_skilltrigger.optimizer.driver import OptimizationDriver
-from pytest_skilltrigger.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.outcome import QueryResult
 from pytest_skilltrigger.report_json import build_report, write_report
 from pytest_skilltrigger.report_markdown import render_markdown
 from pytest_skilltrigger.report_terminal import summary_lines
@@ -241,7 +240,7 @@ class PluginRuntime:
             self.session.backend.model or "",
             record["context_key"],
             result.query,
-            [o for o in result.outcomes if isinstance(o, RunOutcome)],
+            result.outcomes,
         )
 
     # -- end of session ----------------------------------------------------------------
@@ -389,6 +388,3 @@ def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
 
 def runtime_of(config: pytest.Config) -> PluginRuntime | None:
     return config.stash.get(RUNTIME_KEY, None)
-
-
-__all__ = ["PluginRuntime", "TriggerContext", "runtime_of"]
