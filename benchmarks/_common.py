@@ -16,6 +16,7 @@ Benchmarks print measurements; they never assert and always exit 0.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -137,6 +138,21 @@ def temp_dir(prefix: str = "skilltrigger-bench-") -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def scripted_project(
+    entries: Sequence[dict[str, Any]], *, latency: float = 0.0, conftest: str | None = None
+) -> Iterator[tuple[Path, FakeMessagesAPI, Path]]:
+    """A throw-away project of ``entries`` with the fake API scripted for them.
+
+    Yields ``(folder, api, skill)``: the project folder (pytest's ``cwd``), the running fake
+    server and the skill folder (for ``--skill-path``); both go away on exit.
+    """
+    with temp_dir() as tmp, fake_api(latency=latency) as api:
+        skill = write_project(tmp, entries, conftest=conftest)
+        script_entries(api, entries)
+        yield tmp, api, skill
 
 
 @dataclass
@@ -317,6 +333,13 @@ def target_row(
         "ok": ok,
         "note": note,
     }
+
+
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line: its docstring's first paragraph as help, and ``--quick``."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    return parser
 
 
 def quick_flag(argv: Sequence[str] | None = None) -> bool:

@@ -17,7 +17,6 @@ is the client's alone. Each variant makes N runs from ``threads`` threads:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import socket
@@ -27,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from _common import MODEL, PYTHON, ROOT, SKILL_NAME, emit, target_row
+from _common import MODEL, PYTHON, ROOT, SKILL_NAME, bench_parser, emit, target_row
 
 
 def free_port() -> int:
@@ -103,8 +102,7 @@ def raw_variants(client, url: str, context, queries: list[str], n: int, threads:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser(__doc__)
     parser.add_argument("--calls", type=int, default=None)
     parser.add_argument("--threads", type=int, default=16)
     args = parser.parse_args(argv)

@@ -13,11 +13,11 @@ are printed for information (they are necessarily higher).
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from _common import (
     SKILL_NAME,
+    bench_parser,
     check,
     emit,
     fake_api,
@@ -61,8 +61,7 @@ def run_pair(tmp, api, entries, patterns=None):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser(__doc__)
     parser.add_argument("--queries", type=int, default=None)
     args = parser.parse_args(argv)
     n = args.queries or (60 if args.quick else 200)

@@ -18,21 +18,18 @@ end), and whether the run completed with every item passed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from _common import (
+    bench_parser,
     check,
     emit,
-    fake_api,
     make_entries,
     run_pytest,
-    script_entries,
+    scripted_project,
     skill_args,
     target_row,
-    temp_dir,
-    write_project,
 )
 
 PROBE = '''"""Load probe: this pytest process's resources at start, along the run, at the end."""
@@ -99,17 +96,14 @@ def pytest_unconfigure(config):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser(__doc__)
     parser.add_argument("--entries", type=int, default=None)
     parser.add_argument("--latency", type=float, default=0.005)
     args = parser.parse_args(argv)
     n = args.entries or (1000 if args.quick else 5000)
 
     entries = make_entries(n)
-    with temp_dir() as tmp, fake_api(latency=args.latency) as api:
-        skill = write_project(tmp, entries, conftest=PROBE)
-        script_entries(api, entries)
+    with scripted_project(entries, latency=args.latency, conftest=PROBE) as (tmp, api, skill):
         opts = skill_args(
             skill, cache="use", store=tmp / "store.sqlite", json_path=tmp / "report.json"
         )

@@ -13,10 +13,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from _common import (
+    bench_parser,
     check,
     emit,
     fake_api,
@@ -24,7 +24,7 @@ from _common import (
     make_entries,
     report_verdicts,
     run_pytest,
-    script_entries,
+    scripted_project,
     skill_args,
     target_row,
     temp_dir,
@@ -43,9 +43,7 @@ def test_x(i):
 def rerun_calls(n: int) -> tuple[int, int, bool]:
     """(calls of the first run, calls of the rerun, verdicts identical)."""
     entries = make_entries(n)
-    with temp_dir() as tmp, fake_api(latency=0.0) as api:
-        skill = write_project(tmp, entries)
-        script_entries(api, entries)
+    with scripted_project(entries) as (tmp, api, skill):
         store = tmp / "store.sqlite"
         first = run_pytest(
             skill_args(skill, cache="use", store=store, json_path=tmp / "first.json"), tmp, api
@@ -95,8 +93,7 @@ def from_store_overhead(n: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser(__doc__)
     parser.add_argument("--queries", type=int, default=None, help="set size for target 4")
     parser.add_argument("--entries", type=int, default=None, help="set size for target 5")
     args = parser.parse_args(argv)

@@ -15,26 +15,23 @@ writes the top functions to FILE.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from _common import (
+    bench_parser,
     check,
     emit,
-    fake_api,
     make_entries,
     run_pytest,
-    script_entries,
+    scripted_project,
     skill_args,
     target_row,
-    temp_dir,
     write_project,
 )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = bench_parser(__doc__)
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.25)
@@ -43,9 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     queries = args.queries or (60 if args.quick else 200)
 
     entries = make_entries(queries)
-    with temp_dir() as tmp, fake_api(latency=args.latency) as api:
-        skill = write_project(tmp, entries)
-        script_entries(api, entries)
+    with scripted_project(entries, latency=args.latency) as (tmp, api, skill):
         opts = skill_args(skill, runs=args.runs, concurrency=args.concurrency, early_stop=False)
 
         one = write_project(tmp / "one", entries[:1])

@@ -726,11 +726,23 @@ class FakeMessagesAPI:
         ok = fault is None
         content, stop_reason = self._plan(body, trigger, advance=ok)
         usage = self._usage(body)
-        msg_id = f"msg_fake_{rid[9:]}"
+        with self._lock:
+            rng = random.Random(self._shape_rng.getrandbits(64))
+        content = self._decorate(content, rng)
+        message = {
+            "id": f"msg_fake_{rid[9:]}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": {**usage, "output_tokens": max(_estimate(json.dumps(content)), 1)},
+        }
         if not stream:
-            self._send_json_message(h, rid, msg_id, model, content, stop_reason, usage, fault)
+            self._send_json_message(h, rid, message, fault)
         else:
-            self._send_stream(h, rid, msg_id, model, content, stop_reason, usage, fault)
+            self._send_stream(h, rid, message, fault, rng)
 
     def _usage_uncached(self, body: dict[str, Any]) -> int:
         text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
@@ -799,30 +811,9 @@ class FakeMessagesAPI:
         return out + content
 
     def _send_json_message(
-        self,
-        h: _Handler,
-        rid: str,
-        msg_id: str,
-        model: str,
-        content: list[dict[str, Any]],
-        stop_reason: str,
-        usage: dict[str, int],
-        fault: str | None,
+        self, h: _Handler, rid: str, message: dict[str, Any], fault: str | None
     ) -> None:
-        with self._lock:
-            rng = random.Random(self._shape_rng.getrandbits(64))
-        content = self._decorate(content, rng)
-        out_tokens = max(_estimate(json.dumps(content)), 1)
-        message = {
-            "id": msg_id,
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": content,
-            "stop_reason": stop_reason,
-            "stop_sequence": None,
-            "usage": {**usage, "output_tokens": out_tokens},
-        }
+        """``message`` (the whole answer, built in ``_handle_post``) as one JSON body."""
         payload = json.dumps(message, ensure_ascii=False).encode()
         h.start(
             200,
@@ -851,16 +842,12 @@ class FakeMessagesAPI:
         self,
         h: _Handler,
         rid: str,
-        msg_id: str,
-        model: str,
-        content: list[dict[str, Any]],
-        stop_reason: str,
-        usage: dict[str, int],
+        message: dict[str, Any],
         fault: str | None,
+        rng: random.Random,
     ) -> None:
-        with self._lock:
-            rng = random.Random(self._shape_rng.getrandbits(64))
-        content = self._decorate(content, rng)
+        """``message`` as server-sent events, in fragments drawn from ``rng``."""
+        content = message["content"]
         awkward = self.awkward
         h.start(
             200,
@@ -884,14 +871,10 @@ class FakeMessagesAPI:
             {
                 "type": "message_start",
                 "message": {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
+                    **message,
                     "content": [],
                     "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {**usage, "output_tokens": 1},
+                    "usage": {**message["usage"], "output_tokens": 1},
                 },
             },
         )
@@ -914,13 +897,12 @@ class FakeMessagesAPI:
                     self._cut(h)
                     return
                 maybe_ping()
-        out_tokens = max(_estimate(json.dumps(content)), 1)
         send(
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                "usage": {"output_tokens": out_tokens},
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": message["usage"]["output_tokens"]},
             },
         )
         maybe_ping(0.05)

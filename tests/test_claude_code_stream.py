@@ -16,6 +16,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -520,6 +521,19 @@ CONTEXT = TriggerContext(
 )
 
 
+@contextmanager
+def cli_backend(
+    script: Path, monkeypatch: pytest.MonkeyPatch, mode: str, **options: Any
+) -> Iterator[ClaudeCodeBackend]:
+    """A backend on the stand-in CLI in ``mode``; closed on the way out, even after a failure."""
+    monkeypatch.setenv("FAKE_CLI_MODE", mode)
+    backend = ClaudeCodeBackend(claude_bin=str(script), **options)
+    try:
+        yield backend
+    finally:
+        backend.close()
+
+
 def test_missing_binary_is_unavailable(tmp_path: Path) -> None:
     with pytest.raises(BackendUnavailable, match="not found"):
         ClaudeCodeBackend(claude_bin=str(tmp_path / "no-such-claude"))
@@ -529,9 +543,7 @@ def test_decided_run_is_killed_and_its_workspace_removed(
     fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, report = fake_cli
-    monkeypatch.setenv("FAKE_CLI_MODE", "skill")
-    backend = ClaudeCodeBackend(model="claude-test-1", timeout=20, claude_bin=str(script))
-    try:
+    with cli_backend(script, monkeypatch, "skill", model="claude-test-1", timeout=20) as backend:
         assert backend.cli_version == "9.9.9"
         assert backend.model == "claude-test-1"
         started = time.monotonic()
@@ -558,17 +570,13 @@ def test_decided_run_is_killed_and_its_workspace_removed(
         assert not Path(seen["cwd"]).exists()
         with pytest.raises(ProcessLookupError):
             os.kill(seen["pid"], 0)
-    finally:
-        backend.close()
 
 
 def test_the_skill_under_test_carries_the_description_under_test(
     fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, _report = fake_cli
-    monkeypatch.setenv("FAKE_CLI_MODE", "skill")
-    backend = ClaudeCodeBackend(timeout=20, claude_bin=str(script))
-    try:
+    with cli_backend(script, monkeypatch, "skill", timeout=20) as backend:
         root = Path(backend._root)
         (root / "probe").mkdir()
         backend._install(root / "probe", CONTEXT)
@@ -576,8 +584,6 @@ def test_the_skill_under_test_carries_the_description_under_test(
         front = yaml.safe_load(text.split("---\n")[1])
         assert front["description"] == CONTEXT.description
         assert backend.model == "claude-code-default"
-    finally:
-        backend.close()
     assert not Path(backend._root).exists()
 
 
@@ -585,9 +591,7 @@ def test_timeout_is_an_error_with_stderr(
     fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, report = fake_cli
-    monkeypatch.setenv("FAKE_CLI_MODE", "hang")
-    backend = ClaudeCodeBackend(timeout=1.0, claude_bin=str(script))
-    try:
+    with cli_backend(script, monkeypatch, "hang", timeout=1.0) as backend:
         started = time.monotonic()
         outcome = backend.run(CONTEXT, "anything")
         assert time.monotonic() - started < 8
@@ -597,17 +601,13 @@ def test_timeout_is_an_error_with_stderr(
         assert "waiting for the API" in outcome.error
         (seen,) = _reports(report)
         assert not Path(seen["cwd"]).parent.exists()
-    finally:
-        backend.close()
 
 
 def test_crash_is_an_error_with_the_last_stderr_lines_redacted(
     fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, _report = fake_cli
-    monkeypatch.setenv("FAKE_CLI_MODE", "crash")
-    backend = ClaudeCodeBackend(timeout=20, claude_bin=str(script))
-    try:
+    with cli_backend(script, monkeypatch, "crash", timeout=20) as backend:
         outcome = backend.run(CONTEXT, "anything")
         assert outcome.status == "error"
         error = outcome.error or ""
@@ -615,8 +615,6 @@ def test_crash_is_an_error_with_the_last_stderr_lines_redacted(
         assert "before the model chose" in error
         assert "trace line 39" in error and "trace line 5\n" not in error
         assert "SECRETSECRET" not in error and "[REDACTED]" in error
-    finally:
-        backend.close()
 
 
 def test_close_kills_live_runs_and_removes_workspaces(

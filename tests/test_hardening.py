@@ -31,9 +31,7 @@ DESCRIPTION = (
 )
 
 
-def make_skill(
-    root: Path, name: str = "invoice-sheets", description: str = DESCRIPTION
-) -> Path:
+def make_skill(root: Path, name: str = "invoice-sheets", description: str = DESCRIPTION) -> Path:
     folder = root / "skills" / name
     (folder / "evals").mkdir(parents=True)
     (folder / "SKILL.md").write_text(
@@ -53,8 +51,15 @@ def test_faults_give_exactly_the_fault_free_verdicts(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skill(pytester.path)
-    common = ["--skill-path", str(folder), "-p", "no:cacheprovider", "--no-early-stop",
-              "--trigger-cache", "off"]
+    common = [
+        "--skill-path",
+        str(folder),
+        "-p",
+        "no:cacheprovider",
+        "--no-early-stop",
+        "--trigger-cache",
+        "off",
+    ]
     clean = pytester.path / "clean.json"
     pytester.runpytest_subprocess(*common, "--trigger-json", str(clean))
     fake_api.retry_after_ms = 1
@@ -74,8 +79,14 @@ def test_an_outage_is_an_error_not_a_pass(
     fake_api.faults = {"drop": 1.0}
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        "--skill-path", str(folder), "-p", "no:cacheprovider", "--trigger-json", str(out),
-        "--runs-per-query", "1",
+        "--skill-path",
+        str(folder),
+        "-p",
+        "no:cacheprovider",
+        "--trigger-json",
+        str(out),
+        "--runs-per-query",
+        "1",
     )
     result.assert_outcomes(errors=len(ENTRIES))
     summary = json.loads(out.read_text())["skills"][0]["summary"]
@@ -93,13 +104,34 @@ def test_no_secret_in_any_output_or_file(pytester: pytest.Pytester) -> None:
         for key, cache in ((SECRET, "use"), (SECRET + "-wrong", "refresh")):
             env["ANTHROPIC_API_KEY"] = key
             done = subprocess.run(
-                [sys.executable, "-m", "pytest", "--skill-path", str(folder),
-                 "--optimize-description", "--max-iterations", "2",
-                 "--trigger-json", "out.json", "--trigger-report", "report.html",
-                 "--trigger-results-dir", "results", "--junitxml", "junit.xml",
-                 "--trigger-store", "store.sqlite", "--trigger-cache", cache,
-                 "--html", "page.html"],
-                cwd=pytester.path, env={**os.environ, **env}, capture_output=True, text=True,
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "--skill-path",
+                    str(folder),
+                    "--optimize-description",
+                    "--max-iterations",
+                    "2",
+                    "--trigger-json",
+                    "out.json",
+                    "--trigger-report",
+                    "report.html",
+                    "--trigger-results-dir",
+                    "results",
+                    "--junitxml",
+                    "junit.xml",
+                    "--trigger-store",
+                    "store.sqlite",
+                    "--trigger-cache",
+                    cache,
+                    "--html",
+                    "page.html",
+                ],
+                cwd=pytester.path,
+                env={**os.environ, **env},
+                capture_output=True,
+                text=True,
                 timeout=300,
             )
             outputs.append(done.stdout + done.stderr)
@@ -120,11 +152,30 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         results = tmp_path / "results"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", "--skill-path", str(folder), "-p",
-             "no:cacheprovider", "--optimize-description", "--max-iterations", "9",
-             "--holdout", "0.34", "--trigger-json", str(tmp_path / "out.json"),
-             "--trigger-results-dir", str(results), "--trigger-concurrency", "2"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--skill-path",
+                str(folder),
+                "-p",
+                "no:cacheprovider",
+                "--optimize-description",
+                "--max-iterations",
+                "9",
+                "--holdout",
+                "0.34",
+                "--trigger-json",
+                str(tmp_path / "out.json"),
+                "--trigger-results-dir",
+                str(results),
+                "--trigger-concurrency",
+                "2",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

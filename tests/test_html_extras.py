@@ -86,9 +86,13 @@ def pytest_runtest_makereport(item, call):
     return folder.parent
 
 
-def run_report(pytester: pytest.Pytester, api: FakeMessagesAPI, *more: str) -> Page:
+def run_report(
+    pytester: pytest.Pytester, api: FakeMessagesAPI, *more: str, subprocess: bool = False
+) -> Page:
+    """Run the project with a pytest-html report (in a child process with ``subprocess``)."""
     skills = make_project(pytester, api)
-    result = pytester.runpytest(
+    runpytest = pytester.runpytest_subprocess if subprocess else pytester.runpytest
+    result = runpytest(
         "-p", "no:cacheprovider", "test_plain.py", "--skill-path", str(skills),
         "--html", "report.html", "--self-contained-html", "--no-early-stop", *more,
     )  # fmt: skip
@@ -179,16 +183,7 @@ def test_columns_extras_and_escaping(pytester: pytest.Pytester, fake_api: FakeMe
 
 def test_with_xdist(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     """Reports from workers carry user_properties as lists: the row hook must accept them."""
-    skills = make_project(pytester, fake_api)
-    result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-n", "2", "test_plain.py", "--skill-path", str(skills),
-        "--html", "report.html", "--self-contained-html", "--no-early-stop",
-    )  # fmt: skip
-    result.assert_outcomes(passed=4)
-    text = (pytester.path / "report.html").read_text("utf-8")
-    assert "<script>alert" not in text
-    page = Page()
-    page.feed(text)
+    page = run_report(pytester, fake_api, "-n", "2", subprocess=True)
     rows = rows_by_name(page)
     yes = by_index(rows, 0)
     assert cell(yes, "col-triggerRuns") == "2/3"

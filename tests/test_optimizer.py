@@ -71,8 +71,14 @@ def make_skill(root: Path) -> Path:
 def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.RunResult, dict]:
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        "--skill-path", str(folder), "-p", "no:cacheprovider", "--trigger-json", str(out),
-        "--optimize-description", *args,
+        "--skill-path",
+        str(folder),
+        "-p",
+        "no:cacheprovider",
+        "--trigger-json",
+        str(out),
+        "--optimize-description",
+        *args,
     )
     return result, json.loads(out.read_text())
 
@@ -221,14 +227,34 @@ def test_reports_and_results_folder(pytester: pytest.Pytester, fake_api: FakeMes
     counts = json.loads((iteration / "counts.json").read_text())
     assert counts["description_chars"] == len(GOOD)
     keys = {
-        "exit_reason", "original_description", "best_description", "best_score",
-        "best_train_score", "best_test_score", "final_description", "iterations_run",
-        "holdout", "train_size", "test_size", "history",
+        "exit_reason",
+        "original_description",
+        "best_description",
+        "best_score",
+        "best_train_score",
+        "best_test_score",
+        "final_description",
+        "iterations_run",
+        "holdout",
+        "train_size",
+        "test_size",
+        "history",
     }
     assert keys <= set(report["skills"][0])
     entry_keys = {
-        "iteration", "description", "train_passed", "train_failed", "train_total",
-        "train_results", "test_passed", "test_failed", "test_total", "test_results",
-        "passed", "failed", "total", "results",
+        "iteration",
+        "description",
+        "train_passed",
+        "train_failed",
+        "train_total",
+        "train_results",
+        "test_passed",
+        "test_failed",
+        "test_total",
+        "test_results",
+        "passed",
+        "failed",
+        "total",
+        "results",
     }
     assert entry_keys <= set(report["skills"][0]["history"][0])

@@ -64,6 +64,11 @@ def script(api: FakeMessagesAPI) -> None:
         api.script(query, outcomes)
 
 
+def run_args(root: Path, *more: str) -> tuple[str, ...]:
+    """Command-line arguments of one run of the skills under ``root``."""
+    return ("-p", "no:cacheprovider", "--skill-path", str(root), *more)
+
+
 def stable(report: dict[str, Any]) -> dict[str, Any]:
     out = json.loads(json.dumps(report))
     for skill in out["skills"]:
@@ -107,14 +112,7 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     log = pytester.path / "writers.log"
     plain_json = pytester.path / "plain.json"
     plain = pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
-        "--skill-path",
-        str(root),
-        "--trigger-cache",
-        "off",
-        "--trigger-json",
-        str(plain_json),
+        *run_args(root, "--trigger-cache", "off", "--trigger-json", str(plain_json))
     )
     plain.assert_outcomes(passed=5, failed=3)
     plain_calls = fake_api.stats["trigger_calls"]
@@ -124,19 +122,9 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     script(fake_api)
     store = tmp_path / "store.sqlite"
     dist_json = pytester.path / "dist.json"
-    dist_args = (
-        "-n",
-        "2",
-        "-p",
-        "no:cacheprovider",
-        "--skill-path",
-        str(root),
-        "--trigger-store",
-        str(store),
-        "--trigger-json",
-        str(dist_json),
+    dist = pytester.runpytest_subprocess(
+        "-n", "2", *run_args(root, "--trigger-store", str(store), "--trigger-json", str(dist_json))
     )
-    dist = pytester.runpytest_subprocess(*dist_args)
     dist.assert_outcomes(passed=5, failed=3)
     assert "INTERNALERROR" not in dist.stdout.str() + dist.stderr.str()
     assert fake_api.stats["trigger_calls"] == 2 * plain_calls
@@ -152,14 +140,7 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     script(fake_api)
     again_json = pytester.path / "again.json"
     again = pytester.runpytest(
-        "-p",
-        "no:cacheprovider",
-        "--skill-path",
-        str(root),
-        "--trigger-store",
-        str(store),
-        "--trigger-json",
-        str(again_json),
+        *run_args(root, "--trigger-store", str(store), "--trigger-json", str(again_json))
     )
     again.assert_outcomes(passed=5, failed=3)
     assert fake_api.stats["trigger_calls"] == 2 * plain_calls
@@ -174,9 +155,7 @@ def test_xdist_wrong_key_stops_the_session(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
     root = build(pytester, fake_api)
-    result = pytester.runpytest_subprocess(
-        "-n", "2", "-p", "no:cacheprovider", "--skill-path", str(root)
-    )
+    result = pytester.runpytest_subprocess("-n", "2", *run_args(root))
     out = result.stdout.str()
     assert "INTERNALERROR" not in out
     outcomes = result.parseoutcomes()

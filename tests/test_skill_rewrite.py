@@ -75,6 +75,13 @@ def frontmatter_of(text: str) -> dict:
     return yaml.safe_load(text[span.start : span.end])
 
 
+def assert_rewritten(style: str, new: str, description: str) -> None:
+    """Rewriting ``style``'s description to ``new`` puts exactly ``description`` in its place."""
+    before, middle, after = STYLES[style]
+    result = replace_description(before + middle + after, new, WHERE)
+    assert result == before + description + after
+
+
 @pytest.mark.parametrize("style", sorted(STYLES))
 @pytest.mark.parametrize("new", NEW_DESCRIPTIONS)
 def test_only_the_description_changes(style: str, new: str) -> None:
@@ -109,9 +116,7 @@ def test_lenient_file_becomes_strict_yaml() -> None:
     ["Use this for invoices.", "Ünïcödé ok", "a-b_c, d.e; f!", "x:y", "50% off", "C#", "it's"],
 )
 def test_plain_kept_when_safe(new: str) -> None:
-    before, middle, after = STYLES["plain"]
-    result = replace_description(before + middle + after, new, WHERE)
-    assert result == before + f"description: {new}\n" + after
+    assert_rewritten("plain", new, f"description: {new}\n")
 
 
 @pytest.mark.parametrize(
@@ -153,16 +158,10 @@ def test_plain_unsafe_becomes_quoted(new: str) -> None:
 
 
 def test_block_style_kept() -> None:
-    before, middle, after = STYLES["literal-strip"]
-    result = replace_description(before + middle + after, "first\nsecond", WHERE)
-    assert result == before + "description: |-\n    first\n    second\n" + after
-    result = replace_description(before + middle + after, "first\nsecond\n", WHERE)
-    assert result == before + "description: |\n    first\n    second\n" + after
-    result = replace_description(before + middle + after, "single line", WHERE)
-    assert result == before + "description: |-\n    single line\n" + after
-    before, middle, after = STYLES["folded"]
-    result = replace_description(before + middle + after, "single: line", WHERE)
-    assert result == before + "description: >-\n  single: line\n" + after
+    assert_rewritten("literal-strip", "first\nsecond", "description: |-\n    first\n    second\n")
+    assert_rewritten("literal-strip", "first\nsecond\n", "description: |\n    first\n    second\n")
+    assert_rewritten("literal-strip", "single line", "description: |-\n    single line\n")
+    assert_rewritten("folded", "single: line", "description: >-\n  single: line\n")
 
 
 def test_block_falls_back_to_double_quoted_when_not_representable() -> None:
@@ -174,12 +173,8 @@ def test_block_falls_back_to_double_quoted_when_not_representable() -> None:
 
 
 def test_quoted_styles_kept() -> None:
-    before, middle, after = STYLES["single"]
-    result = replace_description(before + middle + after, "it's: fine", WHERE)
-    assert result == before + "description: 'it''s: fine'\n" + after
-    before, middle, after = STYLES["double"]
-    result = replace_description(before + middle + after, "plain enough", WHERE)
-    assert result == before + 'description: "plain enough"\n' + after
+    assert_rewritten("single", "it's: fine", "description: 'it''s: fine'\n")
+    assert_rewritten("double", "plain enough", 'description: "plain enough"\n')
 
 
 def test_crlf_kept() -> None:

@@ -105,7 +105,9 @@ def test_require_backend_errors_instead_of_skipping(
 
 
 def test_baseline_regressions_junit_and_step_summary(
-    pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI,
+    pytester: pytest.Pytester,
+    project: Path,
+    fake_api: FakeMessagesAPI,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     baseline = project / "baseline.json"
@@ -115,15 +117,21 @@ def test_baseline_regressions_junit_and_step_summary(
     summary = project / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
-        "skills", "--trigger-baseline", str(baseline), "--trigger-fail-on-regression",
-        "--junitxml", "junit.xml",
+        "skills",
+        "--trigger-baseline",
+        str(baseline),
+        "--trigger-fail-on-regression",
+        "--junitxml",
+        "junit.xml",
     )
     result.assert_outcomes(passed=2, failed=2)
-    result.stdout.fnmatch_lines([
-        "*REGRESSED pdf-tools: 'split this PDF into separate pages' (pass -> fail)*",
-        "*REGRESSED pdf-tools: 'write a limerick about cats' (pass -> fail)*",
-        "*GATE FAILED 2 regression(s) against the baseline*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*REGRESSED pdf-tools: 'split this PDF into separate pages' (pass -> fail)*",
+            "*REGRESSED pdf-tools: 'write a limerick about cats' (pass -> fail)*",
+            "*GATE FAILED 2 regression(s) against the baseline*",
+        ]
+    )
     cases = ET.parse(project / "junit.xml").getroot().iter("testcase")
     props = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
