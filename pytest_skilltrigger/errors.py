@@ -24,3 +24,7 @@ class BackendFatalError(Exception):
 
     It stops the whole session at its first occurrence instead of erroring every item.
     """
+
+
+class AskError(Exception):
+    """The improve model could not be asked (API or CLI failure); the message is redacted."""

@@ -702,7 +702,10 @@ class FakeMessagesAPI:
             h.wfile.write(payload)
             return
 
-        trigger = _skill_tool(body) is not None
+        # An improvement prompt sent through Claude Code carries the Skill tool too: the
+        # answer format the prompt asks for tells it apart from a trigger request.
+        asks_description = any("<new_description>" in t for t in _message_texts(body))
+        trigger = _skill_tool(body) is not None and not asks_description
         self._bump("trigger_calls" if trigger else "improve_calls")
         stream = bool(body.get("stream"))
         fault = self._draw_fault()

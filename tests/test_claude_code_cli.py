@@ -228,3 +228,28 @@ def test_plugin_under_xdist_with_concurrent_cli_runs(
     # every request came from the real CLI, not from the Messages API backend
     agents = {h.get("user-agent", "").split(" ")[0] for h in fake_api.request_headers}
     assert agents == {"claude-cli/2.1.328"}
+
+
+@pytest.mark.slow
+def test_optimizer_proposals_through_the_cli(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With only a Claude Code login, the improvement rounds ask the CLI for proposals."""
+    from pytest_skilltrigger.optimizer.proposer import DescriptionProposer
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    fake_api.proposals = ["Merge, split and tidy PDF reports for the quarterly batch."]
+    backend = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    try:
+        proposal = DescriptionProposer(backend.ask).propose(
+            "Improve this.\n<current_description>\nOld.\n</current_description>\n"
+            "Answer inside <new_description></new_description> tags."
+        )
+    finally:
+        backend.close()
+    assert proposal.error is None, proposal.error
+    assert proposal.description == "Merge, split and tidy PDF reports for the quarterly batch."
+    assert fake_api.stats["decisions"].get("improve", 0) >= 1

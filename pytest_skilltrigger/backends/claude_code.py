@@ -60,12 +60,14 @@ from typing import IO, Any
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.sse import FirstChoice, StreamError
 from pytest_skilltrigger.context import TriggerContext
+from pytest_skilltrigger.errors import AskError
 from pytest_skilltrigger.outcome import RunOutcome, Usage
 from pytest_skilltrigger.redact import redact
 
 DEFAULT_MODEL = "claude-code-default"
 ROOT_PREFIX = "skilltrigger-cc-"
 STDERR_LINES = 20
+ASK_TIMEOUT = 300.0  # a proposal is one long answer, not a quick first choice
 KILL_GRACE = 0.3  # SIGTERM first (it tidies up), but a decided run must not wait long
 # Tools whose input must be seen before deciding: a Read of a SKILL.md is a skill being used.
 INSPECTED_TOOLS = frozenset({"Skill", "Read"})
@@ -523,6 +525,42 @@ class ClaudeCodeBackend:
             request_id=verdict.request_id,
             fatal=verdict.fatal,
         )
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        """One plain request to the model through the CLI (the optimizer's proposals when
+        the user has a Claude Code login and no API key), in an empty private workspace."""
+        if self._closed:
+            raise AskError("claude-code backend already closed")
+        run_dir = Path(tempfile.mkdtemp(prefix="ask-", dir=self._root))
+        try:
+            (run_dir / "project" / ".git").mkdir(parents=True)
+            (run_dir / "config").mkdir()
+            seed = {"hasCompletedOnboarding": True, **self._account}
+            (run_dir / "config" / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
+            (run_dir / "tmp").mkdir()
+            cmd = [self.claude_bin, "-p", "--output-format", "json", "--setting-sources",
+                   "project", "--no-session-persistence"]
+            if model or self._model_arg:
+                cmd += ["--model", str(model or self._model_arg)]
+            try:
+                done = subprocess.run(
+                    cmd, input=prompt, cwd=run_dir / "project", env=self._env(run_dir),
+                    capture_output=True, text=True, encoding="utf-8", errors="replace",
+                    timeout=max(self.timeout, ASK_TIMEOUT), check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                raise AskError(redact(f"claude failed: {exc}")) from None
+            try:
+                result = json.loads(done.stdout.strip().splitlines()[-1])
+            except (ValueError, IndexError):
+                tail = (done.stderr or done.stdout).strip()[-500:]
+                message = f"claude gave no result (exit {done.returncode}): {tail}"
+                raise AskError(redact(message)) from None
+            if result.get("is_error") or done.returncode:
+                raise AskError(redact(f"claude reported an error: {result.get('result')}"))
+            return str(result.get("result") or ""), Usage.from_dict(result.get("usage"))
+        finally:
+            shutil.rmtree(run_dir, ignore_errors=True)
 
     def close(self) -> None:
         """Stop live runs and remove every workspace; safe to call more than once."""

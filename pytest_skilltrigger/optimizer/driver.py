@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.atomic import atomic_write_text
+from pytest_skilltrigger.backends.anthropic_api import credentials_configured
 from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize, passed
-from pytest_skilltrigger.optimizer.proposer import AnthropicProposer, Proposal
-from pytest_skilltrigger.outcome import QueryResult
+from pytest_skilltrigger.optimizer.proposer import AnthropicAsk, DescriptionProposer, Proposal
+from pytest_skilltrigger.outcome import QueryResult, Usage
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.report_html import render_html
 from pytest_skilltrigger.session import TriggerSession
@@ -95,16 +96,25 @@ class OptimizationDriver:
         self, targets: list[Target], initial: Mapping[str, Mapping[int, QueryResult]]
     ) -> dict[str, dict[str, Any]]:
         """Optimise every target; returns the extra JSON keys per skill path."""
-        model = self.options.improve_model or (
-            self.session.model if self.session.backend_name == "anthropic" else DEFAULT_MODEL
-        )
-        proposer = AnthropicProposer(model)
+        ask, close = self._asker()
         with sigterm_as_interrupt():
             try:
-                self._run_targets(targets, initial, proposer)
+                self._run_targets(targets, initial, DescriptionProposer(ask))
             finally:
-                proposer.close()
+                close()
         return self.extra()
+
+    def _asker(self) -> tuple[Callable[[str], tuple[str, Usage]], Callable[[], None]]:
+        """The Messages API when credentials are configured, else the Claude Code CLI."""
+        backend = self.session.backend
+        if credentials_configured() or backend is None or not hasattr(backend, "ask"):
+            model = self.options.improve_model or (
+                self.session.model if self.session.backend_name == "anthropic" else DEFAULT_MODEL
+            )
+            api = AnthropicAsk(model)
+            return api, api.close
+        model = self.options.improve_model
+        return (lambda prompt: backend.ask(prompt, model=model)), (lambda: None)
 
     @property
     def interrupted(self) -> bool:
@@ -114,7 +124,7 @@ class OptimizationDriver:
         self,
         targets: list[Target],
         initial: Mapping[str, Mapping[int, QueryResult]],
-        proposer: AnthropicProposer,
+        proposer: DescriptionProposer,
     ) -> None:
         for target in targets:
             run = optimize(

@@ -10,9 +10,10 @@ queries and test scores never appear in it: the test set must stay unseen to mea
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_skilltrigger.errors import AskError
 from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.skill import description_problems
@@ -126,7 +127,10 @@ def repair_prompt(previous: str, problems: Sequence[str]) -> str:
     )
 
 
-class AnthropicProposer:
+Ask = Callable[[str], tuple[str, Usage]]
+
+
+class AnthropicAsk:
     """Asks the improve model through the Messages API (one shared client)."""
 
     def __init__(self, model: str, timeout: float = 120.0) -> None:
@@ -136,12 +140,15 @@ class AnthropicProposer:
         self._client = anthropic.Anthropic(max_retries=4, timeout=timeout)
         self._api_error = anthropic.APIError
 
-    def _ask(self, prompt: str) -> tuple[str, Usage]:
-        message = self._client.messages.create(
-            model=self.model,
-            max_tokens=4096,
-            messages=[{"role": "user", "content": prompt}],
-        )
+    def __call__(self, prompt: str) -> tuple[str, Usage]:
+        try:
+            message = self._client.messages.create(
+                model=self.model,
+                max_tokens=4096,
+                messages=[{"role": "user", "content": prompt}],
+            )
+        except self._api_error as exc:
+            raise AskError(redact(str(exc))) from None
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
         usage = Usage(
             message.usage.input_tokens or 0,
@@ -151,22 +158,35 @@ class AnthropicProposer:
         )
         return text, usage
 
+    def close(self) -> None:
+        self._client.close()
+
+
+class DescriptionProposer:
+    """One proposal per round, with one repair request when it breaks the rules.
+
+    ``ask`` sends a prompt to the improve model and returns its text and usage: the Messages
+    API (:class:`AnthropicAsk`) or, for users with only a Claude Code login, the CLI.
+    """
+
+    def __init__(self, ask: Ask) -> None:
+        self.ask = ask
+
     def propose(self, prompt: str) -> Proposal:
-        """One proposal, with one repair request when it breaks the rules."""
         try:
-            response, usage = self._ask(prompt)
-        except self._api_error as exc:
-            return Proposal(prompt, "", None, error=redact(str(exc)))
+            response, usage = self.ask(prompt)
+        except AskError as exc:
+            return Proposal(prompt, "", None, error=str(exc))
         proposal = Proposal(prompt, response, parse_proposal(response), usage=usage)
         problems = self._problems(proposal.description)
         if not problems:
             return proposal
         proposal.repair_prompt = repair_prompt(proposal.description or response, problems)
         try:
-            proposal.repair_response, more = self._ask(proposal.repair_prompt)
-        except self._api_error as exc:
+            proposal.repair_response, more = self.ask(proposal.repair_prompt)
+        except AskError as exc:
             proposal.problems = problems
-            proposal.error = redact(str(exc))
+            proposal.error = str(exc)
             proposal.description = None
             return proposal
         proposal.usage = proposal.usage + more
@@ -181,6 +201,3 @@ class AnthropicProposer:
         if description is None:
             return ["no <new_description> tags in the answer"]
         return description_problems(description)
-
-    def close(self) -> None:
-        self._client.close()
