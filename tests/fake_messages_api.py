@@ -359,6 +359,11 @@ def _frame(event: str, data: dict[str, Any]) -> bytes:
     )
 
 
+# Claude Code puts a per-request attribution line first in its system prompt; the real API
+# reads it as billing metadata, so it does not break the cached prefix. Neither may it here.
+BILLING_HEADER = "x-anthropic-billing-header:"
+
+
 class FakeMessagesAPI:
     """A threaded loopback server imitating ``POST /v1/messages``.
 
@@ -556,7 +561,10 @@ class FakeMessagesAPI:
         elif isinstance(system, list):
             for block in system:
                 if isinstance(block, dict):
-                    segments.append((str(block.get("text", "")), "cache_control" in block))
+                    text = str(block.get("text", ""))
+                    if text.startswith(BILLING_HEADER):
+                        continue  # per-request attribution, not part of the cached prompt
+                    segments.append((text, "cache_control" in block))
         messages = body.get("messages")
         for message in messages if isinstance(messages, list) else []:
             if not isinstance(message, dict):
@@ -584,19 +592,24 @@ class FakeMessagesAPI:
                 "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": 0,
             }
+        # As the real API does, every breakpoint is looked up: the longest prefix already
+        # cached is read, the rest up to the last breakpoint is written.
         digest = hashlib.sha256(str(body.get("model")).encode())
-        for text, _ in segments[: last + 1]:
+        keys: dict[int, str] = {}
+        for i, (text, marked) in enumerate(segments[: last + 1]):
             digest.update(text.encode("utf-8", "surrogatepass"))
             digest.update(b"\x00")
-        key = digest.hexdigest()
-        prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
+            if marked:
+                keys[i] = digest.copy().hexdigest()
         with self._lock:
-            hit = key in self._cache
-            self._cache.add(key)
+            hit = max((i for i, key in keys.items() if key in self._cache), default=-1)
+            self._cache.update(keys.values())
+        read = sum(_estimate(t) for t, _ in segments[: hit + 1])
+        prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
         return {
             "input_tokens": max(total - prefix, 0),
-            "cache_creation_input_tokens": 0 if hit else prefix,
-            "cache_read_input_tokens": prefix if hit else 0,
+            "cache_creation_input_tokens": prefix - read,
+            "cache_read_input_tokens": read,
         }
 
     # -- request handling -----------------------------------------------------------------------

@@ -161,7 +161,10 @@ def test_concurrent_runs_each_see_exactly_one_copy(
         assert len(backend.observed_listings) == len(queries)
         for skills in backend.observed_listings:
             assert skills.count(SKILL) == 1 and skills.count(SIBLING) == 1
-        assert list(Path(backend._root).iterdir()) == []
+        # workspaces are reused one run at a time (at most one per concurrent run), so the
+        # workspace path in Claude Code's system prompt stays stable and the prefix is cached
+        assert len(list(Path(backend._root).iterdir())) <= 3
+        assert sum(o.usage.cache_read_input_tokens for o in outcomes) > 0
         # nothing was written to the user's home: config and scratch files stay per run
         written = sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file())
         assert written == [f".claude/skills/{SKILL}/SKILL.md"]

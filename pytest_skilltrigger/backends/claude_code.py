@@ -281,6 +281,12 @@ def _lines(stream: IO[str]) -> Iterator[str]:
         yield line
 
 
+def _empty(run_dir: Path) -> None:
+    """Clear a workspace for its next run; nothing of the previous run may remain."""
+    for child in ("project", "config", "tmp"):
+        shutil.rmtree(run_dir / child, ignore_errors=True)
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     """Stop the CLI and anything it started: SIGTERM to its group, SIGKILL if it lingers."""
     if proc.poll() is not None:
@@ -351,6 +357,11 @@ class ClaudeCodeBackend:
         self.observed_listings: list[tuple[str, ...]] = []
         self._lock = threading.Lock()
         self._live: dict[str, subprocess.Popen[str] | None] = {}
+        # Workspaces are reused one run at a time: Claude Code puts the workspace path into
+        # its system prompt, so a fresh path per run would defeat prompt caching (every run
+        # paying a cache write of the whole prompt). A pool of at most one workspace per
+        # concurrent run keeps the path, and so the cached prefix, stable.
+        self._idle: list[str] = []
         self._account = _user_account(dict(os.environ))
         _remove_stale_roots()
         self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
@@ -386,21 +397,32 @@ class ClaudeCodeBackend:
             return RunOutcome("error", error=f"unsafe skill name {context.skill_name!r}")
         if self._closed:
             return RunOutcome("error", error="claude-code backend already closed")
+        with self._lock:
+            run_dir = self._idle.pop() if self._idle else None
         try:
-            run_dir = tempfile.mkdtemp(prefix="run-", dir=self._root)
+            run_dir = run_dir or tempfile.mkdtemp(prefix="run-", dir=self._root)
         except OSError as exc:
             return RunOutcome("error", error=f"cannot create a workspace: {exc}")
         with self._lock:
             self._live[run_dir] = None
+        reusable = False
         try:
             self._install(Path(run_dir), context)
-            return self._run_cli(Path(run_dir), query, context.skill_name)
+            outcome = self._run_cli(Path(run_dir), query, context.skill_name)
+            # a failed run (timeout, crash) may have left a process behind: never reuse it
+            reusable = outcome.status != "error"
+            return outcome
         except OSError as exc:
             return RunOutcome("error", error=redact(f"claude-code run failed: {exc}"))
         finally:
+            _empty(Path(run_dir))  # the copy under test leaves with its run; the path stays
             with self._lock:
                 self._live.pop(run_dir, None)
-            shutil.rmtree(run_dir, ignore_errors=True)
+                if reusable and not self._closed:
+                    self._idle.append(run_dir)
+                    run_dir = None
+            if run_dir is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
 
     def _install(self, run_dir: Path, context: TriggerContext) -> None:
         project = run_dir / "project"
