@@ -57,7 +57,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
 def pytest_runtestloop(session: pytest.Session) -> None:
     runtime = runtime_of(session.config)
     if runtime and not is_worker(session.config) and not session.config.option.collectonly:
-        runtime.prefetch(session.items)
+        runtime.begin_run(session.items)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -127,6 +127,13 @@ class PluginRuntime:
         return node
 
     # -- running -----------------------------------------------------------------------
+    def begin_run(self, items: list[pytest.Item]) -> None:
+        """Controller or plain run, before any item: open the store (so only this process
+        ever creates it; xdist workers only read it) and start every item's runs."""
+        if self.targets:
+            self.start_session()
+        self.prefetch(items)
+
     def prefetch(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
         trigger_items = [i for i in items if isinstance(i, TriggerItem)]
