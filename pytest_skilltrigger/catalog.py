@@ -76,6 +76,8 @@ def load_targets(
         raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
     if description is not None and not description.strip():
         raise InputError("--skill-description", "must not be empty")
+    if description is not None and not _is_valid_unicode(description):
+        raise InputError("--skill-description", "is not valid UTF-8 text")
     targets = []
     for skill in skills:
         found = eval_set if eval_set is not None else find_eval_set(skill.path)
@@ -108,3 +110,12 @@ def load_context(path: str, description: str | None = None) -> TriggerContext:
     siblings, _warnings = _siblings(skill)
     text = skill.description if description is None else description
     return TriggerContext(skill.name, text, siblings)
+
+
+def _is_valid_unicode(text: str) -> bool:
+    """False for text holding lone surrogates (undecodable bytes from the command line)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

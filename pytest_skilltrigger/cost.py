@@ -112,6 +112,12 @@ class CostGuard:
             self._reserved += estimate
             return estimate
 
+    def add(self, usage: Usage) -> None:
+        """Count spending that happened elsewhere (xdist workers) against the budget."""
+        with self._lock:
+            self.spent_usd += cost_usd(usage, self.price)
+            self.usage = self.usage + usage
+
     def settle(self, reserved: float, usage: Usage) -> None:
         """Replace a reservation by the actual cost of the call."""
         with self._lock:

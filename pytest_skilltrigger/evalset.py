@@ -304,6 +304,10 @@ def _check_query(value: Any, present: bool, where: str, name: str) -> str:
         raise InputError(where, f"{name}: query must be a string, got {_describe(value)}")
     if not value.strip():
         raise InputError(where, f"{name}: query is empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (e.g. "\ud800") cannot be sent or stored
+        raise InputError(where, f"{name}: query is not valid Unicode (lone surrogate)") from None
     return value
 
 

@@ -31,6 +31,11 @@ def slug(text: str, limit: int = 40) -> str:
     return out or "query"
 
 
+def safe_name(name: str) -> str:
+    """A skill name usable in a node id: ``::``, brackets and spaces would break selection."""
+    return re.sub(r"[^\w.-]+", "-", name).strip("-") or "skill"
+
+
 def failure_message(result: QueryResult, skill_name: str) -> str:
     """What a failing item prints: query, expectation, observed rate and what was chosen."""
     expected = "trigger" if result.should_trigger else "not trigger"
@@ -91,7 +96,7 @@ class SkillFile(pytest.File):
         for entry in self.target.eval_set.entries:
             yield TriggerItem.from_parent(
                 self,
-                name=f"{self.target.name}[{entry.index:02d}-{slug(entry.query)}]",
+                name=f"{safe_name(self.target.name)}[{entry.index:02d}-{slug(entry.query)}]",
                 entry=entry,
             )
 

@@ -70,8 +70,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
     ("--trigger-json", "trigger_json", "path", None, "write the results as JSON here"),
     (
         "--no-early-stop",
-        None,
-        "flag",
+        "no_early_stop",
+        "bool",
         False,
         "always make every run (default: stop once the verdict cannot change)",
     ),
@@ -104,7 +104,7 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "JSON file of model prices per million tokens, overriding the built-in table",
     ),
     ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
-    ("--optimize-description", None, "flag", False,
+    ("--optimize-description", "optimize_description", "bool", False,
      "after the tests, run improvement rounds and rewrite SKILL.md with the best description"),
     ("--holdout", "holdout", "float", 0.4, "share of the eval set held out as test (default 0.4)"),
     ("--max-iterations", "max_iterations", "int", 5, "improvement iterations (default 5)"),
@@ -177,7 +177,7 @@ def settings_from_config(config: pytest.Config, default_store: str | None) -> Se
         backend=str(_raw(config, "--trigger-backend")),
         model=_raw(config, "--trigger-model"),
         concurrency=_number(config, "--trigger-concurrency", int),
-        curtail=not config.getoption("no_early_stop"),
+        curtail=not flag(config, "--no-early-stop"),
         cache_mode=str(_raw(config, "--trigger-cache")),
         store_path=_path(config, "--trigger-store") or default_store,
         budget_usd=_number(config, "--trigger-budget-usd", float),
@@ -236,7 +236,7 @@ def gates(config: pytest.Config) -> Gates:
 
 def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
     """The optimizer's options when ``--optimize-description`` is given, validated."""
-    if not config.getoption("optimize_description"):
+    if not flag(config, "--optimize-description"):
         return None
     return OptimizeOptions(
         holdout=_number(config, "--holdout", float),

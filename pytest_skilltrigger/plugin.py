@@ -28,7 +28,7 @@ class RuntimeHooks:
         self.runtime.log_report(report)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there
 def pytest_configure(config: pytest.Config) -> None:
     runtime = PluginRuntime.configure(config)
     config.pluginmanager.register(RuntimeHooks(runtime), "skilltrigger-runtime")

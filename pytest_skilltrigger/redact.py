@@ -17,9 +17,19 @@ _PATTERNS = (
 )
 
 
+_REGISTERED: set[str] = set()
+
+
+def register_secret(value: str) -> None:
+    """Also redact a secret found elsewhere (e.g. a key from the user's Claude config)."""
+    if len(value) >= 4:
+        _REGISTERED.add(value)
+
+
 def secrets() -> list[str]:
-    """The secret values currently in the environment (long enough to be worth matching)."""
-    return [v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 4]
+    """The secret values currently known (long enough to be worth matching)."""
+    found = [v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 4]
+    return found + sorted(_REGISTERED)
 
 
 def redact(text: str) -> str:

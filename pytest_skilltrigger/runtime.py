@@ -9,7 +9,9 @@ report and the terminal summary.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sqlite3
 from concurrent.futures import Future
 from typing import Any
 
@@ -18,6 +20,7 @@ import pytest
 from pytest_skilltrigger import options
 from pytest_skilltrigger.baseline import Change, compare
 from pytest_skilltrigger.catalog import Target, load_context, load_targets
+from pytest_skilltrigger.cost import load_prices
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.evalset import EvalEntry
 from pytest_skilltrigger.items import (
@@ -34,6 +37,7 @@ from pytest_skilltrigger.report_markdown import render_markdown
 from pytest_skilltrigger.report_terminal import summary_lines
 from pytest_skilltrigger.sampler import SamplingPlan
 from pytest_skilltrigger.session import TriggerSession
+from pytest_skilltrigger.store import ResultStore
 from pytest_skilltrigger.summary import SessionResults
 
 RUNTIME_KEY = pytest.StashKey["PluginRuntime"]()
@@ -56,7 +60,13 @@ class PluginRuntime:
         default_store = None
         if cache is not None:
             default_store = os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")
-        self.settings = options.settings_from_config(config, default_store)
+        settings = options.settings_from_config(config, default_store)
+        if self.worker and settings.budget_usd is not None:
+            # every worker keeps its own guard: each gets an equal share of the budget
+            share = settings.budget_usd / max(1, int(config.workerinput.get("workercount", 1)))
+            settings = dataclasses.replace(settings, budget_usd=share)
+        self.settings = settings
+        load_prices(settings.prices_path)  # a bad price file is bad input: fail now
         self.optimize = options.optimize_options(config)
         self.gates = options.gates(config)
         self.gate_failures: list[str] = []
@@ -70,10 +80,24 @@ class PluginRuntime:
                 description=config.getoption("skill_description"),
             )
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
+        if self.targets and not self.worker:
+            self._open_store()
         self.session: TriggerSession | None = None
         self.results = SessionResults(order=[t.skill.skill_md for t in self.targets])
         self.fresh_recorded = 0
+        self.worker_runs = False
         self._submitted: dict[str, Future[QueryResult]] = {}
+
+    def _open_store(self) -> None:
+        """Create (or check) the result store now, in this process only, so that a path
+        that cannot hold it is a usage error, and xdist workers find it ready to read."""
+        path = self.settings.store_path
+        if self.settings.cache_mode == "off" or not path:
+            return
+        try:
+            ResultStore(path).close()
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(path, f"cannot use as the result store: {exc}") from None
 
     # -- configure ---------------------------------------------------------------------
     @classmethod
@@ -87,6 +111,10 @@ class PluginRuntime:
             raise pytest.UsageError(str(exc)) from None
         config.stash[RUNTIME_KEY] = runtime
         runtime._adjust_args()
+        if not runtime.worker:
+            for target in runtime.targets:
+                for warning in target.warnings:  # shown in the warnings summary, also with -q
+                    config.issue_config_time_warning(pytest.PytestConfigWarning(warning), 2)
         return runtime
 
     def _adjust_args(self) -> None:
@@ -167,7 +195,7 @@ class PluginRuntime:
         self.check_available()
         assert self.session is not None
         plan = SamplingPlan(
-            runs or self.settings.runs_per_query,
+            self.settings.runs_per_query if runs is None else runs,
             self.settings.threshold if threshold is None else threshold,
             self.settings.curtail,
         )
@@ -236,6 +264,7 @@ class PluginRuntime:
         self.results.add(record)
         if getattr(report, "node", None) is None:
             return  # made in this process: the sampler stored its runs already
+        self.worker_runs = True
         self.start_session()
         assert self.session is not None
         store = self.session.store
@@ -307,6 +336,11 @@ class PluginRuntime:
             key: {i: QueryResult.from_dict(row["result"]) for i, row in skill.rows.items()}
             for key, skill in self.results.skills.items()
         }
+        if self.worker_runs and self.session.guard is not None:
+            # under xdist the items' calls were paid by the workers: the budget covers both
+            for results in initial.values():
+                for result in results.values():
+                    self.session.guard.add(result.usage)
         driver = OptimizationDriver(self.session, self.optimize, log)
         extra = driver.run(self.targets, initial)
         if driver.interrupted:
@@ -337,21 +371,27 @@ class PluginRuntime:
             f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
             f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}"
         ]
-        for target in self.targets:
-            lines.extend(f"skilltrigger warning: {w}" for w in target.warnings)
         return lines
 
     def terminal_summary(self, reporter: Any) -> None:
         if self.worker:
             return
         session = self.session
+        if self.config.option.collectonly:
+            return
         if self.targets and (session is None or session.unavailable):
             reason = session.unavailable if session else "no trigger item ran"
             reporter.write_line(f"skilltrigger: trigger tests did not run: {reason}", yellow=True)
-        if session is not None and session.guard is not None and session.guard.exhausted:
+        over_budget = sum(
+            1
+            for skill in self.results.skills.values()
+            for row in skill.rows.values()
+            if "budget" in (row["result"].get("skipped") or "")
+        )
+        if over_budget:
             reporter.write_line(
-                f"skilltrigger: the cost budget (${session.guard.budget_usd:.2f}) was reached; "
-                "queries not started were skipped",
+                f"skilltrigger: the cost budget (${self.settings.budget_usd:.4f}) was reached; "
+                f"{over_budget} queries were skipped without a call",
                 yellow=True,
             )
         if not self.results.skills:

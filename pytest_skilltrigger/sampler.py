@@ -10,6 +10,7 @@ same (context, query) asked twice shares one sampling, so prefetching and items 
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -76,6 +77,24 @@ class _Query:
         )
 
 
+def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[QueryResult]:
+    """The shared sampling of a query, seen with this caller's expectation.
+
+    The runs do not depend on what is expected of them, so one sampling serves every caller;
+    but the verdict does, so a caller expecting the opposite gets its own view of the result.
+    """
+    view: Future[QueryResult] = Future()
+
+    def resolve(done: Future[QueryResult]) -> None:
+        result = done.result()
+        if result.should_trigger != should_trigger:
+            result = dataclasses.replace(result, should_trigger=should_trigger)
+        view.set_result(result)
+
+    shared.add_done_callback(resolve)
+    return view
+
+
 class Sampler:
     """Runs queries against one backend with bounded concurrency.
 
@@ -129,7 +148,7 @@ class Sampler:
         with self._lock:
             existing = self._queries.get(ident)
             if existing is not None:
-                return existing
+                return _as_expected(existing, should_trigger)
             future: Future[QueryResult] = Future()
             self._queries[ident] = future
         state = _Query(context, key, query, should_trigger, plan, future)

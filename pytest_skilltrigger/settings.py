@@ -6,6 +6,7 @@ Every bad value is an :class:`InputError` naming the option, raised before anyth
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -41,7 +42,7 @@ class Settings:
             raise InputError("--runs-per-query", f"must be at least 1, got {self.runs_per_query}")
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError("--trigger-threshold", f"must be within 0..1, got {self.threshold}")
-        if self.timeout <= 0:
+        if not math.isfinite(self.timeout) or self.timeout <= 0:
             raise InputError("--trigger-timeout", f"must be positive, got {self.timeout}")
         if self.backend not in BACKENDS:
             raise InputError("--trigger-backend", f"must be one of {', '.join(BACKENDS)}")
@@ -49,8 +50,12 @@ class Settings:
             raise InputError("--trigger-concurrency", f"must be at least 1, got {self.concurrency}")
         if self.cache_mode not in CACHE_MODES:
             raise InputError("--trigger-cache", f"must be one of {', '.join(CACHE_MODES)}")
-        if self.budget_usd is not None and self.budget_usd < 0:
-            raise InputError("--trigger-budget-usd", f"must not be negative, got {self.budget_usd}")
+        if self.budget_usd is not None and not (
+            math.isfinite(self.budget_usd) and self.budget_usd >= 0
+        ):
+            raise InputError(
+                "--trigger-budget-usd", f"must be a number >= 0, got {self.budget_usd}"
+            )
         return self
 
     def resolved_model(self, default: str) -> str:

@@ -10,6 +10,7 @@ read leniently with a warning instead of being rejected.
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import os
 import re
 from dataclasses import dataclass
@@ -258,6 +259,20 @@ def decode_skill_md(raw: bytes, where: str) -> str:
         ) from None
 
 
+def _scalar_text(text: str, key: str, where: str) -> str | None:
+    """The text of a top-level scalar exactly as written (no type resolution), if any."""
+    span = locate_frontmatter(text, where)
+    try:
+        node = yaml.compose(text[span.start : span.end].replace("\r\n", "\n"))
+    except yaml.YAMLError:
+        return None
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key and isinstance(v, yaml.ScalarNode):
+                return str(v.value)
+    return None
+
+
 def _name_from(frontmatter: dict, folder_name: str, where: str) -> tuple[str, list[str]]:
     """The skill's name; the folder name (with a warning) when the frontmatter has none."""
     value = frontmatter.get("name")
@@ -289,6 +304,14 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
         raise InputError(skill_md, f"cannot be read ({exc.strerror or exc})") from None
     text = decode_skill_md(raw, skill_md)
     frontmatter, body, warnings = parse_frontmatter(text, skill_md)
+    for key in ("name", "description"):
+        value = frontmatter.get(key)
+        if isinstance(value, (bool, int, float, datetime.date)):
+            # YAML 1.1 types `yes`, `2024-01-01` or `1.0`; Claude Code reads such a value as
+            # the text written, so do we
+            raw_text = _scalar_text(text, key, skill_md)
+            if raw_text is not None:
+                frontmatter = {**frontmatter, key: raw_text}
     description = frontmatter.get("description")
     if description is None:
         raise InputError(skill_md, "frontmatter has no 'description'")

@@ -66,20 +66,21 @@ class ResultStore:
         return conn
 
     def lookup(self, context_key: str, query: str, limit: int) -> list[RunOutcome]:
-        """Up to ``limit`` stored runs for this context and query, oldest first."""
+        """The newest ``limit`` stored runs for this context and query (``refresh`` replaces
+        what later runs read), returned oldest first."""
         rows = (
             self._conn()
             .execute(
                 "SELECT status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
                 " cache_read_input_tokens FROM runs WHERE context_key = ? AND query = ?"
-                " ORDER BY id LIMIT ?",
+                " ORDER BY id DESC LIMIT ?",
                 (context_key, query, limit),
             )
             .fetchall()
         )
         return [
             RunOutcome(status, chosen=chosen, usage=Usage(*tokens), from_store=True)
-            for status, chosen, *tokens in rows
+            for status, chosen, *tokens in reversed(rows)
         ]
 
     def record(

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
+import subprocess
 import sys
 import textwrap
 import time
@@ -32,6 +34,7 @@ from pytest_skilltrigger.backends.claude_code import (
 )
 from pytest_skilltrigger.backends.sse import decide
 from pytest_skilltrigger.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.redact import redact
 
 # -- recorded lines -----------------------------------------------------------------------------
 
@@ -471,7 +474,8 @@ FAKE_CLI = textwrap.dedent(
         "dirs": sorted(d for d in os.listdir(project)),
         "env": {k: os.environ.get(k) for k in (
             "CLAUDE_CONFIG_DIR", "CLAUDE_SECURESTORAGE_CONFIG_DIR", "TMPDIR",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDECODE")},
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "CLAUDECODE", "ANTHROPIC_API_KEY")},
+        "config": open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".claude.json")).read(),
         "pid": os.getpid(),
     }
     with open(os.environ["FAKE_CLI_REPORT"] + f".{os.getpid()}", "w") as fh:
@@ -663,3 +667,61 @@ def test_roots_of_dead_sessions_are_removed(fake_cli: tuple[Path, Path]) -> None
     finally:
         backend.close()
         live.rmdir()
+
+
+def test_login_key_reaches_the_cli_only_through_its_environment(
+    fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The /login key of ~/.claude.json must work, but never be written into a run's files."""
+    script, report = fake_cli
+    key = "sk-ant-api03-LOGINKEYloginkeyLOGINKEY-0123456789"
+    home = tmp_path / "home"
+    home.mkdir()
+    account = {"oauthAccount": {"emailAddress": "a@example.org"}, "primaryApiKey": key,
+               "customApiKeyResponses": {"approved": [key[-20:]]}}
+    (home / ".claude.json").write_text(json.dumps(account), encoding="utf-8")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    with cli_backend(script, monkeypatch, "skill", timeout=20) as backend:
+        assert backend.run(CONTEXT, "merge these pdfs").status == "triggered"
+    (seen,) = _reports(report)
+    assert seen["env"]["ANTHROPIC_API_KEY"] == key
+    config = json.loads(seen["config"])
+    assert config["oauthAccount"] == {"emailAddress": "a@example.org"}
+    assert key not in seen["config"] and key[-20:] not in seen["config"]
+    assert redact(f"failed with {key}") == "failed with [REDACTED]"
+
+
+def test_sigterm_kills_live_runs_and_removes_workspaces(
+    fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CI cancellation (SIGTERM) must not leave CLI processes or workspaces behind."""
+    script, report = fake_cli
+    monkeypatch.setenv("FAKE_CLI_MODE", "hang")
+    root_dir = Path(__file__).resolve().parent.parent
+    code = textwrap.dedent(
+        f"""
+        import sys, threading, time
+        sys.path.insert(0, {str(root_dir)!r})
+        from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend
+        from pytest_skilltrigger.context import TriggerContext
+        backend = ClaudeCodeBackend(claude_bin={str(script)!r}, timeout=60)
+        print(backend._root, flush=True)
+        context = TriggerContext("pdf-tools", "Merge PDF files.")
+        threading.Thread(target=backend.run, args=(context, "q"), daemon=True).start()
+        time.sleep(60)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    root = Path(proc.stdout.readline().strip())
+    deadline = time.monotonic() + 30
+    while not _reports(report) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (seen,) = _reports(report)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=15)
+    time.sleep(0.3)
+    with pytest.raises(ProcessLookupError):
+        os.kill(seen["pid"], 0)
+    assert not root.exists()

@@ -62,7 +62,7 @@ from pytest_skilltrigger.backends.sse import FirstChoice, StreamError
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import AskError
 from pytest_skilltrigger.outcome import RunOutcome, Usage
-from pytest_skilltrigger.redact import redact
+from pytest_skilltrigger.redact import redact, register_secret
 
 DEFAULT_MODEL = "claude-code-default"
 ROOT_PREFIX = "skilltrigger-cc-"
@@ -76,13 +76,14 @@ FATAL_STATUSES = frozenset({401, 403, 404})
 SKILL_FILE_RE = re.compile(r"(?:^|/)\.claude/skills/([^/]+)/SKILL\.md$")
 SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Keys of the user's global config that carry the login's account, copied into each run.
+# Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
+# key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
 ACCOUNT_KEYS = (
     "oauthAccount",
     "userID",
-    "primaryApiKey",
-    "customApiKeyResponses",
     "hasCompletedOnboarding",
 )
+SECRET_ACCOUNT_KEY = "primaryApiKey"
 # Set inside a Claude Code session; a nested CLI must not think it is a sub-process of one.
 NESTING_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 
@@ -260,7 +261,8 @@ def credential_store_dir(env: dict[str, str]) -> str:
 
 
 def _user_account(env: dict[str, str]) -> dict[str, Any]:
-    """The account keys of the user's global config file, or nothing if unreadable."""
+    """The account keys of the user's global config file (plus, held in memory only, its
+    /login key under ``SECRET_ACCOUNT_KEY``), or nothing if unreadable."""
     config_dir = env.get("CLAUDE_CONFIG_DIR")
     path = Path(config_dir, ".claude.json") if config_dir else Path.home() / ".claude.json"
     try:
@@ -269,7 +271,7 @@ def _user_account(env: dict[str, str]) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         return {}
-    return {k: data[k] for k in ACCOUNT_KEYS if k in data}
+    return {k: data[k] for k in (*ACCOUNT_KEYS, SECRET_ACCOUNT_KEY) if k in data}
 
 
 def _lines(stream: IO[str]) -> Iterator[str]:
@@ -304,6 +306,27 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
                 killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM's default action kills pytest without ``finally`` or atexit, which would leave
+    CLI processes (in their own sessions) running and workspaces on disk. While this backend
+    is open, SIGTERM raises KeyboardInterrupt instead, so the session ends through ``close``.
+    Only a default handler in the main thread is replaced; the previous one is returned."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, interrupt)
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _remove_stale_roots() -> None:
@@ -362,11 +385,15 @@ class ClaudeCodeBackend:
         # paying a cache write of the whole prompt). A pool of at most one workspace per
         # concurrent run keeps the path, and so the cached prefix, stable.
         self._idle: list[str] = []
-        self._account = _user_account(dict(os.environ))
+        account = _user_account(dict(os.environ))
+        self._login_key = str(account.pop(SECRET_ACCOUNT_KEY, "") or "")
+        register_secret(self._login_key)
+        self._account = account
         _remove_stale_roots()
         self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
         self._closed = False
         atexit.register(self.close)
+        self._previous_sigterm = _sigterm_as_interrupt()
 
     def _version(self) -> str:
         """The CLI's version (part of the store key); failing here means it cannot run."""
@@ -452,6 +479,8 @@ class ClaudeCodeBackend:
         env["CLAUDE_SECURESTORAGE_CONFIG_DIR"] = credential_store_dir(env)
         env["CLAUDE_CONFIG_DIR"] = str(run_dir / "config")
         env["TMPDIR"] = str(run_dir / "tmp")
+        if self._login_key and not env.get("ANTHROPIC_API_KEY"):
+            env["ANTHROPIC_API_KEY"] = self._login_key  # in memory, never in a run's files
         return env
 
     def _command(self) -> list[str]:
@@ -593,3 +622,5 @@ class ClaudeCodeBackend:
             _kill_group(proc)
         shutil.rmtree(self._root, ignore_errors=True)
         atexit.unregister(self.close)
+        _restore_sigterm(self._previous_sigterm)
+        self._previous_sigterm = None

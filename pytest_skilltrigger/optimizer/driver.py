@@ -89,8 +89,15 @@ class OptimizationDriver:
         self.results_dir: str | None = None
         if options.results_dir:
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            self.results_dir = os.path.join(options.results_dir, stamp)
-            os.makedirs(self.results_dir, exist_ok=True)
+            os.makedirs(options.results_dir, exist_ok=True)
+            for n in range(1000):
+                candidate = os.path.join(options.results_dir, stamp + (f"-{n}" if n else ""))
+                try:
+                    os.mkdir(candidate)  # two runs in the same second get their own folders
+                except FileExistsError:
+                    continue
+                self.results_dir = candidate
+                break
 
     def run(
         self, targets: list[Target], initial: Mapping[str, Mapping[int, QueryResult]]
@@ -100,6 +107,14 @@ class OptimizationDriver:
         with sigterm_as_interrupt():
             try:
                 self._run_targets(targets, initial, DescriptionProposer(ask))
+            except KeyboardInterrupt:
+                # between rounds (writing reports or SKILL.md, which is atomic): keep what
+                # finished and say it was interrupted
+                if self.runs:
+                    current = list(self.runs.values())[-1]
+                    current.interrupted = True
+                    current.exit_reason = f"interrupted ({current.exit_reason or 'rounds'})"
+                self.log("interrupted: SKILL.md is either unchanged or completely rewritten")
             finally:
                 close()
         return self.extra()
@@ -109,7 +124,9 @@ class OptimizationDriver:
         backend = self.session.backend
         if credentials_configured() or backend is None or not hasattr(backend, "ask"):
             model = self.options.improve_model or (
-                self.session.model if self.session.backend_name == "anthropic" else DEFAULT_MODEL
+                self.session.model
+                if self.session.backend_name == "anthropic"
+                else self.session.settings.resolved_model(DEFAULT_MODEL)
             )
             api = AnthropicAsk(model)
             return api, api.close
@@ -223,7 +240,14 @@ class OptimizationDriver:
         self.log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
         self.log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
         if not run.improved:
-            self.log(f"  {target.skill.skill_md} unchanged: nothing beat the starting description")
+            best = run.best() if run.evaluated() else None
+            if start is not None and best is not None and (
+                run.incomplete(start) or run.incomplete(best)
+            ):
+                reason = "some queries errored or were skipped, so the comparison is not sound"
+            else:
+                reason = "nothing beat the starting description"
+            self.log(f"  {target.skill.skill_md} unchanged: {reason}")
             return
         if not self.options.write:
             self.log("  not written (writing disabled)")

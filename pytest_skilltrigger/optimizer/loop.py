@@ -110,9 +110,16 @@ class Optimization:
         if not evaluated or self.interrupted:
             return False
         start, best = evaluated[0], self.best()
+        if self.incomplete(start) or self.incomplete(best):
+            return False  # an outage must never be what makes a description look better
         if self.test_entries:
             return passed(best.test) > passed(start.test)
         return passed(best.train) > passed(start.train)
+
+    @staticmethod
+    def incomplete(it: Iteration) -> bool:
+        """True when a query of this iteration errored or was skipped (no verdict)."""
+        return any(r.passed is None for r in it.train + it.test)
 
     def to_dict(self) -> dict[str, Any]:
         evaluated = self.evaluated()
