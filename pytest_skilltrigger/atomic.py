@@ -19,8 +19,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     system (atomic on POSIX and Windows). It is removed on any failure, including
     KeyboardInterrupt, so nothing is left behind.
     """
-    target = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(target))
+    # write through a symbolic link (as an editor would) instead of replacing the link itself
+    target = os.path.realpath(os.fspath(path))
+    folder = os.path.dirname(target)
     os.makedirs(folder, exist_ok=True)
     mode = None
     with contextlib.suppress(FileNotFoundError):

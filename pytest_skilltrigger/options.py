@@ -45,7 +45,14 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         0.5,
         "trigger rate that counts as triggered (default 0.5)",
     ),
-    ("--trigger-timeout", "trigger_timeout", "float", 30.0, "seconds per run (default 30)"),
+    (
+        "--trigger-timeout",
+        "trigger_timeout",
+        "float",
+        30.0,
+        "seconds a run may take: per HTTP attempt for the API, per CLI process for "
+        "claude-code (default 30)",
+    ),
     (
         "--trigger-backend",
         "trigger_backend",

@@ -221,3 +221,16 @@ def test_yaml_typed_scalars_read_as_the_text_written(tmp_path: Path, written: st
     folder.mkdir()
     (folder / "SKILL.md").write_text(f"---\nname: typed\ndescription: {written}\n---\nbody\n")
     assert read_skill(folder).description == written
+
+
+def test_atomic_write_keeps_a_symlinked_file_a_symlink(tmp_path: Path) -> None:
+    from pytest_skilltrigger.atomic import atomic_write_text
+
+    real = tmp_path / "shared" / "SKILL.md"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "SKILL.md"
+    link.symlink_to(real)
+    atomic_write_text(link, "new")
+    assert link.is_symlink() and real.read_text() == "new"
+    assert sorted(p.name for p in real.parent.iterdir()) == ["SKILL.md"]
