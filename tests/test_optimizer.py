@@ -258,3 +258,16 @@ def test_reports_and_results_folder(pytester: pytest.Pytester, fake_api: FakeMes
         "results",
     }
     assert entry_keys <= set(report["skills"][0]["history"][0])
+
+
+def test_iteration_one_reuses_the_items_results(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path)
+    pytester.runpytest_subprocess(
+        "--skill-path", str(folder), "-p", "no:cacheprovider", "--trigger-cache", "off"
+    )
+    items_only = fake_api.stats["trigger_calls"]
+    _result, report = run(pytester, folder, "--max-iterations", "1", "--trigger-cache", "off")
+    assert fake_api.stats["trigger_calls"] == 2 * items_only  # no second evaluation
+    assert report["skills"][0]["history"][0]["train_total"] == 6
