@@ -17,6 +17,7 @@ from pytest_skilltrigger.outcome import RunOutcome, Usage
 from pytest_skilltrigger.sampler import Sampler, SamplingPlan
 from pytest_skilltrigger.store import ResultStore
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import plugin_args
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
 
@@ -118,17 +119,9 @@ def test_budget_is_per_session_under_xdist(
 ) -> None:
     entries = [(f"merge PDF documents batch {i}", True) for i in range(12)]
     folder = make_skill(pytester.path, entries)
-    common = [
-        "--skill-path",
-        str(folder),
-        "-p",
-        "no:cacheprovider",
-        "--no-early-stop",
-        "--trigger-concurrency",
-        "1",
-        "--trigger-json",
-        "out.json",
-    ]
+    common = plugin_args(
+        folder, "--no-early-stop", "--trigger-concurrency", "1", "--trigger-json", "out.json"
+    )
     pytester.runpytest_subprocess(*common, "--runs-per-query", "1")
     per_call = json.loads((pytester.path / "out.json").read_text())["skills"][0]["summary"]
     budget = per_call["cost_usd"] / 12 * 4.5  # room for about four calls in the session

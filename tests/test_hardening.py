@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import plugin_args
 
 SECRET = "sk-ant-api03-SECRETsecretSECRET-0123456789abcdef"
 
@@ -51,15 +52,7 @@ def test_faults_give_exactly_the_fault_free_verdicts(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skill(pytester.path)
-    common = [
-        "--skill-path",
-        str(folder),
-        "-p",
-        "no:cacheprovider",
-        "--no-early-stop",
-        "--trigger-cache",
-        "off",
-    ]
+    common = plugin_args(folder, "--no-early-stop", "--trigger-cache", "off")
     clean = pytester.path / "clean.json"
     pytester.runpytest_subprocess(*common, "--trigger-json", str(clean))
     fake_api.retry_after_ms = 1
@@ -79,14 +72,7 @@ def test_an_outage_is_an_error_not_a_pass(
     fake_api.faults = {"drop": 1.0}
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        "--skill-path",
-        str(folder),
-        "-p",
-        "no:cacheprovider",
-        "--trigger-json",
-        str(out),
-        "--runs-per-query",
-        "1",
+        *plugin_args(folder, "--trigger-json", str(out), "--runs-per-query", "1")
     )
     result.assert_outcomes(errors=len(ENTRIES))
     summary = json.loads(out.read_text())["skills"][0]["summary"]

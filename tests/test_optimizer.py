@@ -17,6 +17,7 @@ import yaml
 from pytest_skilltrigger.evalset import load_eval_set
 from pytest_skilltrigger.optimizer.split import split_entries
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import plugin_args
 
 POSITIVES = [
     "create invoice for client acme with payment terms",
@@ -71,12 +72,7 @@ def make_skill(root: Path) -> Path:
 def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.RunResult, dict]:
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        "--skill-path",
-        str(folder),
-        "-p",
-        "no:cacheprovider",
-        "--trigger-json",
-        str(out),
+        *plugin_args(folder, "--trigger-json", str(out)),
         "--optimize-description",
         *args,
     )
