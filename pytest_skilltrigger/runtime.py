@@ -84,7 +84,6 @@ class PluginRuntime:
             self._open_store()
         self.session: TriggerSession | None = None
         self.results = SessionResults(order=[t.skill.skill_md for t in self.targets])
-        self.fresh_recorded = 0
         self.worker_runs = False
         self._submitted: dict[str, Future[QueryResult]] = {}
 
@@ -271,7 +270,7 @@ class PluginRuntime:
         if store is None or not record.get("context_key") or self.session.backend is None:
             return
         result = QueryResult.from_dict(record["result"])
-        self.fresh_recorded += store.record(
+        store.record(
             self.session.backend.name,
             self.session.backend.model or "",
             record["context_key"],

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -34,20 +33,25 @@ class SamplingPlan:
     curtail: bool = True
 
 
+# (context key, query, runs, threshold, early stopping): what makes two samplings the same
+QueryIdent = tuple[str, str, int, float, bool]
+
+
 class _Query:
     """The mutable sampling state of one query; guarded by the sampler's lock."""
 
     def __init__(
         self,
+        ident: QueryIdent,
         context: TriggerContext,
-        key: str,
         query: str,
         should_trigger: bool,
         plan: SamplingPlan,
         future: Future[QueryResult],
     ) -> None:
+        self.ident = ident
         self.context = context
-        self.key = key
+        self.key = ident[0]
         self.query = query
         self.should_trigger = should_trigger
         self.plan = plan
@@ -113,22 +117,19 @@ class Sampler:
         cache_mode: str = "use",
         write_store: bool = True,
         guard: CostGuard | None = None,
-        on_result: Callable[[TriggerContext, QueryResult], None] | None = None,
     ) -> None:
         self.backend = backend
         self.store = store if cache_mode != "off" else None
         self.cache_mode = cache_mode
         self.write_store = write_store
         self.guard = guard
-        self.on_result = on_result
         self.fatal: str | None = None
-        self.calls = 0
         self._pool = DaemonPool(max(1, concurrency))
         self._lock = threading.Lock()
-        self._queries: dict[tuple[str, str, int, float, bool], Future[QueryResult]] = {}
+        self._queries: dict[QueryIdent, Future[QueryResult]] = {}
         self._keys: dict[TriggerContext, str] = {}
         self._closed = False
-        self._open: dict[tuple[str, str, int, float, bool], _Query] = {}
+        self._open: dict[QueryIdent, _Query] = {}
 
     def context_key(self, context: TriggerContext) -> str:
         with self._lock:
@@ -151,7 +152,7 @@ class Sampler:
                 return _as_expected(existing, should_trigger)
             future: Future[QueryResult] = Future()
             self._queries[ident] = future
-        state = _Query(context, key, query, should_trigger, plan, future)
+        state = _Query(ident, context, query, should_trigger, plan, future)
         with self._lock:
             self._open[ident] = state
         if self.store is not None and self.cache_mode == "use":
@@ -161,13 +162,6 @@ class Sampler:
         if done:
             self._finish(state)
         return future
-
-    def evaluate(
-        self, context: TriggerContext, entries: Sequence[tuple[str, bool]], plan: SamplingPlan
-    ) -> list[QueryResult]:
-        """Sample every (query, should_trigger) concurrently; results in the given order."""
-        futures = [self.submit(context, q, s, plan) for q, s in entries]
-        return [f.result() for f in futures]
 
     def _advance(self, state: _Query) -> bool:
         """Issue the next wave; True when the query is done. Call with the lock held."""
@@ -190,18 +184,12 @@ class Sampler:
             if state.finished:
                 return
             state.finished = True
-            self._open.pop(
-                (state.key, state.query, state.plan.runs, state.plan.threshold,
-                 state.plan.curtail),
-                None,
-            )
+            self._open.pop(state.ident, None)
         result = state.result()
         if self.store is not None and self.write_store and not state.skipped:
             self.store.record(
                 self.backend.name, self.backend.model, state.key, state.query, result.outcomes
             )
-        if self.on_result is not None:
-            self.on_result(state.context, result)
         state.future.set_result(result)
 
     def _run_one(self, state: _Query) -> None:
@@ -227,8 +215,6 @@ class Sampler:
                 outcome = self.backend.run(state.context, state.query)
             except Exception as exc:  # a backend bug must not hang the item
                 outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
-            with self._lock:
-                self.calls += 1
             if self.guard is not None:
                 self.guard.settle(reserved, outcome.usage)
             if outcome.fatal and not self.fatal:

@@ -9,7 +9,7 @@ The pytest plugin creates one per process; a library user can do the same::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
@@ -39,7 +39,6 @@ class TriggerSession:
         *,
         backend: TriggerBackend | None = None,
         write_store: bool = True,
-        on_result: Callable[[TriggerContext, QueryResult], None] | None = None,
     ) -> None:
         self.settings = (settings or Settings()).validated()
         self.unavailable: str | None = None
@@ -69,7 +68,6 @@ class TriggerSession:
                 cache_mode=self.settings.cache_mode,
                 write_store=write_store,
                 guard=self.guard,
-                on_result=on_result,
             )
 
     def _default_concurrency(self) -> int:
