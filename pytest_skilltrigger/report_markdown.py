@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_skilltrigger.summary import format_ratio
+
 
 def _cell(text: Any) -> str:
     """Table-safe text: no line breaks, pipes escaped, HTML-significant characters escaped."""
@@ -11,10 +13,6 @@ def _cell(text: Any) -> str:
     for char, repl in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
         value = value.replace(char, repl)
     return value
-
-
-def _ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
 
 
 def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -> str:
@@ -27,7 +25,8 @@ def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -
         cost = f"${s['cost_usd']:.4f}" if "cost_usd" in s else "n/a"
         lines.append(
             f"| {_cell(skill['skill_name'])} | {s['passed']} | {s['failed']} | {s['errors']} | "
-            f"{_ratio(s['accuracy'])} | {_ratio(s['precision'])} | {_ratio(s['recall'])} | "
+            f"{format_ratio(s['accuracy'])} | {format_ratio(s['precision'])} | "
+            f"{format_ratio(s['recall'])} | "
             f"{cost} |"
         )
     if min_accuracy is not None:

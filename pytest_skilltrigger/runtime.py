@@ -85,6 +85,7 @@ class PluginRuntime:
         self.session: TriggerSession | None = None
         self.results = SessionResults(order=[t.skill.skill_md for t in self.targets])
         self.worker_runs = False
+        self.report: dict[str, Any] | None = None  # built once, at the end of the session
         self._submitted: dict[str, Future[QueryResult]] = {}
 
     def _open_store(self) -> None:
@@ -285,7 +286,7 @@ class PluginRuntime:
             if not self.worker and self.targets:
                 interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
                 extra = self._optimize(session) if self.optimize and not interrupted else None
-                report = self.build_report(extra)
+                report = self.report = self.build_report(extra)
                 path = options.json_path(self.config)
                 if path:
                     write_report(path, report)
@@ -393,14 +394,10 @@ class PluginRuntime:
                 f"{over_budget} queries were skipped without a call",
                 yellow=True,
             )
-        if not self.results.skills:
+        if not self.report or not self.report["skills"]:
             return
         reporter.write_sep("=", "skill trigger summary")
-        for line in summary_lines(
-            self.results,
-            model=session.model if session else None,
-            prices=session.prices if session else None,
-        ):
+        for line in summary_lines(self.report):
             reporter.write_line(line)
         for change in self.regressions:
             reporter.write_line(

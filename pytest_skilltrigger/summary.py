@@ -15,6 +15,11 @@ from pytest_skilltrigger.cost import cost_usd, price_of
 from pytest_skilltrigger.outcome import QueryResult, Usage
 
 
+def format_ratio(value: float | None) -> str:
+    """A precision/recall/accuracy for people: two decimals, or n/a when undefined."""
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def summarize(
     results: Iterable[QueryResult], model: str | None = None, prices: dict | None = None
 ) -> dict[str, Any]:
