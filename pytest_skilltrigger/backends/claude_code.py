@@ -61,6 +61,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.sse import FirstChoice, StreamError
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import AskError
+from pytest_skilltrigger.interrupts import trap_sigterm
 from pytest_skilltrigger.outcome import RunOutcome, Usage
 from pytest_skilltrigger.redact import redact, register_secret
 
@@ -308,27 +309,6 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
         pass
 
 
-def _sigterm_as_interrupt() -> Any:
-    """SIGTERM's default action kills pytest without ``finally`` or atexit, which would leave
-    CLI processes (in their own sessions) running and workspaces on disk. While this backend
-    is open, SIGTERM raises KeyboardInterrupt instead, so the session ends through ``close``.
-    Only a default handler in the main thread is replaced; the previous one is returned."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        return None
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    return signal.signal(signal.SIGTERM, interrupt)
-
-
-def _restore_sigterm(previous: Any) -> None:
-    if previous is not None and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _remove_stale_roots() -> None:
     """Remove the workspaces of sessions that died without cleaning up (SIGKILL, power loss).
 
@@ -393,7 +373,8 @@ class ClaudeCodeBackend:
         self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
         self._closed = False
         atexit.register(self.close)
-        self._previous_sigterm = _sigterm_as_interrupt()
+        # while CLI processes may run, a CI cancellation must end through close()
+        self._untrap_sigterm = trap_sigterm(only_if_default=True)
 
     def _version(self) -> str:
         """The CLI's version (part of the store key); failing here means it cannot run."""
@@ -451,12 +432,15 @@ class ClaudeCodeBackend:
             if run_dir is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)
 
-    def _install(self, run_dir: Path, context: TriggerContext) -> None:
+    def _install(self, run_dir: Path, context: TriggerContext | None) -> None:
+        """Lay out a run's workspace: project (with the skills of ``context``, if any), its
+        own config folder seeded with the account, and a scratch folder."""
         project = run_dir / "project"
         (project / ".git").mkdir(parents=True)
         skills = project / ".claude" / "skills"
-        entries = {s.name: s.description for s in context.siblings}
-        entries[context.skill_name] = context.description
+        entries = {s.name: s.description for s in context.siblings} if context else {}
+        if context is not None:
+            entries[context.skill_name] = context.description
         for name, description in entries.items():
             if not SAFE_NAME_RE.fullmatch(name):
                 continue  # a sibling we cannot place safely is left out, not written elsewhere
@@ -483,20 +467,16 @@ class ClaudeCodeBackend:
             env["ANTHROPIC_API_KEY"] = self._login_key  # in memory, never in a run's files
         return env
 
-    def _command(self) -> list[str]:
-        cmd = [
-            self.claude_bin,
-            "-p",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--include-partial-messages",
-            "--setting-sources",
-            "project",
-            "--no-session-persistence",
-        ]
-        if self._model_arg:
-            cmd += ["--model", self._model_arg]
+    def _command(self, streaming: bool = True, model: str | None = None) -> list[str]:
+        """The CLI's arguments: events as they arrive for trigger runs, one JSON result for
+        plain questions; user-level settings and skills are never loaded."""
+        output = (
+            ["stream-json", "--verbose", "--include-partial-messages"] if streaming else ["json"]
+        )
+        cmd = [self.claude_bin, "-p", "--output-format", *output]
+        cmd += ["--setting-sources", "project", "--no-session-persistence"]
+        if model or self._model_arg:
+            cmd += ["--model", str(model or self._model_arg)]
         return cmd
 
     def _run_cli(self, run_dir: Path, query: str, skill_name: str) -> RunOutcome:
@@ -584,20 +564,20 @@ class ClaudeCodeBackend:
             raise AskError("claude-code backend already closed")
         run_dir = Path(tempfile.mkdtemp(prefix="ask-", dir=self._root))
         try:
-            (run_dir / "project" / ".git").mkdir(parents=True)
-            (run_dir / "config").mkdir()
-            seed = {"hasCompletedOnboarding": True, **self._account}
-            (run_dir / "config" / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
-            (run_dir / "tmp").mkdir()
-            cmd = [self.claude_bin, "-p", "--output-format", "json", "--setting-sources",
-                   "project", "--no-session-persistence"]
-            if model or self._model_arg:
-                cmd += ["--model", str(model or self._model_arg)]
+            self._install(run_dir, None)
+            cmd = self._command(streaming=False, model=model)
             try:
                 done = subprocess.run(
-                    cmd, input=prompt, cwd=run_dir / "project", env=self._env(run_dir),
-                    capture_output=True, text=True, encoding="utf-8", errors="replace",
-                    timeout=max(self.timeout, ASK_TIMEOUT), check=False,
+                    cmd,
+                    input=prompt,
+                    cwd=run_dir / "project",
+                    env=self._env(run_dir),
+                    capture_output=True,
+                    text=True,
+                    encoding="utf-8",
+                    errors="replace",
+                    timeout=max(self.timeout, ASK_TIMEOUT),
+                    check=False,
                 )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise AskError(redact(f"claude failed: {exc}")) from None
@@ -622,5 +602,5 @@ class ClaudeCodeBackend:
             _kill_group(proc)
         shutil.rmtree(self._root, ignore_errors=True)
         atexit.unregister(self.close)
-        _restore_sigterm(self._previous_sigterm)
-        self._previous_sigterm = None
+        self._untrap_sigterm()
+        self._untrap_sigterm = lambda: None

@@ -8,13 +8,10 @@ the description's value changes, and never when the file changed on disk meanwhi
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
-import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +19,7 @@ from pytest_skilltrigger.atomic import atomic_write_text
 from pytest_skilltrigger.backends.anthropic_api import credentials_configured
 from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.interrupts import sigterm_as_interrupt
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize, passed
 from pytest_skilltrigger.optimizer.proposer import AnthropicAsk, DescriptionProposer, Proposal
 from pytest_skilltrigger.outcome import QueryResult, Usage
@@ -50,24 +48,6 @@ class OptimizeOptions:
         if self.max_iterations < 1:
             raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
         return self
-
-
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while the rounds run, so CI cancellation stops them cleanly
-    (reports kept, SKILL.md untouched, no temporary file left) instead of killing mid-write."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class OptimizationDriver:
