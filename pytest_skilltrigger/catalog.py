@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from pytest_skilltrigger.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.errors import InputError
@@ -31,10 +32,17 @@ class Target:
     def name(self) -> str:
         return self.skill.name
 
+    @cached_property
+    def start_context(self) -> TriggerContext:
+        """The context of the starting description, built once: every item of the skill uses
+        it, and the sampler keys its store lookups by it."""
+        return TriggerContext(self.skill.name, self.description, self.siblings)
+
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
-        text = self.description if description is None else description
-        return TriggerContext(self.skill.name, text, self.siblings)
+        if description is None or description == self.description:
+            return self.start_context
+        return TriggerContext(self.skill.name, description, self.siblings)
 
 
 def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from pytest_skilltrigger.verdict import passes
+
 Status = Literal["triggered", "not_triggered", "error"]
 
 TOKEN_KEYS = (
@@ -129,8 +131,6 @@ class QueryResult:
         """The verdict, or None when the query errored or was skipped."""
         if self.errors or self.skipped or not self.runs:
             return None
-        from pytest_skilltrigger.verdict import passes
-
         return passes(self.should_trigger, self.trigger_rate, self.threshold)
 
     @cached_property
