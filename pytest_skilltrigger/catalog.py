@@ -14,7 +14,7 @@ from functools import cached_property
 
 from pytest_skilltrigger.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.evalset import EvalSet, find_eval_set, load_eval_set
+from pytest_skilltrigger.evalset import EvalSet, find_eval_set, is_valid_unicode, load_eval_set
 from pytest_skilltrigger.skill import Skill, discover_skills, read_skill
 
 
@@ -84,7 +84,7 @@ def load_targets(
         raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
     if description is not None and not description.strip():
         raise InputError("--skill-description", "must not be empty")
-    if description is not None and not _is_valid_unicode(description):
+    if description is not None and not is_valid_unicode(description):
         raise InputError("--skill-description", "is not valid UTF-8 text")
     targets = []
     for skill in skills:
@@ -118,12 +118,3 @@ def load_context(path: str, description: str | None = None) -> TriggerContext:
     siblings, _warnings = _siblings(skill)
     text = skill.description if description is None else description
     return TriggerContext(skill.name, text, siblings)
-
-
-def _is_valid_unicode(text: str) -> bool:
-    """False for text holding lone surrogates (undecodable bytes from the command line)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -304,11 +304,18 @@ def _check_query(value: Any, present: bool, where: str, name: str) -> str:
         raise InputError(where, f"{name}: query must be a string, got {_describe(value)}")
     if not value.strip():
         raise InputError(where, f"{name}: query is empty")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (e.g. "\ud800") cannot be sent or stored
-        raise InputError(where, f"{name}: query is not valid Unicode (lone surrogate)") from None
+    if not is_valid_unicode(value):  # a lone surrogate (e.g. "\ud800") cannot be sent or stored
+        raise InputError(where, f"{name}: query is not valid Unicode (lone surrogate)")
     return value
+
+
+def is_valid_unicode(text: str) -> bool:
+    """False for text holding lone surrogates (bad JSON escapes, undecodable argv bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _check_duplicate_key(obj: Any, where: str, name: str, duplicates: dict[int, str]) -> None:
