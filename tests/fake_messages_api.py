@@ -23,6 +23,7 @@ import random
 import re
 import signal
 import socket
+import ssl
 import sys
 import threading
 from collections.abc import Iterator
@@ -275,6 +276,12 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256
     api: FakeMessagesAPI
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up or refuses our certificate is not a server fault: no trace."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     """One connection; serves many requests on it (HTTP/1.1 keep-alive) like the real API."""
@@ -288,8 +295,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def setup(self) -> None:
+        api = self.server.api
+        if api.tls is not None:
+            self.request.do_handshake()
+        self.timeout = api.idle_timeout  # applied to the socket by StreamRequestHandler.setup
         super().setup()
-        self.server.api._connection_opened(self.connection)
+        api._connection_opened(self.connection)
 
     def finish(self) -> None:
         try:
@@ -394,6 +405,7 @@ class FakeMessagesAPI:
         min_overlap: int = 2,
         known_models: set[str] | None = None,
         port: int = 0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.api_key = api_key
         self.latency = latency
@@ -402,7 +414,11 @@ class FakeMessagesAPI:
         self.min_overlap = min_overlap
         self.known_models = known_models
         self.port = port
+        self.tls = tls
         self.hang_seconds = 5.0
+        # Seconds a keep-alive connection may sit idle before the server closes it (None: never),
+        # as real front ends do; clients must notice and not send on a closed connection.
+        self.idle_timeout: float | None = None
         # The SDK ignores ``retry-after: 0`` and backs off 0.5 s, 1 s, ...; set this (milliseconds)
         # to also send ``retry-after-ms`` on 429/5xx faults so retrying tests stay fast.
         self.retry_after_ms: float | None = None
@@ -439,7 +455,8 @@ class FakeMessagesAPI:
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("FakeMessagesAPI is not started")
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> FakeMessagesAPI:
         """Bind 127.0.0.1 (never another interface: tests must stay offline) and serve."""
@@ -448,6 +465,10 @@ class FakeMessagesAPI:
         self._stopping.clear()
         server = _Server(("127.0.0.1", self.port), _Handler)
         server.api = self
+        if self.tls is not None:  # the handshake happens in the connection's own thread
+            server.socket = self.tls.wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
         self._server = server
         # A short poll interval keeps stop() fast for function-scoped fixtures.
         self._thread = threading.Thread(

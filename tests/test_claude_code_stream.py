@@ -421,7 +421,8 @@ def test_sse_decide_still_reads_raw_streams() -> None:
     frames = []
     for item in [message_start(), *thinking(0), *tool_block(1, "Skill", SKILL_FRAGMENTS)]:
         if item["type"] == "stream_event":
-            frames += [f"event: {item['event']['type']}", f"data: {json.dumps(item['event'])}", ""]
+            event = item["event"]
+            frames.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode())
     assert decide(frames).chosen == "skill:pdf-tools"
 
 

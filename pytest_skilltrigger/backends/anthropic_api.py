@@ -12,11 +12,12 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator
+import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.request import build_request
+from pytest_skilltrigger.backends.request import build_request, request_body
 from pytest_skilltrigger.backends.sse import StreamError, decide
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.outcome import RunOutcome
@@ -24,7 +25,9 @@ from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.settings import DEFAULT_MODEL
 
 STREAM_RETRIES = 4
-DRAIN_LINES = 400
+DRAIN_BYTES = 64 * 1024
+# Set to "httpx" to send through the SDK's default HTTP transport instead of the lean one.
+TRANSPORT_ENV = "SKILLTRIGGER_HTTP_TRANSPORT"
 
 
 def credentials_configured() -> bool:
@@ -43,22 +46,6 @@ def credentials_configured() -> bool:
         client.close()
 
 
-def iter_sse_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Lines of an event stream from raw byte chunks.
-
-    Splitting bytes ourselves is several times cheaper than the HTTP library's text line
-    iterator, and only the few lines the decision needs are decoded further.
-    """
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        *lines, pending = pending.split(b"\n")
-        for line in lines:
-            yield line.rstrip(b"\r").decode("utf-8", "replace")
-    if pending:
-        yield pending.rstrip(b"\r").decode("utf-8", "replace")
-
-
 class AnthropicBackend:
     """Runs trigger checks through the ``anthropic`` SDK, one shared client and pool."""
 
@@ -75,6 +62,7 @@ class AnthropicBackend:
         self._client: Any = None
         self._sdk: Any = None
         self._transport_errors: tuple[type[BaseException], ...] = ()
+        self._response_type: Any = None
         self._client_lock = threading.Lock()
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
@@ -89,10 +77,9 @@ class AnthropicBackend:
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One run; statuses are retried by the SDK, stream failures by this loop."""
-        request = build_request(context, query, self.model)
         deadline = time.monotonic() + self.timeout * (STREAM_RETRIES + 1)
         for attempt in range(STREAM_RETRIES + 1):
-            outcome, retryable = self._attempt(context.skill_name, request)
+            outcome, retryable = self._attempt(context, query)
             if not retryable or attempt == STREAM_RETRIES or time.monotonic() >= deadline:
                 return outcome
             if self._closed.wait(self._backoff(attempt)):
@@ -104,16 +91,15 @@ class AnthropicBackend:
         with self._client_lock:
             if self._client is None:
                 import anthropic
-
-                try:  # the SDK's HTTP library; a cut stream surfaces as its error, unwrapped
-                    from httpx2 import HTTPError
-                except ImportError:  # SDKs before 2.x use httpx
-                    from httpx import HTTPError
+                from httpx2 import HTTPError, Response  # the SDK's HTTP library
 
                 self._sdk = anthropic
+                self._response_type = Response
                 self._transport_errors = (anthropic.APIError, HTTPError, OSError, ValueError)
                 self._client = anthropic.Anthropic(
-                    max_retries=self.max_retries, timeout=self.timeout
+                    max_retries=self.max_retries,
+                    timeout=self.timeout,
+                    http_client=_lean_http_client(self.timeout),
                 )
             return self._client
 
@@ -122,20 +108,29 @@ class AnthropicBackend:
             jitter = self._rng.uniform(0.75, 1.25)
         return min(8.0, 0.25 * (2**attempt)) * jitter
 
-    def _attempt(self, skill_name: str, request: dict[str, Any]) -> tuple[RunOutcome, bool]:
+    def _attempt(self, context: TriggerContext, query: str) -> tuple[RunOutcome, bool]:
         """One HTTP request; returns the outcome and whether a failure is worth retrying."""
         request_id: str | None = None
         client = self._connect()
         sdk = self._sdk
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
         try:
-            with client.messages.with_streaming_response.create(
-                **request, stream=True
-            ) as response:
-                request_id = response.http_response.headers.get("request-id")
-                lines = iter_sse_lines(response.http_response.iter_bytes())
-                decision = decide(lines)
-                _drain(lines)
+            # The SDK's own request path (auth, headers, retries, status errors) with a body
+            # serialised ahead; the raw response is read here, only as far as the decision.
+            response = client.post(
+                "/v1/messages",
+                cast_to=self._response_type,
+                content=request_body(context, query, self.model),
+                stream=True,
+            )
+            try:
+                request_id = response.headers.get("request-id")
+                encoded = response.headers.get("content-encoding", "identity") != "identity"
+                chunks = iter(response.iter_bytes() if encoded else response.iter_raw())
+                decision = decide(chunks)
+                _drain(chunks)
+            finally:
+                response.close()
         except StreamError as exc:
             message = _with_id(f"stream error: {redact(str(exc))}", request_id)
             return RunOutcome("error", error=message, request_id=request_id), exc.retryable
@@ -149,10 +144,10 @@ class AnthropicBackend:
             return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), False
         except self._transport_errors as exc:
             # connection errors, timeouts and streams cut while we read them
-            # connection errors, timeouts and streams cut while we read them
             message = _with_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
             return RunOutcome("error", error=message, request_id=request_id), True
-        status = "triggered" if decision.chosen == f"skill:{skill_name}" else "not_triggered"
+        triggered = decision.chosen == f"skill:{context.skill_name}"
+        status = "triggered" if triggered else "not_triggered"
         outcome = RunOutcome(
             status, chosen=decision.chosen, usage=decision.usage, request_id=request_id
         )
@@ -166,13 +161,33 @@ class AnthropicBackend:
                 self._client.close()
 
 
-def _drain(lines: Iterator[str], limit: int = DRAIN_LINES) -> None:
+def _drain(chunks: Iterator[bytes], limit: int = DRAIN_BYTES) -> None:
     """Read the short tail of a decided stream without parsing it, so the connection goes
     back to the pool instead of being torn down (a new TLS handshake costs more than the
     few frames after a tool call). A stream with a long tail is simply closed."""
-    for count, _line in enumerate(lines):
-        if count >= limit:
+    seen = 0
+    for chunk in chunks:
+        seen += len(chunk)
+        if seen >= limit:
             return
+
+
+def _lean_http_client(timeout: float) -> Any:
+    """The SDK's HTTP client on :class:`LeanTransport`, or ``None`` for the SDK's default.
+
+    The default is kept when proxies are configured in the environment (the SDK's transport
+    honours them) or when ``SKILLTRIGGER_HTTP_TRANSPORT=httpx`` asks for it.
+    """
+    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "httpx":
+        return None
+    proxies = urllib.request.getproxies()
+    if any(proxies.get(scheme) for scheme in ("http", "https", "all")):
+        return None
+    import anthropic
+
+    from pytest_skilltrigger.backends.http_transport import LeanTransport
+
+    return anthropic.DefaultHttpxClient(transport=LeanTransport(), timeout=timeout)
 
 
 def _describe(exc: Any) -> str:

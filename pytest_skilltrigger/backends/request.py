@@ -9,6 +9,8 @@ for importing the SDK: a run served entirely from the store makes no call and no
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from pytest_skilltrigger.context import TriggerContext, one_line
@@ -118,3 +120,30 @@ def build_request(context: TriggerContext, query: str, model: str) -> dict[str, 
             }
         ],
     }
+
+
+def request_body(context: TriggerContext, query: str, model: str) -> bytes:
+    """The JSON body of one streamed trigger request, ready to send.
+
+    Everything but the query is the same for every run of a context, so it is serialised once
+    and the query's JSON string is spliced in: the same bytes ``json.dumps`` gives for
+    :func:`build_request` plus ``"stream": true``, without re-encoding tools, system prompt and
+    listing on every call.
+    """
+    head, tail = _body_frame(context, model)
+    return head + json.dumps(query).encode("ascii") + tail
+
+
+_BODY_TAIL = '}]}], "stream": true}'
+
+
+@lru_cache(maxsize=256)
+def _body_frame(context: TriggerContext, model: str) -> tuple[bytes, bytes]:
+    """The body before and after the query, which is the very last value of the request.
+
+    Contexts are frozen dataclasses, so they can key the cache.
+    """
+    whole = json.dumps({**build_request(context, "", model), "stream": True})
+    if not whole.endswith('""' + _BODY_TAIL):  # build_request changed shape: fail loudly
+        raise AssertionError("the query must be the last value of the request body")
+    return whole[: -len(_BODY_TAIL) - 2].encode("ascii"), _BODY_TAIL.encode("ascii")

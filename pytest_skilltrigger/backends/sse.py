@@ -125,19 +125,57 @@ class FirstChoice:
         return Decision(f"tool:{self._tool}", self.usage, tool_input)
 
 
-def decide(lines: Iterable[str]) -> Decision:
-    """Consume SSE lines until the first decision; raise :class:`StreamError` on failure."""
-    event = ""
+def decide(chunks: Iterable[bytes]) -> Decision:
+    """Consume a raw event stream, in byte chunks as they arrive, until the first decision.
+
+    Raises :class:`StreamError` on an ``error`` event or a stream that ends undecided. Work
+    stays at byte level: an event is split off at its blank line, only its name is decoded,
+    and its data (its ``data:`` lines joined) is JSON-decoded only when
+    :meth:`FirstChoice.wants` it. Line ends may be
+    ``\\n``, ``\\r\\n`` or ``\\r`` (a ``\\r\\n`` cut between two chunks included).
+    """
     choice = FirstChoice()
-    for line in lines:
-        if not line:
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        if b"\r" in pending:
+            carry = pending.endswith(b"\r")  # its "\n" may start the next chunk
+            body = pending[:-1] if carry else pending
+            pending = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (
+                b"\r" if carry else b""
+            )
+        if b"\n\n" not in pending:
             continue
-        if line.startswith("event:"):
-            event = line[6:].strip()
-            continue
-        if not line.startswith("data:") or not choice.wants(event):
-            continue
-        decision = choice.feed(event, json.loads(line[5:]))
-        if decision is not None:
-            return decision
+        *events, pending = pending.split(b"\n\n")
+        for event in events:
+            decision = _feed_event(choice, event)
+            if decision is not None:
+                return decision
+    # An event not closed by its blank line is incomplete (the connection was cut inside it):
+    # the event-stream rules discard it.
     raise StreamError("stream ended before the model chose anything (connection cut)")
+
+
+_EVENT_NAMES = {name.encode(): name for name in (*_DECODED_EVENTS, "content_block_delta", "ping")}
+
+
+def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
+    """One event block (``event:`` and ``data:`` lines); comments and other fields are ignored."""
+    name = ""
+    data: list[bytes] = []
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[5:])
+        elif line.startswith(b"event:"):
+            raw = line[6:].strip()
+            name = _EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")
+    if not data or (name and not choice.wants(name)):
+        return None
+    payload = json.loads(b"\n".join(data))
+    if not isinstance(payload, dict):
+        return None
+    if not name:  # no event line: the data names its type
+        name = str(payload.get("type", ""))
+        if not choice.wants(name):
+            return None
+    return choice.feed(name, payload)

@@ -1,0 +1,215 @@
+"""A lean HTTP/1.1 transport for the SDK's HTTP client: the standard library's ``http.client``.
+
+Why: a trigger run is one small request and a stream of many tiny SSE frames, and the default
+transport (httpcore + h11) spends tens of microseconds of Python per frame across a deep stack
+of generators. ``http.client`` reads a frame with a couple of buffered C-level reads. Everything
+above the transport stays the SDK's: authentication, headers, retries with back-off, status
+errors. It plugs in through httpx's documented transport interface, and the client built here
+mounts httpx's own transports for proxies from the environment, so proxied traffic is unchanged.
+
+Idle connections are pooled and reused (keep-alive); one found closed by the server is dropped
+before it is used. :meth:`LeanTransport.close` shuts down every connection, including those a
+run is reading from, so closing the client aborts calls in flight.
+"""
+
+from __future__ import annotations
+
+import http.client
+import select
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx2
+
+KEEPALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (httpx's default as well)
+MAX_IDLE = 64
+READ_SIZE = 65536
+
+
+class LeanTransport(httpx2.BaseTransport):
+    """HTTP/1.1 over ``http.client`` with a keep-alive pool; thread-safe."""
+
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self._ssl_context = ssl_context
+        self._lock = threading.Lock()
+        self._idle: dict[tuple[str, str, int], list[tuple[float, http.client.HTTPConnection]]] = {}
+        self._open: set[http.client.HTTPConnection] = set()
+        self._closed = False
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _ssl(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            self._ssl_context = httpx2.create_ssl_context()
+        return self._ssl_context
+
+    def _checkout(self, origin: tuple[str, str, int], timeout: float | None) -> tuple[Any, bool]:
+        """An idle connection to ``origin`` that is still usable, or a new one."""
+        now = time.monotonic()
+        with self._lock:
+            if self._closed:
+                raise httpx2.ConnectError("the HTTP client is closed")
+            idle = self._idle.get(origin)
+            while idle:
+                since, conn = idle.pop()
+                if now - since < KEEPALIVE_EXPIRY and _still_open(conn):
+                    return conn, True
+                self._discard_locked(conn)
+        scheme, host, port = origin
+        if scheme == "https":
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl())
+        else:
+            conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        with self._lock:
+            if self._closed:  # closed while this one was being made
+                raise httpx2.ConnectError("the HTTP client is closed")
+            self._open.add(conn)
+        return conn, False
+
+    def _checkin(self, origin: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault(origin, [])
+            if self._closed or len(idle) >= MAX_IDLE:
+                self._discard_locked(conn)
+            else:
+                idle.append((time.monotonic(), conn))
+
+    def _discard(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            self._discard_locked(conn)
+
+    def _discard_locked(self, conn: http.client.HTTPConnection) -> None:
+        self._open.discard(conn)
+        _shut(conn)
+
+    # -- httpx interface -----------------------------------------------------------------
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        scheme = url.scheme
+        origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        timeouts = request.extensions.get("timeout", {})
+        conn, reused = self._checkout(origin, timeouts.get("connect"))
+        connected = reused
+        try:
+            if not reused:
+                conn.connect()
+                connected = True
+            conn.sock.settimeout(timeouts.get("write"))
+            body = request.read()
+            conn.putrequest(
+                request.method, url.raw_path.decode("ascii"),
+                skip_host=True, skip_accept_encoding=True,
+            )  # fmt: skip
+            for name, value in request.headers.raw:
+                conn.putheader(name, value)
+            conn.endheaders(body or None)
+            conn.sock.settimeout(timeouts.get("read"))
+            response = conn.getresponse()
+        except Exception as exc:
+            self._discard(conn)
+            raise _as_httpx_error(exc, connecting=not connected) from exc
+        except BaseException:
+            self._discard(conn)
+            raise
+        version = b"HTTP/1.0" if response.version == 10 else b"HTTP/1.1"
+        return httpx2.Response(
+            status_code=response.status,
+            headers=response.getheaders(),
+            stream=_ResponseStream(self, origin, conn, response),
+            extensions={"http_version": version, "reason_phrase": response.reason.encode()},
+        )
+
+    def close(self) -> None:
+        """Shut down every connection, idle or in use (a blocked read then fails at once)."""
+        with self._lock:
+            self._closed = True
+            for conn in list(self._open):
+                _shut(conn)
+            self._open.clear()
+            self._idle.clear()
+
+
+class _ResponseStream(httpx2.SyncByteStream):
+    """The body as it arrives: one piece per HTTP chunk; the connection goes back to the pool
+    only when the body was read to the end and the server keeps it alive."""
+
+    def __init__(self, transport: LeanTransport, origin: Any, conn: Any, response: Any) -> None:
+        self._transport = transport
+        self._origin = origin
+        self._conn = conn
+        self._response: http.client.HTTPResponse | None = response
+
+    def __iter__(self) -> Iterator[bytes]:
+        response = self._response
+        if response is None:
+            return
+        read1 = response.read1
+        try:
+            while True:
+                data = read1(READ_SIZE)
+                if not data:
+                    break
+                yield data
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            self._release(reuse=False)
+            raise _as_httpx_error(exc, connecting=False) from exc
+        # A body with a Content-Length is not marked read at its end; closing the response
+        # (not the socket) is what lets http.client send the next request on this connection.
+        response.close()
+        self._release(reuse=not response.will_close)
+
+    def close(self) -> None:
+        """Called when the body was read to its end, or given up early (connection dropped)."""
+        self._release(reuse=False)
+
+    def _release(self, reuse: bool) -> None:
+        response, self._response = self._response, None
+        if response is None:
+            return
+        if reuse:
+            self._transport._checkin(self._origin, self._conn)
+        else:
+            response.close()
+            self._transport._discard(self._conn)
+
+
+def _still_open(conn: http.client.HTTPConnection) -> bool:
+    """An idle keep-alive socket that is readable has been closed by the server (or holds
+    bytes nobody asked for); either way it must not carry another request."""
+    sock = conn.sock
+    if sock is None:
+        return False
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def _shut(conn: http.client.HTTPConnection) -> None:
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    conn.close()
+
+
+def _as_httpx_error(exc: Exception, *, connecting: bool) -> Exception:
+    """The httpx exception the SDK and the backend expect for a transport failure."""
+    if isinstance(exc, httpx2.HTTPError):
+        return exc
+    message = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return httpx2.ConnectTimeout(message) if connecting else httpx2.ReadTimeout(message)
+    if connecting:
+        return httpx2.ConnectError(message)
+    if isinstance(exc, http.client.HTTPException | ValueError):
+        return httpx2.RemoteProtocolError(message)
+    return httpx2.ReadError(message)

@@ -1,0 +1,170 @@
+"""The lean HTTP transport under the SDK: keep-alive, stale connections, TLS, aborts, fallbacks.
+
+Everything goes through the real ``anthropic`` SDK and real sockets to the local fake API
+(plain HTTP, or HTTPS with a throw-away CA from ``trustme``).
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from pytest_skilltrigger.backends.anthropic_api import (
+    TRANSPORT_ENV,
+    AnthropicBackend,
+    _lean_http_client,
+)
+from pytest_skilltrigger.backends.http_transport import LeanTransport
+from pytest_skilltrigger.context import TriggerContext
+from tests.fake_messages_api import FakeMessagesAPI
+
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+CONTEXT = TriggerContext("pdf-tools", "Merge, split and fill PDF files.")
+QUERY = "merge these pdf files into one"
+
+
+@pytest.fixture(autouse=True)
+def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (*PROXY_VARS, TRANSPORT_ENV):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def backend(fake_api: FakeMessagesAPI) -> Iterator[AnthropicBackend]:
+    fake_api.script(QUERY, ["skill:pdf-tools", "text"])
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=2)
+    yield b
+    b.close()
+
+
+def transport_of(backend: AnthropicBackend) -> object:
+    return backend._connect()._client._transport
+
+
+def test_runs_use_the_lean_transport_and_keep_one_connection(
+    backend: AnthropicBackend, fake_api: FakeMessagesAPI
+) -> None:
+    statuses = [backend.run(CONTEXT, QUERY).status for _ in range(6)]
+    assert statuses == ["triggered", "not_triggered"] * 3
+    assert isinstance(transport_of(backend), LeanTransport)
+    assert fake_api.stats["connections"] == 1  # keep-alive: every run reused the connection
+
+
+def test_a_connection_closed_by_the_server_while_idle_is_not_reused(
+    backend: AnthropicBackend, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.idle_timeout = 0.2
+    assert backend.run(CONTEXT, QUERY).status == "triggered"
+    time.sleep(0.6)  # the server has closed the idle keep-alive connection by now
+    outcome = backend.run(CONTEXT, QUERY)
+    assert outcome.status == "not_triggered", outcome.error
+    assert fake_api.stats["connections"] == 2
+    assert fake_api.stats["calls"] == 2  # no failed attempt on the dead connection
+
+
+def test_status_errors_with_bodies_leave_the_connection_usable(
+    backend: AnthropicBackend, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.retry_after_ms = 1
+    fake_api.faults = {"529": 1.0}
+    outcome = backend.run(CONTEXT, QUERY)
+    assert outcome.status == "error" and "529" in (outcome.error or "")
+    opened = fake_api.stats["connections"]  # the SDK drops a connection it retries away from
+    fake_api.faults = {}
+    assert backend.run(CONTEXT, QUERY).status == "triggered"
+    assert fake_api.stats["connections"] == opened  # the last error body was read: reused
+
+
+def test_close_aborts_a_run_in_flight(backend: AnthropicBackend, fake_api: FakeMessagesAPI) -> None:
+    fake_api.hang_seconds = 30
+    fake_api.faults = {"hang": 1.0}
+    result: list[object] = []
+    worker = threading.Thread(target=lambda: result.append(backend.run(CONTEXT, QUERY)))
+    worker.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    backend.close()
+    worker.join(timeout=10)
+    assert not worker.is_alive()
+    assert time.monotonic() - started < 5
+    assert result and result[0].status == "error"  # type: ignore[attr-defined]
+
+
+def test_proxies_and_the_escape_hatch_keep_the_sdk_transport(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert _lean_http_client(5.0) is not None
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert _lean_http_client(5.0) is None
+    monkeypatch.delenv("HTTPS_PROXY")
+    monkeypatch.setenv(TRANSPORT_ENV, "httpx")
+    assert _lean_http_client(5.0) is None
+
+
+def test_sdk_transport_gives_the_same_outcomes(
+    monkeypatch: pytest.MonkeyPatch, fake_api: FakeMessagesAPI
+) -> None:
+    monkeypatch.setenv(TRANSPORT_ENV, "httpx")
+    fake_api.script(QUERY, ["skill:pdf-tools", "tool:Bash"])
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=2)
+    try:
+        assert not isinstance(transport_of(b), LeanTransport)
+        assert [b.run(CONTEXT, QUERY).chosen for _ in range(2)] == ["skill:pdf-tools", "tool:Bash"]
+    finally:
+        b.close()
+
+
+# -- TLS ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def tls_api(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Iterator[tuple[FakeMessagesAPI, Path]]:
+    """HTTPS with a certificate for 127.0.0.1 from a throw-away CA (``trustme``)."""
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    ca_file = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    with FakeMessagesAPI(tls=server_ctx) as api:
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+        monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        api.script(QUERY, ["skill:pdf-tools"])
+        yield api, ca_file
+
+
+def test_https_with_a_trusted_certificate(
+    tls_api: tuple[FakeMessagesAPI, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api, ca_file = tls_api
+    assert api.url.startswith("https://")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca_file))  # trusted the way httpx trusts a CA
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=1)
+    try:
+        outcomes = [b.run(CONTEXT, QUERY) for _ in range(3)]
+    finally:
+        b.close()
+    assert [o.status for o in outcomes] == ["triggered"] * 3, outcomes[0].error
+    assert api.stats["connections"] == 1
+
+
+def test_https_with_an_untrusted_certificate_is_an_error(
+    tls_api: tuple[FakeMessagesAPI, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api, _ = tls_api
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=0)
+    try:
+        outcome = b.run(CONTEXT, QUERY)
+    finally:
+        b.close()
+    assert outcome.status == "error"  # never "did not trigger"
+    assert api.stats["calls"] == 0
