@@ -3,14 +3,15 @@
 The fake server runs in a separate process, so this process's CPU time (``time.process_time``)
 is the client's alone. Each variant makes N runs from ``threads`` threads:
 
-    backend        AnthropicBackend.run: the plugin's real path (SDK, streamed, SSE decide)
+    backend        AnthropicBackend.run: the plugin's real path (the SDK's request path on
+                   the lean ``http.client`` transport, streamed, byte-level SSE decision)
     backend-clean  the same against a server sending clean streams (awkward=False: no
                    thinking block, no preamble, no pings, tool input in one fragment), which
                    is closer to the frame count of the real API than the awkward fake
-    sdk-json       the SDK without streaming (``with_raw_response``, body parsed as JSON):
-                   what a non-streamed request would cost
-    httpx-stream   the same streamed request through the SDK's own httpx client but without
-                   the SDK's request machinery, to split SDK overhead from HTTP + SSE costs
+    backend-httpx  the plugin's path on the SDK's default transport (httpcore + h11), as with
+                   ``SKILLTRIGGER_HTTP_TRANSPORT=httpx`` or a proxy in the environment
+    sdk-create     ``messages.create`` streamed on the default transport, read with the SDK's
+                   own line iterator: what a straightforward SDK client costs per run
 
 ``--quick``: fewer runs.
 """
@@ -71,34 +72,18 @@ def measure(fn: Callable[[int], object], n: int, threads: int) -> float:
     return (time.process_time() - start) / n
 
 
-def raw_variants(client, url: str, context, queries: list[str], n: int, threads: int):
-    """The SDK without streaming, and the stream without the SDK's request machinery."""
+def sdk_create(client, context, queries: list[str], n: int, threads: int) -> float:
+    """``messages.create`` as most SDK code calls it: streamed, lines decoded, JSON parsed."""
     from pytest_skilltrigger.backends.request import build_request
-    from pytest_skilltrigger.backends.sse import decide
 
-    def sdk_json(i: int) -> None:
-        raw = client.messages.with_raw_response.create(**build_request(context, queries[i], MODEL))
-        json.loads(raw.http_response.content)
+    def run(i: int) -> None:
+        request = build_request(context, queries[i], MODEL)
+        with client.messages.with_streaming_response.create(**request, stream=True) as resp:
+            for line in resp.iter_lines():
+                if line.startswith("data:"):
+                    json.loads(line[5:])
 
-    http = client._client  # the SDK's own httpx client
-    headers = {
-        "x-api-key": "test-key",
-        "anthropic-version": "2023-06-01",
-        "content-type": "application/json",
-    }
-
-    def httpx_stream(i: int) -> None:
-        body = json.dumps({**build_request(context, queries[i], MODEL), "stream": True})
-        with http.stream("POST", url + "/v1/messages", content=body, headers=headers) as resp:
-            lines = resp.iter_lines()
-            decide(lines)
-            for _ in lines:
-                pass
-
-    return {
-        "sdk-json": measure(sdk_json, n, threads),
-        "httpx-stream": measure(httpx_stream, n, threads),
-    }
+    return measure(run, n, threads)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,24 +95,28 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["ANTHROPIC_API_KEY"] = "test-key"
     os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
-    from pytest_skilltrigger.backends.anthropic_api import AnthropicBackend
+    from pytest_skilltrigger.backends.anthropic_api import TRANSPORT_ENV, AnthropicBackend
     from pytest_skilltrigger.context import TriggerContext
 
     context = TriggerContext(SKILL_NAME, "Reconcile bank ledgers against invoices.")
     queries = [f"reconcile ledger batch {i} against invoices" for i in range(n + 1)]
     results: dict[str, float] = {}
-    for clean in (False, True):
+    for label, clean, transport in (
+        ("backend", False, ""),
+        ("backend-clean", True, ""),
+        ("backend-httpx", False, "httpx"),
+    ):
         proc, url = start_server(clean)
         try:
             os.environ["ANTHROPIC_BASE_URL"] = url
+            os.environ[TRANSPORT_ENV] = transport
             backend = AnthropicBackend(model=MODEL)
-            label = "backend-clean" if clean else "backend"
             results[label] = measure(
                 lambda i, b=backend: b.run(context, queries[i]), n, args.threads
             )
-            if not clean:
-                results.update(
-                    raw_variants(backend._client, url, context, queries, n, args.threads)
+            if transport == "httpx":  # the same default-transport client, SDK-style reading
+                results["sdk-create"] = sdk_create(
+                    backend._connect(), context, queries, n, args.threads
                 )
             backend.close()
         finally:
@@ -145,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
                 5.0,
                 "ms",
                 f"clean stream {results['backend-clean'] * 1000:.2f} ms, "
-                f"non-streamed SDK {results['sdk-json'] * 1000:.2f} ms",
+                f"default transport {results['backend-httpx'] * 1000:.2f} ms, "
+                f"plain messages.create {results['sdk-create'] * 1000:.2f} ms",
             )
         ]
     )
