@@ -161,6 +161,11 @@ _EVENT_NAMES = {name.encode(): name for name in (*_DECODED_EVENTS, "content_bloc
 
 def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
     """One event block (``event:`` and ``data:`` lines); comments and other fields are ignored."""
+    if event.startswith(b"event:"):  # the usual shape: skip an unwanted event on its name alone
+        end = event.find(b"\n")
+        raw = event[6:end if end >= 0 else None].strip()
+        if not choice.wants(_EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")):
+            return None
     name = ""
     data: list[bytes] = []
     for line in event.split(b"\n"):
