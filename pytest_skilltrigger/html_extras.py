@@ -13,6 +13,7 @@ type html are inserted as markup by pytest-html's page script, so every value is
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Generator
 from typing import Any
 
@@ -39,6 +40,16 @@ def trigger_properties(report: Any) -> dict[str, Any]:
     return found
 
 
+def _chosen(value: Any) -> dict[str, Any]:
+    """The ``chosen`` property: JSON text (a dict from reports of older versions)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
 def _extra_payload(report: Any) -> dict[str, Any] | None:
     """What the extras describe, from ``report.skilltrigger``; None for other tests."""
     record = getattr(report, "skilltrigger", None)
@@ -58,7 +69,7 @@ def _extra_payload(report: Any) -> dict[str, Any] | None:
         "triggers": props.get("triggers"),
         "runs": props.get("runs"),
         "threshold": result.get("threshold"),
-        "chosen": props.get("chosen") or {},
+        "chosen": _chosen(props.get("chosen")),
         "errors": [e or "unknown error" for e in errors],
         "skipped": result.get("skipped"),
         "extra": record.get("extra") or {},

@@ -10,6 +10,7 @@ report and the terminal summary.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sqlite3
 from concurrent.futures import Future
@@ -235,7 +236,8 @@ class PluginRuntime:
             ("trigger_rate", round(result.trigger_rate, 4)),
             ("triggers", result.triggers),
             ("runs", result.runs),
-            ("chosen", dict(result.chosen)),
+            # JSON text: junitxml writes str(value), which for a dict would be Python's repr
+            ("chosen", json.dumps(dict(result.chosen), sort_keys=True, ensure_ascii=False)),
         ]
         report.user_properties.extend(properties)
         # later reports copy the item's list: junitxml reads them from the teardown report

@@ -446,13 +446,13 @@ def test_user_properties_on_reports_via_junitxml(
         "trigger_rate": "1.0",
         "triggers": "3",
         "runs": "3",
-        "chosen": str({f"skill:{SKILL}": 3}),
+        "chosen": json.dumps({f"skill:{SKILL}": 3}),
     }
     assert props["csv-tidy[02-dedupe-leads-csv-by-email]"] == {
         "trigger_rate": "0.0",
         "triggers": "0",
         "runs": "3",
-        "chosen": str({"tool:Bash": 3}),
+        "chosen": json.dumps({"tool:Bash": 3}),
     }
 
 
@@ -477,9 +477,9 @@ def test_user_properties_are_plain_values(
     assert len(props) == 4
     hit = props["csv-tidy[00-please-fix-the-broken-delimiters-in-orde]"]
     assert hit["trigger_rate"] == 1.0 and hit["triggers"] == hit["runs"] == 2
-    assert hit["chosen"] == {f"skill:{SKILL}": 2}
+    assert json.loads(hit["chosen"]) == {f"skill:{SKILL}": 2}
     wrong = props["csv-tidy[03-what-is-a-csv-file-anyway]"]
-    assert wrong["trigger_rate"] == 1.0 and wrong["chosen"] == {f"skill:{SKILL}": 2}
+    assert wrong["trigger_rate"] == 1.0 and json.loads(wrong["chosen"]) == {f"skill:{SKILL}": 2}
 
 
 REQUIRED_ROW_KEYS = {
