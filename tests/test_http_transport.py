@@ -6,12 +6,15 @@ Everything goes through the real ``anthropic`` SDK and real sockets to the local
 
 from __future__ import annotations
 
+import re
+import socket
 import ssl
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx2
 import pytest
 import trustme
 
@@ -168,3 +171,107 @@ def test_https_with_an_untrusted_certificate_is_an_error(
         b.close()
     assert outcome.status == "error"  # never "did not trigger"
     assert api.stats["calls"] == 0
+
+
+# -- HTTP/1.1 details, against a raw socket server ------------------------------------------------
+
+
+class RawServer:
+    """Answers every request on a connection with the next scripted raw response."""
+
+    def __init__(self, responses: list[bytes]) -> None:
+        self.responses = list(responses)
+        self.accepted = 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def __enter__(self) -> RawServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() below
+        except OSError:
+            pass
+        self.sock.close()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            threading.Thread(target=self._connection, args=(conn,), daemon=True).start()
+
+    def _connection(self, conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as reader:
+            while self.responses:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                length = re.search(rb"(?i)content-length: *(\d+)", head)
+                reader.read(int(length.group(1)) if length else 0)
+                response = self.responses.pop(0)
+                try:
+                    conn.sendall(response)
+                except OSError:  # the client gave up on this body
+                    return
+                if b"connection: close" in response.lower() or response.startswith(b"HTTP/1.0"):
+                    return
+
+
+@pytest.mark.parametrize(
+    ("response", "reused"),
+    [
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", True),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", True),
+        (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"3\r\nhel\r\n2\r\nlo\r\n0\r\nX-Trailer: yes\r\n\r\n", True),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello", False),
+        (b"HTTP/1.0 200 OK\r\n\r\nhello", False),  # no length: the body ends with the connection
+    ],
+    ids=["length", "empty", "chunked-with-trailer", "connection-close", "http10-to-eof"],
+)  # fmt: skip
+def test_bodies_and_connection_reuse(response: bytes, reused: bool) -> None:
+    with RawServer([response, response]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        bodies = [client.post(server.url + "/x", content=b"{}").content for _ in range(2)]
+    expected = b"" if b"Content-Length: 0" in response else b"hello"
+    assert bodies == [expected, expected]
+    assert server.accepted == (1 if reused else 2)
+
+
+def test_a_body_given_up_early_closes_its_connection() -> None:
+    long_body = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n" + b"x" * 100000
+    short = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    with RawServer([long_body, short]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        with client.stream("POST", server.url + "/x", content=b"{}") as response:
+            first = next(response.iter_raw())
+        assert first.startswith(b"x")
+        assert client.post(server.url + "/x", content=b"{}").content == b"ok"
+    assert server.accepted == 2  # the unread rest was not taken for the next response
+
+
+def test_garbage_instead_of_http_is_a_protocol_error_not_a_response() -> None:
+    with RawServer([b"SSH-2.0-OpenSSH\r\n\r\n"]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        with pytest.raises(httpx2.RemoteProtocolError):
+            client.post(server.url + "/x", content=b"{}")
+
+
+def test_nothing_listening_is_a_connect_error() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    with httpx2.Client(transport=LeanTransport(), timeout=5) as client:
+        with pytest.raises(httpx2.ConnectError):
+            client.post(f"http://127.0.0.1:{port}/x", content=b"{}")
