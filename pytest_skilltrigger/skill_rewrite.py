@@ -69,7 +69,8 @@ class _Extent:
 
     ``style`` is None (plain), ``'``, ``"``, ``|`` or ``>``; ``lead`` is what must precede an
     inline value (a space when the extent starts right after the colon); ``indent`` is the
-    content indentation to reuse for a block scalar.
+    content indentation to reuse for a block scalar; ``comment`` is a comment on a block
+    scalar's header line (``|  # why``), which lies inside the extent and is carried over.
     """
 
     start: int
@@ -77,6 +78,7 @@ class _Extent:
     style: str | None
     lead: str
     indent: int
+    comment: str = ""
 
 
 def _double_quoted(value: str) -> str:
@@ -195,14 +197,32 @@ def _strict_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
         colon = text.index(":", fm_start + key.end_mark.index) + 1
         return _Extent(colon, colon, None, " ", 2)
     indent = 2
+    comment = ""
     if value.style in ("|", ">"):
         segment = text[start:end]
         end = start + len(segment.rstrip(" \t\r\n"))
+        comment = _header_comment(segment.split("\n")[0])
         for line in segment.split("\n")[1:]:
             if line.strip(" \t\r"):
                 indent = len(line) - len(line.lstrip(" "))
                 break
-    return _Extent(start, end, value.style, "", indent)
+    return _Extent(start, end, value.style, "", indent, comment)
+
+
+_HEADER_COMMENT_RE = re.compile(r"[ \t]+#.*$")
+
+
+def _header_comment(header: str) -> str:
+    """The comment (with the spaces before it) on a block scalar's header line, or ''.
+
+    A tab before it becomes a space: PyYAML refuses a tab after a block indicator, and the
+    rewritten entry must be valid YAML.
+    """
+    match = _HEADER_COMMENT_RE.search(header.rstrip("\r"))
+    if not match:
+        return ""
+    comment = match.group(0)
+    return comment if "\t" not in comment else " " + comment.lstrip(" \t")
 
 
 def _lenient_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
@@ -224,12 +244,13 @@ def _lenient_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
         end = line_pos + len("\n".join(lines).rstrip("\r"))
         rest = (match.group("rest") or "").lstrip()
         style = rest[:1] if rest[:1] in ("|", ">", "'", '"') else None
+        comment = _header_comment(rest) if style in ("|", ">") else ""
         indent = 2
         for line in lines[1:]:
             if line.strip(" \t\r"):
                 indent = max(len(line) - len(line.lstrip(" ")), 1)
                 break
-        found = _Extent(colon, end, style, " ", indent)
+        found = _Extent(colon, end, style, " ", indent, comment)
     if found is None:
         raise InputError(where, "frontmatter has no 'description' to replace")
     return found
@@ -250,9 +271,19 @@ def _candidates(new: str, extent: _Extent, eol: str) -> list[str]:
     found = []
     for make in makers:
         rendered = make()
+        if rendered is not None and extent.comment:
+            rendered = _with_comment(rendered, extent.comment, eol)
         if rendered is not None and rendered not in found:
             found.append(rendered)
     return found
+
+
+def _with_comment(rendered: str, comment: str, eol: str) -> str:
+    """Keep the old header comment: at the end of a block header, or after an inline value."""
+    if rendered[:1] in ("|", ">"):
+        header, sep, rest = rendered.partition(eol)
+        return header + comment + sep + rest
+    return rendered + comment
 
 
 def _same(a: object, b: object) -> bool:

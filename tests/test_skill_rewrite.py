@@ -46,6 +46,7 @@ STYLES = {
     "literal-strip": (HEAD, "description: |-\n    a\n\n    b\n", TAIL),
     "folded": (HEAD, "description: >\n  folded\n  text\n", TAIL),
     "folded-strip": (HEAD, "description: >- # header comment\n  folded\n", TAIL),
+    "literal-comment": (HEAD, "description: |\t# keep me\n  line one\n", TAIL),
     "next-line": (HEAD, "description:\n  on the next line\n", TAIL),
     "first-key": ("---\n", "description: first\n", "name: my-skill\n---\nBody\n"),
     "last-key": ("---\nname: my-skill\n", "description: last\n", "---\n"),
@@ -102,6 +103,27 @@ def test_only_the_description_changes(style: str, new: str) -> None:
     }
     # The description entry is valid YAML on its own (even for lenient files).
     assert yaml.safe_load(new_middle) == {"description": new}
+
+
+@pytest.mark.parametrize(
+    ("style", "new", "description"),
+    [
+        ("folded-strip", "one line", "description: >- # header comment\n  one line\n"),
+        ("folded-strip", "two\nlines", "description: |- # header comment\n  two\n  lines\n"),
+        ("literal-comment", "new text", "description: |- # keep me\n  new text\n"),
+        ("lenient-block", "x\ny", "description: |-\n  x\n  y\n"),
+    ],
+)
+def test_block_header_comment_is_kept(style: str, new: str, description: str) -> None:
+    assert_rewritten(style, new, description)
+
+
+def test_block_header_comment_follows_a_quoted_fallback() -> None:
+    before, _, after = STYLES["folded-strip"]
+    original = before + "description: | # why\n  old\n" + after
+    result = replace_description(original, "ends with spaces  ", WHERE)
+    assert "# why" in result
+    assert frontmatter_of(result)["description"] == "ends with spaces  "
 
 
 def test_lenient_file_becomes_strict_yaml() -> None:
