@@ -179,8 +179,9 @@ def test_https_with_an_untrusted_certificate_is_an_error(
 class RawServer:
     """Answers every request on a connection with the next scripted raw response."""
 
-    def __init__(self, responses: list[bytes]) -> None:
+    def __init__(self, responses: list[bytes], *, stall: bool = False) -> None:
         self.responses = list(responses)
+        self.stall = stall  # after a response, wait (silently) for the client to hang up
         self.accepted = 0
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
@@ -220,6 +221,9 @@ class RawServer:
                 try:
                     conn.sendall(response)
                 except OSError:  # the client gave up on this body
+                    return
+                if self.stall:
+                    reader.read()
                     return
                 if b"connection: close" in response.lower() or response.startswith(b"HTTP/1.0"):
                     return
@@ -275,3 +279,74 @@ def test_nothing_listening_is_a_connect_error() -> None:
     with httpx2.Client(transport=LeanTransport(), timeout=5) as client:
         with pytest.raises(httpx2.ConnectError):
             client.post(f"http://127.0.0.1:{port}/x", content=b"{}")
+
+
+def test_close_cuts_a_stalled_body_even_when_the_server_ends_the_connection() -> None:
+    """With ``Connection: close`` http.client hands the socket to the response and forgets it;
+    closing the transport must still cut it (not wait for the read timeout)."""
+    stalled = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 100\r\n\r\npart"
+    transport = LeanTransport()
+    errors: list[BaseException] = []
+    with RawServer([stalled], stall=True) as server:
+        client = httpx2.Client(transport=transport, timeout=30)
+
+        def read() -> None:
+            try:
+                with client.stream("POST", server.url + "/x", content=b"{}") as response:
+                    response.read()
+            except BaseException as exc:  # what the reading thread sees
+                errors.append(exc)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        time.sleep(0.3)
+        started = time.monotonic()
+        transport.close()
+        reader.join(timeout=5)
+    assert not reader.is_alive() and time.monotonic() - started < 2
+    assert errors and isinstance(errors[0], httpx2.TransportError)
+
+
+def test_a_header_outside_ascii_is_read_and_leaks_nothing() -> None:
+    response = b"HTTP/1.1 200 OK\r\nX-Note: caf\xe9\r\nContent-Length: 2\r\n\r\nok"
+    with RawServer([response, response]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        answers = [client.post(server.url + "/x", content=b"{}") for _ in range(2)]
+    assert [a.content for a in answers] == [b"ok", b"ok"]
+    assert answers[0].headers.raw[0] == (b"X-Note", b"caf\xe9")
+    assert server.accepted == 1
+
+
+def test_a_body_cut_before_its_content_length_is_an_error() -> None:
+    cut = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nabc"
+    with RawServer([cut]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        with pytest.raises(httpx2.RemoteProtocolError):
+            client.post(server.url + "/x", content=b"{}")
+
+
+def test_an_informational_answer_is_not_taken_for_the_final_one() -> None:
+    hints = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"
+    with RawServer([hints]) as server, httpx2.Client(
+        transport=LeanTransport(), timeout=5
+    ) as client:
+        with pytest.raises(httpx2.RemoteProtocolError):
+            client.post(server.url + "/x", content=b"{}")
+
+
+@pytest.mark.parametrize(("outcome", "connections"), [("skill:pdf-tools", 1), ("tool:Bash", 4)])
+def test_streams_decided_at_a_tool_start_are_cut_not_drained(
+    fake_api: FakeMessagesAPI, outcome: str, connections: int
+) -> None:
+    """A Skill call is decided at its end, so the short tail is drained and the connection
+    reused; another tool is decided at its start, so the stream (its input still being
+    generated) is closed at once, which also stops the generation."""
+    fake_api.script(QUERY, [outcome])
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=0)
+    try:
+        assert {b.run(CONTEXT, QUERY).chosen for _ in range(4)} == {outcome}
+    finally:
+        b.close()
+    assert fake_api.stats["connections"] == connections

@@ -25,7 +25,7 @@ from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.settings import DEFAULT_MODEL
 
 STREAM_RETRIES = 4
-DRAIN_BYTES = 64 * 1024
+DRAIN_BYTES = 16 * 1024
 # Set to "httpx" to send through the SDK's default HTTP transport instead of the lean one.
 TRANSPORT_ENV = "SKILLTRIGGER_HTTP_TRANSPORT"
 
@@ -128,7 +128,8 @@ class AnthropicBackend:
                 encoded = response.headers.get("content-encoding", "identity") != "identity"
                 chunks = iter(response.iter_bytes() if encoded else response.iter_raw())
                 decision = decide(chunks)
-                _drain(chunks)
+                if decision.tool_input is not None or decision.chosen == "text":
+                    _drain(chunks, self._transport_errors)
             finally:
                 response.close()
         except StreamError as exc:
@@ -161,15 +162,20 @@ class AnthropicBackend:
                 self._client.close()
 
 
-def _drain(chunks: Iterator[bytes], limit: int = DRAIN_BYTES) -> None:
-    """Read the short tail of a decided stream without parsing it, so the connection goes
+def _drain(chunks: Iterator[bytes], errors: tuple[type[BaseException], ...]) -> None:
+    """Read the short tail of a stream decided at its end, unparsed, so the connection goes
     back to the pool instead of being torn down (a new TLS handshake costs more than the
-    few frames after a tool call). A stream with a long tail is simply closed."""
+    few frames after a finished tool call). A long tail is cut; so is any stream decided at
+    a tool's start, whose input is still being generated: closing it at once saves both the
+    wait and the output tokens. The decision is made: a failure here does not undo it."""
     seen = 0
-    for chunk in chunks:
-        seen += len(chunk)
-        if seen >= limit:
-            return
+    try:
+        for chunk in chunks:
+            seen += len(chunk)
+            if seen >= DRAIN_BYTES:
+                return
+    except errors:
+        return
 
 
 def _lean_http_client(timeout: float) -> Any:

@@ -4,12 +4,14 @@ Why: a trigger run is one small request and a stream of many tiny SSE frames, an
 transport (httpcore + h11) spends tens of microseconds of Python per frame across a deep stack
 of generators. ``http.client`` reads a frame with a couple of buffered C-level reads. Everything
 above the transport stays the SDK's: authentication, headers, retries with back-off, status
-errors. It plugs in through httpx's documented transport interface, and the client built here
-mounts httpx's own transports for proxies from the environment, so proxied traffic is unchanged.
+errors. It plugs in through httpx's documented transport interface. It does not do proxies:
+the backend keeps the SDK's default client whenever the environment configures one.
 
 Idle connections are pooled and reused (keep-alive); one found closed by the server is dropped
-before it is used. :meth:`LeanTransport.close` shuts down every connection, including those a
-run is reading from, so closing the client aborts calls in flight.
+before it is used, and a connection goes back to the pool only after its body was read to the
+end. Failures surface as the httpx exceptions the SDK expects (it retries connection errors
+and timeouts). :meth:`LeanTransport.close` shuts down every socket, including those a run is
+reading from, so closing the client aborts calls in flight at once.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ KEEPALIVE_EXPIRY = 5.0  # seconds an idle connection is kept (httpx's default as
 MAX_IDLE = 64
 READ_SIZE = 65536
 
+Origin = tuple[str, str, int]
+
 
 class LeanTransport(httpx2.BaseTransport):
     """HTTP/1.1 over ``http.client`` with a keep-alive pool; thread-safe."""
@@ -36,19 +40,23 @@ class LeanTransport(httpx2.BaseTransport):
     def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
         self._ssl_context = ssl_context
         self._lock = threading.Lock()
-        self._idle: dict[tuple[str, str, int], list[tuple[float, http.client.HTTPConnection]]] = {}
-        self._open: set[http.client.HTTPConnection] = set()
+        self._idle: dict[Origin, list[tuple[float, http.client.HTTPConnection]]] = {}
+        # Every connection in use or idle, with its socket: http.client forgets the socket
+        # of a response that ends the connection, but close() must still be able to cut it.
+        self._open: dict[http.client.HTTPConnection, socket.socket | None] = {}
         self._closed = False
 
     # -- connections ---------------------------------------------------------------------
 
     def _ssl(self) -> ssl.SSLContext:
-        if self._ssl_context is None:
-            self._ssl_context = httpx2.create_ssl_context()
-        return self._ssl_context
+        """The same trust as httpx's default (certifi or truststore, ``SSL_CERT_FILE``...)."""
+        with self._lock:
+            if self._ssl_context is None:
+                self._ssl_context = httpx2.create_ssl_context()
+            return self._ssl_context
 
-    def _checkout(self, origin: tuple[str, str, int], timeout: float | None) -> tuple[Any, bool]:
-        """An idle connection to ``origin`` that is still usable, or a new one."""
+    def _checkout(self, origin: Origin, timeout: float | None) -> tuple[Any, bool]:
+        """An idle connection to ``origin`` that is still usable, or a new unconnected one."""
         now = time.monotonic()
         with self._lock:
             if self._closed:
@@ -64,16 +72,26 @@ class LeanTransport(httpx2.BaseTransport):
             conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._ssl())
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn.auto_open = 0  # never reconnect silently (e.g. after close() cut the socket)
         with self._lock:
             if self._closed:  # closed while this one was being made
                 raise httpx2.ConnectError("the HTTP client is closed")
-            self._open.add(conn)
+            self._open[conn] = None
         return conn, False
 
-    def _checkin(self, origin: tuple[str, str, int], conn: http.client.HTTPConnection) -> None:
+    def _connected(self, conn: http.client.HTTPConnection) -> None:
+        """Remember the new socket; cut it at once if close() came during the handshake."""
+        with self._lock:
+            if conn in self._open:
+                self._open[conn] = conn.sock
+                return
+        _shut(conn, conn.sock)
+        raise httpx2.ConnectError("the HTTP client is closed")
+
+    def _checkin(self, origin: Origin, conn: http.client.HTTPConnection) -> None:
         with self._lock:
             idle = self._idle.setdefault(origin, [])
-            if self._closed or len(idle) >= MAX_IDLE:
+            if self._closed or conn not in self._open or len(idle) >= MAX_IDLE:
                 self._discard_locked(conn)
             else:
                 idle.append((time.monotonic(), conn))
@@ -83,22 +101,24 @@ class LeanTransport(httpx2.BaseTransport):
             self._discard_locked(conn)
 
     def _discard_locked(self, conn: http.client.HTTPConnection) -> None:
-        self._open.discard(conn)
-        _shut(conn)
+        _shut(conn, self._open.pop(conn, None))
 
     # -- httpx interface -----------------------------------------------------------------
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
         scheme = url.scheme
-        origin = (scheme, url.host, url.port or (443 if scheme == "https" else 80))
+        # raw_host: the IDNA-encoded name as httpx would connect to it (IPv6 without brackets)
+        port = url.port or (443 if scheme == "https" else 80)
+        origin = (scheme, url.raw_host.decode("ascii"), port)
         timeouts = request.extensions.get("timeout", {})
         conn, reused = self._checkout(origin, timeouts.get("connect"))
-        connected = reused
+        phase = "write" if reused else "connect"
         try:
             if not reused:
                 conn.connect()
-                connected = True
+                self._connected(conn)
+                phase = "write"
             conn.sock.settimeout(timeouts.get("write"))
             body = request.read()
             conn.putrequest(
@@ -108,28 +128,34 @@ class LeanTransport(httpx2.BaseTransport):
             for name, value in request.headers.raw:
                 conn.putheader(name, value)
             conn.endheaders(body or None)
+            phase = "read"
             conn.sock.settimeout(timeouts.get("read"))
             response = conn.getresponse()
+            if response.status < 200:  # 1xx other than 100 Continue: not a final answer
+                raise http.client.HTTPException(f"unexpected informational {response.status}")
+            headers = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in response.getheaders()]
+            return httpx2.Response(
+                status_code=response.status,
+                headers=headers,
+                stream=_ResponseStream(self, origin, conn, response),
+                extensions={
+                    "http_version": b"HTTP/1.0" if response.version == 10 else b"HTTP/1.1",
+                    "reason_phrase": response.reason.encode("latin-1", "replace"),
+                },
+            )
         except Exception as exc:
             self._discard(conn)
-            raise _as_httpx_error(exc, connecting=not connected) from exc
+            raise _as_httpx_error(exc, phase) from exc
         except BaseException:
             self._discard(conn)
             raise
-        version = b"HTTP/1.0" if response.version == 10 else b"HTTP/1.1"
-        return httpx2.Response(
-            status_code=response.status,
-            headers=response.getheaders(),
-            stream=_ResponseStream(self, origin, conn, response),
-            extensions={"http_version": version, "reason_phrase": response.reason.encode()},
-        )
 
     def close(self) -> None:
         """Shut down every connection, idle or in use (a blocked read then fails at once)."""
         with self._lock:
             self._closed = True
-            for conn in list(self._open):
-                _shut(conn)
+            for conn, sock in self._open.items():
+                _shut(conn, sock)
             self._open.clear()
             self._idle.clear()
 
@@ -138,7 +164,7 @@ class _ResponseStream(httpx2.SyncByteStream):
     """The body as it arrives: one piece per HTTP chunk; the connection goes back to the pool
     only when the body was read to the end and the server keeps it alive."""
 
-    def __init__(self, transport: LeanTransport, origin: Any, conn: Any, response: Any) -> None:
+    def __init__(self, transport: LeanTransport, origin: Origin, conn: Any, response: Any) -> None:
         self._transport = transport
         self._origin = origin
         self._conn = conn
@@ -155,9 +181,11 @@ class _ResponseStream(httpx2.SyncByteStream):
                 if not data:
                     break
                 yield data
-        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if response.length:  # the connection ended before the Content-Length did
+                raise http.client.IncompleteRead(b"", response.length)
+        except Exception as exc:  # incl. errors of a socket close() cut from another thread
             self._release(reuse=False)
-            raise _as_httpx_error(exc, connecting=False) from exc
+            raise _as_httpx_error(exc, "read") from exc
         # A body with a Content-Length is not marked read at its end; closing the response
         # (not the socket) is what lets http.client send the next request on this connection.
         response.close()
@@ -185,31 +213,42 @@ def _still_open(conn: http.client.HTTPConnection) -> bool:
     if sock is None:
         return False
     try:
+        if hasattr(select, "poll"):  # select() fails on descriptors above 1023
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return not poller.poll(0)
         readable, _, _ = select.select([sock], [], [], 0)
     except (OSError, ValueError):
         return False
     return not readable
 
 
-def _shut(conn: http.client.HTTPConnection) -> None:
-    sock = conn.sock
+def _shut(conn: http.client.HTTPConnection, sock: socket.socket | None) -> None:
+    """Cut ``sock`` for every thread using it, then close the connection.
+
+    ``socket.socket.shutdown`` is called on purpose instead of the SSL socket's own method,
+    which would first drop its TLS state under a thread that is still reading.
+    """
     if sock is not None:
         try:
-            sock.shutdown(socket.SHUT_RDWR)
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)
         except OSError:
             pass
     conn.close()
 
 
-def _as_httpx_error(exc: Exception, *, connecting: bool) -> Exception:
-    """The httpx exception the SDK and the backend expect for a transport failure."""
+def _as_httpx_error(exc: Exception, phase: str) -> Exception:
+    """The httpx exception the SDK and the backend expect for a failure in ``phase``."""
     if isinstance(exc, httpx2.HTTPError):
         return exc
     message = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, TimeoutError | socket.timeout):
-        return httpx2.ConnectTimeout(message) if connecting else httpx2.ReadTimeout(message)
-    if connecting:
+        timeout = {"connect": httpx2.ConnectTimeout, "write": httpx2.WriteTimeout}
+        return timeout.get(phase, httpx2.ReadTimeout)(message)
+    if phase == "connect":
         return httpx2.ConnectError(message)
     if isinstance(exc, http.client.HTTPException | ValueError):
         return httpx2.RemoteProtocolError(message)
+    if phase == "write":
+        return httpx2.WriteError(message)
     return httpx2.ReadError(message)
