@@ -298,6 +298,7 @@ class _Handler(BaseHTTPRequestHandler):
         api = self.server.api
         if api.tls is not None:
             self.request.do_handshake()
+            api._bump("alpn", str(self.request.selected_alpn_protocol()))
         self.timeout = api.idle_timeout  # applied to the socket by StreamRequestHandler.setup
         super().setup()
         api._connection_opened(self.connection)
@@ -392,7 +393,10 @@ class FakeMessagesAPI:
     ``stats``            ``calls`` (every POST /v1/messages), ``trigger_calls``,
                          ``improve_calls``, ``count_tokens_calls``, ``faults_injected``
                          (kind -> n), ``decisions`` (outcome -> n, successful responses only),
-                         ``connections`` (accepted sockets), ``in_flight_max``.
+                         ``connections`` (accepted sockets), ``in_flight_max``, ``alpn``
+                         (protocol agreed in each TLS handshake -> n).
+    ``tls``              an ``ssl.SSLContext`` to serve HTTPS with (``url`` is then https).
+    ``idle_timeout``     seconds an idle keep-alive connection is kept open (None: forever).
     """
 
     def __init__(
@@ -435,6 +439,7 @@ class FakeMessagesAPI:
             "decisions": {},
             "connections": 0,
             "in_flight_max": 0,
+            "alpn": {},
         }
         self._lock = threading.Lock()
         self._fault_rng = random.Random(seed)

@@ -133,6 +133,7 @@ def tls_api(
     """HTTPS with a certificate for 127.0.0.1 from a throw-away CA (``trustme``)."""
     ca = trustme.CA()
     server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.set_alpn_protocols(["h2", "http/1.1"])
     ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
     ca_file = tmp_path / "ca.pem"
     ca.cert_pem.write_to_path(str(ca_file))
@@ -157,6 +158,7 @@ def test_https_with_a_trusted_certificate(
         b.close()
     assert [o.status for o in outcomes] == ["triggered"] * 3, outcomes[0].error
     assert api.stats["connections"] == 1
+    assert api.stats["alpn"] == {"http/1.1": 1}  # never taken for an HTTP/2 client
 
 
 def test_https_with_an_untrusted_certificate_is_an_error(

@@ -52,7 +52,12 @@ class LeanTransport(httpx2.BaseTransport):
         """The same trust as httpx's default (certifi or truststore, ``SSL_CERT_FILE``...)."""
         with self._lock:
             if self._ssl_context is None:
-                self._ssl_context = httpx2.create_ssl_context()
+                context = httpx2.create_ssl_context()
+                try:  # say which protocol we speak, as httpx does for HTTP/1.1 connections
+                    context.set_alpn_protocols(["http/1.1"])
+                except (NotImplementedError, AttributeError):  # pragma: no cover - old TLS libs
+                    pass
+                self._ssl_context = context
             return self._ssl_context
 
     def _checkout(self, origin: Origin, timeout: float | None) -> tuple[Any, bool]:
