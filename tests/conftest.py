@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import PROXY_VARIABLES
 
 pytest_plugins = ["pytester"]
 
@@ -22,6 +23,8 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        for name in PROXY_VARIABLES:  # a proxy from the developer's shell must not see them
+            monkeypatch.delenv(name, raising=False)
         yield api
 
 

@@ -26,15 +26,15 @@ from pytest_skilltrigger.backends.anthropic_api import (
 from pytest_skilltrigger.backends.http_transport import LeanTransport
 from pytest_skilltrigger.context import TriggerContext
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import PROXY_VARIABLES
 
-PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 CONTEXT = TriggerContext("pdf-tools", "Merge, split and fill PDF files.")
 QUERY = "merge these pdf files into one"
 
 
 @pytest.fixture(autouse=True)
 def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*PROXY_VARS, TRANSPORT_ENV):
+    for name in (*PROXY_VARIABLES, TRANSPORT_ENV):
         monkeypatch.delenv(name, raising=False)
 
 
