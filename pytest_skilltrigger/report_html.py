@@ -272,6 +272,15 @@ def _skill_section(skill: dict[str, Any]) -> str:
         ("Best", _best_scores(skill)),
         ("Queries", sizes),
     ]
+    confirmation = skill.get("confirmation")
+    if isinstance(confirmation, dict):
+        verdict = "the lead holds" if confirmation.get("holds") else "the lead does not hold"
+        meta.append((
+            "Measured again",
+            f"on fresh runs ({_e(confirmation.get('on'))}): best "
+            f"{_e(confirmation.get('best_score'))}, start {_e(confirmation.get('start_score'))}"
+            f": {verdict}",
+        ))  # fmt: skip
     if skill.get("interrupted"):
         meta.append(("Interrupted", "yes: the run stopped before the loop finished"))
     original = skill.get("original_description", "")

@@ -26,15 +26,21 @@ from pytest_skilltrigger.workers import DaemonPool
 
 @dataclass(frozen=True)
 class SamplingPlan:
-    """How each query is sampled: runs per query, threshold, early stopping."""
+    """How each query is sampled: runs per query, threshold, early stopping.
+
+    ``fresh`` asks for an independent measurement: stored runs are not reused and a sampling
+    of the same query already made in this session is not joined (the optimizer re-measures
+    its winner this way, see :mod:`pytest_skilltrigger.optimizer.loop`).
+    """
 
     runs: int = 3
     threshold: float = 0.5
     curtail: bool = True
+    fresh: bool = False
 
 
-# (context key, query, runs, threshold, early stopping): what makes two samplings the same
-QueryIdent = tuple[str, str, int, float, bool]
+# (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
+QueryIdent = tuple[str, str, int, float, bool, bool]
 
 
 class _Query:
@@ -145,7 +151,7 @@ class Sampler:
     ) -> Future[QueryResult]:
         """Start sampling one query (or join the sampling already under way)."""
         key = self.context_key(context)
-        ident = (key, query, plan.runs, plan.threshold, plan.curtail)
+        ident = (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
         with self._lock:
             existing = self._queries.get(ident)
             if existing is not None:
@@ -155,7 +161,7 @@ class Sampler:
         state = _Query(ident, context, query, should_trigger, plan, future)
         with self._lock:
             self._open[ident] = state
-        if self.store is not None and self.cache_mode == "use":
+        if self.store is not None and self.cache_mode == "use" and not plan.fresh:
             state.outcomes.extend(self.store.lookup(key, query, plan.runs))
         with self._lock:
             done = self._advance(state)

@@ -146,6 +146,35 @@ def test_improves_from_the_best_and_rewrites_only_the_description(
     assert front["description"] == GOOD
     assert front["metadata"] == {"owner": "finance"} and front["license"] == "MIT"
     result.stdout.fnmatch_lines(["*invoices iteration 1/5: train 3/6, test 2/4*", "*wrote*"])
+    # the winner was measured again, with the start, on fresh runs of the test queries
+    confirmation = skill["confirmation"]
+    assert confirmation["holds"] is True and confirmation["best_iteration"] == 3
+    assert confirmation["on"] == "test" and confirmation["start_score"] == "2/4"
+    assert confirmation["best_score"] == skill["best_test_score"]
+    result.stdout.fnmatch_lines(["*measured again on fresh runs (test): best *: the lead holds*"])
+
+
+def test_a_lead_won_by_chance_is_not_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The winner beat the start on one test query only because its runs happened to trigger:
+    measured again on fresh runs, the lead is gone, so SKILL.md stays as it is."""
+    folder = make_skill(pytester.path)
+    entries = load_eval_set(folder / "evals" / "trigger-eval.json").entries
+    _train, test = split_entries(entries, 0.4, 42)
+    lucky_query = next(e.query for e in test if e.should_trigger)
+    # runs 1-3 (the items, START) miss; 4-6 (the candidate) trigger; every fresh run misses
+    fake_api.script(lucky_query, ["text"] * 3 + ["skill:invoices"] * 3 + ["text"] * 6)
+    lucky = "Handle billing tasks."  # no more words in common with any query than START
+    fake_api.proposals = [lucky]
+    result, report = run(pytester, folder, "--max-iterations", "2", "--no-early-stop")
+    skill = report["skills"][0]
+    assert [h["test_passed"] for h in skill["history"]] == [2, 3]  # the lucky lead
+    assert skill["best_description"] == lucky
+    assert skill["confirmation"]["start_score"] == skill["confirmation"]["best_score"] == "2/4"
+    assert skill["confirmation"]["holds"] is False and skill["improved"] is False
+    assert (folder / "SKILL.md").read_bytes() == SKILL_MD.encode("utf-8")
+    result.stdout.fnmatch_lines(["*the lead does not hold*", "*unchanged: the best's lead came*"])
 
 
 def test_no_rewrite_when_nothing_beats_the_start(
@@ -157,6 +186,7 @@ def test_no_rewrite_when_nothing_beats_the_start(
     skill = report["skills"][0]
     assert skill["exit_reason"] == "max_iterations (2)"
     assert skill["best_description"] == START and skill["improved"] is False
+    assert skill["confirmation"] is None  # nothing to re-measure: no extra calls
     assert (folder / "SKILL.md").read_bytes() == SKILL_MD.encode("utf-8")
     result.stdout.fnmatch_lines(["*unchanged: nothing beat the starting description*"])
     assert not [p for p in folder.iterdir() if p.name.endswith(".tmp")]
@@ -215,6 +245,7 @@ def test_reports_and_results_folder(pytester: pytest.Pytester, fake_api: FakeMes
     )
     html = page.read_text()
     assert GOOD in html and "http-equiv" not in html  # finished: no auto-refresh
+    assert "Measured again" in html and "the lead holds" in html
     (stamp,) = list(results.iterdir())
     assert json.loads((stamp / "results.json").read_text())["skills"][0]["best_description"] == GOOD
     iteration = stamp / "invoices" / "iteration-2"

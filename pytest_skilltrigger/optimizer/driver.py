@@ -2,8 +2,9 @@
 
 After each iteration the HTML report, the results folder and the JSON snapshot are rewritten
 (atomically), so a browser that reloads follows the run and an interrupted run keeps what it
-finished. SKILL.md is rewritten only when the best description beats the start on test, only
-the description's value changes, and never when the file changed on disk meanwhile.
+finished. SKILL.md is rewritten only when the best description beats the start on test and
+keeps its lead when both are measured again on fresh runs; only the description's value
+changes, and never when the file changed on disk meanwhile.
 """
 
 from __future__ import annotations
@@ -219,12 +220,27 @@ class OptimizationDriver:
             )
         self.log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
         self.log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
+        confirmation = run.confirmation
+        if confirmation is not None:
+            verdict = "the lead holds" if confirmation.holds else "the lead does not hold"
+            self.log(
+                f"    measured again on fresh runs ({confirmation.on}): "
+                f"best {passed(confirmation.best)}/{len(confirmation.best)}, "
+                f"start {passed(confirmation.start)}/{len(confirmation.start)}: {verdict}"
+            )
         if not run.improved:
             best = run.best() if run.evaluated() else None
             if start is not None and best is not None and (
                 run.incomplete(start) or run.incomplete(best)
             ):
                 reason = "some queries errored or were skipped, so the comparison is not sound"
+            elif confirmation is not None and not confirmation.complete:
+                reason = "some fresh runs errored or were skipped, so the lead is not confirmed"
+            elif confirmation is not None:
+                reason = (
+                    "the best's lead came from chance: it did not hold on fresh runs "
+                    "(paste it by hand if you still want it)"
+                )
             else:
                 reason = "nothing beat the starting description"
             self.log(f"  {target.skill.skill_md} unchanged: {reason}")

@@ -5,13 +5,21 @@ by test passes) and fixes its defects: iteration 1 reuses results already measur
 improves from the best description so far by train score (a worse proposal cannot poison the
 next round), invalid proposals are repaired once and otherwise dropped, and errors are never
 counted as misses.
+
+Picking the best of several candidates by a handful of test queries overstates the winner:
+with a few runs per query, borderline queries flip by chance, and the candidate that got the
+lucky flips wins. So a winner that beats the start is measured again, together with the
+start, on fresh runs of the same queries (stored runs are not reused); it counts as an
+improvement, and SKILL.md is rewritten, only when its lead holds on that re-measurement. The
+re-measured scores are reported beside the selection scores.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from concurrent.futures import Future
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pytest_skilltrigger.catalog import Target
@@ -79,6 +87,38 @@ class Iteration:
 
 
 @dataclass
+class Confirmation:
+    """The start and the winner measured again on fresh runs of the queries that chose the
+    winner (test, or train when there is no test set)."""
+
+    best_iteration: int
+    on: str  # "test" | "train"
+    start: list[QueryResult]
+    best: list[QueryResult]
+
+    @property
+    def complete(self) -> bool:
+        return all(r.passed is not None for r in self.start + self.best)
+
+    @property
+    def holds(self) -> bool:
+        """The winner's lead over the start survives the re-measurement."""
+        return self.complete and passed(self.best) > passed(self.start)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "best_iteration": self.best_iteration,
+            "on": self.on,
+            "start_score": f"{passed(self.start)}/{len(self.start)}",
+            "best_score": f"{passed(self.best)}/{len(self.best)}",
+            "holds": self.holds,
+            "complete": self.complete,
+            "start_results": [r.summary_row() for r in self.start],
+            "best_results": [r.summary_row() for r in self.best],
+        }
+
+
+@dataclass
 class Optimization:
     """The whole run for one skill; ``to_dict`` gives the reference keys."""
 
@@ -89,6 +129,7 @@ class Optimization:
     iterations: list[Iteration] = field(default_factory=list)
     exit_reason: str = ""
     interrupted: bool = False
+    confirmation: Confirmation | None = None
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]
@@ -105,7 +146,18 @@ class Optimization:
 
     @property
     def improved(self) -> bool:
-        """True when the best beats the start on test (on train when there is no test set)."""
+        """True when the best beats the start on test (on train when there is no test set),
+        and its lead held when both were measured again on fresh runs."""
+        return (
+            self.beats_start
+            and self.confirmation is not None
+            and self.confirmation.best_iteration == self.best().iteration
+            and self.confirmation.holds
+        )
+
+    @property
+    def beats_start(self) -> bool:
+        """True when the selection itself says the best beats the start (before re-checking)."""
         evaluated = self.evaluated()
         if not evaluated or self.interrupted:
             return False
@@ -143,6 +195,7 @@ class Optimization:
             "train_size": len(self.train_entries),
             "test_size": len(self.test_entries),
             "improved": self.improved,
+            "confirmation": self.confirmation.to_dict() if self.confirmation else None,
             "interrupted": self.interrupted,
             "history": [it.to_dict() for it in self.iterations],
         }
@@ -213,10 +266,32 @@ def optimize(
                 break
         else:
             run.exit_reason = f"max_iterations ({max_iterations})"
+        if run.beats_start:
+            run.confirmation = _confirm(session, run)
     except KeyboardInterrupt:
         run.interrupted = True
         run.exit_reason = f"interrupted (after {len(run.evaluated())} evaluated iterations)"
     return run
+
+
+def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
+    """Measure the start and the best again, on fresh runs, on the set that chose the best."""
+    on = "test" if run.test_entries else "train"
+    entries = run.test_entries or run.train_entries
+    start, best = run.evaluated()[0], run.best()
+    plan = replace(session.plan, fresh=True)
+
+    def submit(description: str) -> list[Future[QueryResult]]:
+        context = run.target.context(description)
+        return [session.submit(context, e, plan) for e in entries]
+
+    start_futures, best_futures = submit(start.description), submit(best.description)
+    return Confirmation(
+        best.iteration,
+        on,
+        [f.result() for f in start_futures],
+        [f.result() for f in best_futures],
+    )
 
 
 def _evaluate(
