@@ -274,15 +274,12 @@ def _skill_section(skill: dict[str, Any]) -> str:
     ]
     confirmation = skill.get("confirmation")
     if isinstance(confirmation, dict):
-        verdict = "the lead holds" if confirmation.get("holds") else "the lead does not hold"
         meta.append((
             "Measured again",
-            f"on fresh runs ({_e(confirmation.get('on'))}): best "
-            f"{_e(confirmation.get('best_score'))}, start {_e(confirmation.get('start_score'))}"
-            f": {verdict}",
+            f"on fresh runs ({_e(confirmation.get('on'))}): {_e(confirmation.get('verdict'))}",
         ))  # fmt: skip
     if skill.get("interrupted"):
-        meta.append(("Interrupted", "yes: the run stopped before the loop finished"))
+        meta.append(("Interrupted", "yes: the run stopped before it finished"))
     original = skill.get("original_description", "")
     best_desc = skill.get("best_description")
     same = best_desc is None or best_desc == original

@@ -28,9 +28,10 @@ from pytest_skilltrigger.workers import DaemonPool
 class SamplingPlan:
     """How each query is sampled: runs per query, threshold, early stopping.
 
-    ``fresh`` asks for an independent measurement: stored runs are not reused and a sampling
-    of the same query already made in this session is not joined (the optimizer re-measures
-    its winner this way, see :mod:`pytest_skilltrigger.optimizer.loop`).
+    ``fresh`` asks for an independent measurement: stored runs are not reused, a sampling of
+    the same query already made in this session is not joined, and its runs are not stored
+    (they must not become the runs a later cached rerun of the description reuses). The
+    optimizer re-measures its winner this way, see :mod:`pytest_skilltrigger.optimizer.loop`.
     """
 
     runs: int = 3
@@ -192,7 +193,8 @@ class Sampler:
             state.finished = True
             self._open.pop(state.ident, None)
         result = state.result()
-        if self.store is not None and self.write_store and not state.skipped:
+        storing = self.store is not None and self.write_store and not state.plan.fresh
+        if storing and not state.skipped:
             self.store.record(
                 self.backend.name, self.backend.model, state.key, state.query, result.outcomes
             )

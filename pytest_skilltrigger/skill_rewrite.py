@@ -9,6 +9,7 @@ by reading the result back; if nothing reads back exactly, nothing is written.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -210,6 +211,7 @@ def _strict_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
 
 
 _HEADER_COMMENT_RE = re.compile(r"[ \t]+#.*$")
+_LINE_BREAK_RE = re.compile("[\r\n\x85\u2028\u2029]")
 
 
 def _header_comment(header: str) -> str:
@@ -218,7 +220,8 @@ def _header_comment(header: str) -> str:
     A tab before it becomes a space: PyYAML refuses a tab after a block indicator, and the
     rewritten entry must be valid YAML.
     """
-    match = _HEADER_COMMENT_RE.search(header.rstrip("\r"))
+    header = _LINE_BREAK_RE.split(header, maxsplit=1)[0]  # YAML breaks lines at these too
+    match = _HEADER_COMMENT_RE.search(header)
     if not match:
         return ""
     comment = match.group(0)
@@ -349,7 +352,11 @@ def replace_description(text: str, new_description: str, where: str) -> str:
     else:
         extent = _lenient_extent(text, span.start, fm, where)
     eol = _eol_at(text, extent.start)
-    for rendered in _candidates(new_description, extent, eol):
+    candidates = _candidates(new_description, extent, eol)
+    if extent.comment:  # if the comment cannot come along, the description still can
+        plain = dataclasses.replace(extent, comment="")
+        candidates += [c for c in _candidates(new_description, plain, eol) if c not in candidates]
+    for rendered in candidates:
         new_text = text[: extent.start] + extent.lead + rendered + text[extent.end :]
         if _reads_back(
             new_text, new_description, parsed.mapping, parsed.strict, body, extent, where

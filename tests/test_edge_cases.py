@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,25 @@ def test_refresh_replaces_what_later_runs_read(tmp_path: Path) -> None:
     assert sample("refresh") == (0, 2)
     assert sample("use") == (0, 0)  # the refreshed runs, not the stale ones
     store.close()
+
+
+def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> None:
+    """The optimizer's re-measurement must be independent of stored runs and must not become
+    what a later cached rerun of the description reuses."""
+    store = ResultStore(str(tmp_path / "store.sqlite"))
+    backend = ScriptedBackend("triggered")
+    plan = SamplingPlan(2, 0.5)
+    sampler = Sampler(backend, concurrency=1, store=store, cache_mode="use")
+    first = sampler.submit(CONTEXT, "merge these", True, plan).result()
+    backend.status = "not_triggered"
+    fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, fresh=True)).result()
+    sampler.close()
+    assert (first.triggers, fresh.triggers, fresh.calls) == (1, 0, 2)  # really sampled again
+    sampler = Sampler(backend, concurrency=1, store=store, cache_mode="use")
+    later = sampler.submit(CONTEXT, "merge these", True, plan).result()
+    sampler.close()
+    store.close()
+    assert (later.triggers, later.calls) == (1, 0)  # the stored runs, untouched by the fresh ones
 
 
 def test_lone_surrogate_query_is_bad_input() -> None:

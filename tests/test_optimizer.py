@@ -15,7 +15,9 @@ import pytest
 import yaml
 
 from pytest_skilltrigger.evalset import load_eval_set
+from pytest_skilltrigger.optimizer.loop import Confirmation
 from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.outcome import QueryResult, RunOutcome
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 
@@ -298,3 +300,17 @@ def test_iteration_one_reuses_the_items_results(
     _result, report = run(pytester, folder, "--max-iterations", "1", "--trigger-cache", "off")
     assert fake_api.stats["trigger_calls"] == 2 * items_only  # no second evaluation
     assert report["skills"][0]["history"][0]["train_total"] == 6
+
+
+def test_a_re_measurement_with_errors_confirms_nothing_and_says_why() -> None:
+    """An outage during the fresh runs is neither a lead that holds nor one that is gone."""
+
+    def result(status: str) -> QueryResult:
+        return QueryResult("q", True, 3, 0.5, (RunOutcome(status),) * 3)  # type: ignore[arg-type]
+
+    ok, failed = result("triggered"), result("error")
+    broken = Confirmation(2, "test", start=[ok, ok], best=[ok, failed])
+    assert not broken.complete and not broken.holds
+    assert broken.verdict() == "not confirmed: 1 of the fresh samplings errored or were skipped"
+    held = Confirmation(2, "test", start=[ok, result("not_triggered")], best=[ok, ok])
+    assert held.holds and held.verdict() == "best 2/2, start 1/2: the lead holds"

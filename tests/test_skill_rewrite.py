@@ -118,6 +118,17 @@ def test_block_header_comment_is_kept(style: str, new: str, description: str) ->
     assert_rewritten(style, new, description)
 
 
+@pytest.mark.parametrize("brk", ["\u2028", "\x85", "\r"])
+def test_block_header_comment_ends_at_any_yaml_line_break(brk: str) -> None:
+    before, _, after = STYLES["folded-strip"]
+    original = before + f"description: | # note{brk}  first #x\n  old\n" + after
+    old = frontmatter_of(original)["description"]
+    assert "#x" in old  # the second '#' is text of the value, not part of the comment
+    result = replace_description(original, "new words", WHERE)
+    assert frontmatter_of(result)["description"] == "new words"
+    assert "# note" in result and "#x" not in result
+
+
 def test_block_header_comment_follows_a_quoted_fallback() -> None:
     before, _, after = STYLES["folded-strip"]
     original = before + "description: | # why\n  old\n" + after

@@ -222,12 +222,8 @@ class OptimizationDriver:
         self.log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
         confirmation = run.confirmation
         if confirmation is not None:
-            verdict = "the lead holds" if confirmation.holds else "the lead does not hold"
-            self.log(
-                f"    measured again on fresh runs ({confirmation.on}): "
-                f"best {passed(confirmation.best)}/{len(confirmation.best)}, "
-                f"start {passed(confirmation.start)}/{len(confirmation.start)}: {verdict}"
-            )
+            on, verdict = confirmation.on, confirmation.verdict()
+            self.log(f"    measured again on fresh runs ({on}): {verdict}")
         if not run.improved:
             best = run.best() if run.evaluated() else None
             if start is not None and best is not None and (

@@ -105,6 +105,23 @@ class Confirmation:
         """The winner's lead over the start survives the re-measurement."""
         return self.complete and passed(self.best) > passed(self.start)
 
+    @property
+    def missing(self) -> int:
+        """Queries of the re-measurement without a verdict (errored or skipped)."""
+        return sum(1 for r in self.start + self.best if r.passed is None)
+
+    def verdict(self) -> str:
+        """One line for people: the scores, and whether the lead holds."""
+        if not self.complete:
+            return (
+                f"not confirmed: {self.missing} of the fresh samplings errored or were skipped"
+            )
+        scores = (
+            f"best {passed(self.best)}/{len(self.best)}, "
+            f"start {passed(self.start)}/{len(self.start)}"
+        )
+        return f"{scores}: {'the lead holds' if self.holds else 'the lead does not hold'}"
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "best_iteration": self.best_iteration,
@@ -113,6 +130,7 @@ class Confirmation:
             "best_score": f"{passed(self.best)}/{len(self.best)}",
             "holds": self.holds,
             "complete": self.complete,
+            "verdict": self.verdict(),
             "start_results": [r.summary_row() for r in self.start],
             "best_results": [r.summary_row() for r in self.best],
         }
@@ -267,7 +285,12 @@ def optimize(
         else:
             run.exit_reason = f"max_iterations ({max_iterations})"
         if run.beats_start:
-            run.confirmation = _confirm(session, run)
+            try:
+                run.confirmation = _confirm(session, run)
+            except KeyboardInterrupt:
+                run.interrupted = True
+                run.exit_reason += "; interrupted while measuring the best again"
+                return run
     except KeyboardInterrupt:
         run.interrupted = True
         run.exit_reason = f"interrupted (after {len(run.evaluated())} evaluated iterations)"
