@@ -4,6 +4,11 @@ The request itself is built in :mod:`pytest_skilltrigger.backends.request`. Cred
 the base URL follow the SDK's own rules (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``,
 ``ANTHROPIC_BASE_URL``, profiles). The SDK is imported and its client created on the first
 call: importing it costs seconds of CPU, which a run served from the store never needs to pay.
+
+Each attempt goes through the SDK's request path (``client.post``: authentication, headers,
+retries with back-off, status errors) with a body serialised ahead, on the SDK's HTTP client
+with the lean transport of :mod:`pytest_skilltrigger.backends.http_transport`; the raw stream
+is read by :func:`pytest_skilltrigger.backends.sse.decide` only as far as the decision.
 """
 
 from __future__ import annotations
