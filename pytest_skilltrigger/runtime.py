@@ -56,7 +56,8 @@ class PluginRuntime:
         self.worker = is_worker(config)
         given, ini = options.skill_paths(config)
         self.given_paths = given
-        self.ini_paths = ini
+        self.ini_paths = self._ini_in_play(given, ini)
+        ini = self.ini_paths
         cache = getattr(config, "cache", None)
         default_store = None
         if cache is not None:
@@ -88,6 +89,30 @@ class PluginRuntime:
         self.worker_runs = False
         self.report: dict[str, Any] | None = None  # built once, at the end of the session
         self._submitted: dict[str, Future[QueryResult]] = {}
+
+    def _ini_in_play(self, given: list[str], ini: list[str]) -> list[str]:
+        """The skills of the ``skill_paths`` ini folders this run will collect.
+
+        Only those are loaded (see :meth:`_adjust_args`): a broken eval file under ``skills/``
+        must not stop ``pytest tests/test_app.py`` or ``pytest skills/other``, which never
+        collect it.
+        """
+        explicit = self.config.args_source == pytest.Config.ArgsSource.ARGS
+        if not explicit:
+            return [] if given else ini  # --skill-path alone collects only those skills
+        in_play: list[str] = []
+        for arg in self.config.args:
+            chosen = os.path.abspath(arg.split("::")[0])
+            for path in ini:
+                if _within(path, chosen):  # the argument holds the whole ini folder
+                    found = path
+                elif _within(chosen, path):  # the argument is inside it: just that skill
+                    found = _skill_folder(chosen, path)
+                else:
+                    continue
+                if found not in in_play:
+                    in_play.append(found)
+        return in_play
 
     def _open_store(self) -> None:
         """Create (or check) the result store now, in this process only, so that a path
@@ -136,7 +161,7 @@ class PluginRuntime:
             return
         covered = [os.path.abspath(a.split("::")[0]) for a in args]
         for path in extra:
-            if not any(path == c or path.startswith(c + os.sep) for c in covered):
+            if not any(_within(path, c) for c in covered):
                 args.append(path)
         self.config.args[:] = args
 
@@ -433,3 +458,22 @@ def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
 
 def runtime_of(config: pytest.Config) -> PluginRuntime | None:
     return config.stash.get(RUNTIME_KEY, None)
+
+
+def _within(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or lies below it (both absolute)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _skill_folder(chosen: str, root: str) -> str:
+    """The skill folder holding ``chosen`` (a file or folder below the ini folder ``root``),
+    or ``chosen`` itself when it is a folder of skills."""
+    folder = chosen if os.path.isdir(chosen) else os.path.dirname(chosen)
+    probe = folder
+    while _within(probe, root):
+        if os.path.isfile(os.path.join(probe, "SKILL.md")):
+            return probe
+        if probe == root:
+            break
+        probe = os.path.dirname(probe)
+    return folder

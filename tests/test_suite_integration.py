@@ -74,6 +74,24 @@ def test_selection_follows_pytest(
     under_xdist.assert_outcomes(passed=1 + 2 + len(ENTRIES))
 
 
+def test_a_broken_eval_set_only_stops_runs_that_collect_it(
+    pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI
+) -> None:
+    broken = project / "skills" / "broken"
+    (broken / "evals").mkdir(parents=True)
+    (broken / "SKILL.md").write_text("---\nname: broken\ndescription: Anything.\n---\n")
+    (broken / "evals" / "trigger-eval.json").write_text('[{"query": "no verdict field"}]')
+    pytester.runpytest_subprocess("tests/test_app.py").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess("skills/pdf-tools").assert_outcomes(passed=len(ENTRIES))
+    calls = fake_api.stats["calls"]
+    for args in ((), ("skills",), ("skills/broken/SKILL.md",)):
+        result = pytester.runpytest_subprocess(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*skills/broken/evals/trigger-eval.json*"])
+        assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert fake_api.stats["calls"] == calls  # nothing ran in the refused sessions
+
+
 def test_min_accuracy_turns_misses_into_xfail_and_gates_the_session(
     pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI
 ) -> None:
