@@ -345,3 +345,18 @@ def test_streams_decided_at_a_tool_start_are_cut_not_drained(
     finally:
         b.close()
     assert fake_api.stats["connections"] == connections
+
+
+def test_a_retired_model_gets_the_sdks_deprecation_warning_once(fake_api: FakeMessagesAPI) -> None:
+    """``client.post`` skips the warning ``messages.create`` would give: the backend gives it."""
+    from anthropic.resources.messages.messages import DEPRECATED_MODELS
+
+    retired = next(iter(DEPRECATED_MODELS))
+    fake_api.script(QUERY, ["skill:pdf-tools"])
+    b = AnthropicBackend(model=retired, timeout=10, max_retries=0)
+    try:
+        with pytest.warns(DeprecationWarning, match=f"'{retired}' is deprecated") as record:
+            assert [b.run(CONTEXT, QUERY).status for _ in range(2)] == ["triggered"] * 2
+    finally:
+        b.close()
+    assert len([w for w in record if issubclass(w.category, DeprecationWarning)]) == 1

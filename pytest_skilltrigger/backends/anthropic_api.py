@@ -18,6 +18,7 @@ import random
 import threading
 import time
 import urllib.request
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,6 +107,7 @@ class AnthropicBackend:
                     timeout=self.timeout,
                     http_client=_lean_http_client(self.timeout),
                 )
+                _warn_if_deprecated(self.model)
             return self._client
 
     def _backoff(self, attempt: int) -> float:
@@ -181,6 +183,23 @@ def _drain(chunks: Iterator[bytes], errors: tuple[type[BaseException], ...]) -> 
                 return
     except errors:
         return
+
+
+def _warn_if_deprecated(model: str) -> None:
+    """The SDK's own warning for a retired model, once: ``messages.create`` gives it on every
+    call, and requests here go through ``client.post``, which does not."""
+    try:
+        from anthropic.resources.messages.messages import DEPRECATED_MODELS
+    except ImportError:  # pragma: no cover - an SDK without the table
+        return
+    if model in DEPRECATED_MODELS:
+        warnings.warn(
+            f"The model '{model}' is deprecated and will reach end-of-life on "
+            f"{DEPRECATED_MODELS[model]}: trigger results for it will not last "
+            "(set --trigger-model to a current model).",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
 
 def _lean_http_client(timeout: float) -> Any:
