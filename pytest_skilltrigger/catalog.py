@@ -42,7 +42,7 @@ class Target:
         """The trigger context for the starting description, or another one."""
         if description is None or description == self.description:
             return self.start_context
-        return TriggerContext(self.skill.name, description, self.siblings)
+        return self.start_context.with_description(description)
 
 
 def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
@@ -109,12 +109,11 @@ def load_targets(
     return targets
 
 
-def load_context(path: str, description: str | None = None) -> TriggerContext:
+def load_context(path: str) -> TriggerContext:
     """The trigger context of the skill at ``path`` (no eval set needed): for ad-hoc checks."""
     skills = discover_skills(path)
     if len(skills) != 1:
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]
     siblings, _warnings = _siblings(skill)
-    text = skill.description if description is None else description
-    return TriggerContext(skill.name, text, siblings)
+    return TriggerContext(skill.name, skill.description, siblings)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_skilltrigger.context import one_line
 from pytest_skilltrigger.summary import format_ratio
 
 
 def _cell(text: Any) -> str:
     """Table-safe text: no line breaks, pipes escaped, HTML-significant characters escaped."""
-    value = " ".join(str(text).split())
+    value = one_line(str(text))
     for char, repl in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "\\|")):
         value = value.replace(char, repl)
     return value

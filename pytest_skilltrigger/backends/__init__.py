@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
-from pytest_skilltrigger.settings import DEFAULT_MODEL, MODEL_ENV, Settings
+from pytest_skilltrigger.settings import DEFAULT_MODEL, Settings
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -37,7 +36,7 @@ def make_backend(settings: Settings) -> TriggerBackend:
     from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend
 
     return ClaudeCodeBackend(
-        model=settings.model or os.environ.get(MODEL_ENV) or None,
+        model=settings.resolved_model("") or None,  # None: the CLI's own default
         timeout=settings.timeout,
         claude_bin=settings.claude_bin,
     )

@@ -58,7 +58,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.sse import FirstChoice, StreamError
+from pytest_skilltrigger.backends.sse import FirstChoice, StreamError, choice_of
 from pytest_skilltrigger.context import TriggerContext
 from pytest_skilltrigger.errors import AskError
 from pytest_skilltrigger.interrupts import trap_sigterm
@@ -82,9 +82,9 @@ SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 ACCOUNT_KEYS = (
     "oauthAccount",
     "userID",
-    "hasCompletedOnboarding",
-)
+)  # onboarding is always marked done in the seed written for each run
 SECRET_ACCOUNT_KEY = "primaryApiKey"
+UNDECIDED = "claude exited before the model chose anything"
 # Set inside a Claude Code session; a nested CLI must not think it is a sub-process of one.
 NESTING_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 
@@ -109,6 +109,8 @@ class CliVerdict:
     request_id: str | None = None
     skills: tuple[str, ...] | None = None
     cli_version: str | None = None
+    undecided: bool = False  # the output ended before a decision (the error says so)
+    last_problem: str | None = None  # what went wrong last before that, if anything
 
 
 def read_stream(lines: Iterable[str]) -> CliVerdict:
@@ -123,7 +125,6 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
     """
     verdict = CliVerdict()
     choice = FirstChoice(INSPECTED_TOOLS)
-    last_problem: str | None = None
     for raw in lines:
         line = raw.strip()
         if not line.startswith("{"):
@@ -144,7 +145,9 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 verdict.cli_version = msg.get("claude_code_version")
             elif subtype == "api_retry":
                 status = msg.get("error_status")
-                last_problem = f"API error {status} ({msg.get('error')}), retried by the CLI"
+                verdict.last_problem = (
+                    f"API error {status} ({msg.get('error')}), retried by the CLI"
+                )
                 if status in FATAL_STATUSES:
                     verdict.error = f"API error {status}: {msg.get('error')}"
                     verdict.fatal = True
@@ -164,7 +167,7 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
             try:
                 decision = choice.feed(name, event)
             except StreamError as exc:
-                last_problem = f"stream error: {exc}"  # the CLI retries or reports it
+                verdict.last_problem = f"stream error: {exc}"  # the CLI retries or reports it
                 choice = FirstChoice(INSPECTED_TOOLS)
                 continue
             if decision is not None:
@@ -186,12 +189,7 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                     tool_input = block.get("input")
                     tool_input = tool_input if isinstance(tool_input, dict) else {}
                     tool = str(block.get("name"))
-                    if tool == "Skill":
-                        skill = tool_input.get("skill")
-                        chosen = f"skill:{skill}" if skill else "tool:Skill"
-                    else:
-                        chosen = _chosen(f"tool:{tool}", tool_input)
-                    verdict.chosen = chosen
+                    verdict.chosen = _chosen(choice_of(tool, tool_input), tool_input)
                     streamed = choice.usage != Usage()
                     verdict.usage = (
                         choice.usage if streamed else Usage.from_dict(message.get("usage"))
@@ -210,9 +208,10 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
             verdict.chosen = "text"
             verdict.usage = Usage.from_dict(msg.get("usage"))
             return verdict
-    verdict.error = "claude exited before the model chose anything"
-    if last_problem:
-        verdict.error += f" (last: {last_problem})"
+    verdict.undecided = True
+    verdict.error = UNDECIDED
+    if verdict.last_problem:
+        verdict.error += f" (last: {verdict.last_problem})"
     return verdict
 
 
@@ -538,12 +537,12 @@ class ClaudeCodeBackend:
             return RunOutcome(status, chosen=verdict.chosen, usage=verdict.usage)
         if timed_out.is_set():
             message = f"claude timed out after {self.timeout:g}s"
-            if verdict.error and "exited before" not in verdict.error:
+            if verdict.error and not verdict.undecided:
                 message += f" ({verdict.error})"
-            elif verdict.error and "(last:" in verdict.error:
-                message += " " + verdict.error[verdict.error.index("(last:") :]
+            elif verdict.last_problem:
+                message += f" (last: {verdict.last_problem})"
         else:
-            message = verdict.error or "claude exited before the model chose anything"
+            message = verdict.error or UNDECIDED
             if proc.returncode:
                 message += f" (exit code {proc.returncode})"
         tail = "\n".join(line.rstrip() for line in stderr_tail if line.strip())

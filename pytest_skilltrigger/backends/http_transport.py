@@ -37,8 +37,8 @@ Origin = tuple[str, str, int]
 class LeanTransport(httpx2.BaseTransport):
     """HTTP/1.1 over ``http.client`` with a keep-alive pool; thread-safe."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
-        self._ssl_context = ssl_context
+    def __init__(self) -> None:
+        self._ssl_context: ssl.SSLContext | None = None  # made on the first HTTPS request
         self._lock = threading.Lock()
         self._idle: dict[Origin, list[tuple[float, http.client.HTTPConnection]]] = {}
         # Every connection in use or idle, with its socket: http.client forgets the socket

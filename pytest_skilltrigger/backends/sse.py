@@ -119,10 +119,15 @@ class FirstChoice:
         return None
 
     def _decide(self, tool_input: dict[str, Any]) -> Decision:
-        if self._tool == "Skill":
-            name = tool_input.get("skill")
-            return Decision(f"skill:{name}" if name else "tool:Skill", self.usage, tool_input)
-        return Decision(f"tool:{self._tool}", self.usage, tool_input)
+        return Decision(choice_of(self._tool, tool_input), self.usage, tool_input)
+
+
+def choice_of(tool: str, tool_input: dict[str, Any]) -> str:
+    """What a tool call means: ``skill:<name>`` for a Skill call naming one, else
+    ``tool:<Name>``."""
+    if tool == "Skill" and tool_input.get("skill"):
+        return f"skill:{tool_input['skill']}"
+    return f"tool:{tool}"
 
 
 def decide(chunks: Iterable[bytes]) -> Decision:
