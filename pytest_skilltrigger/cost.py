@@ -112,10 +112,12 @@ class CostGuard:
             self._reserved += estimate
             return estimate
 
-    def add(self, usage: Usage) -> None:
-        """Count spending that happened elsewhere (xdist workers) against the budget."""
+    def add(self, usage: Usage, calls: int) -> None:
+        """Count calls made elsewhere (xdist workers) against the budget; they also inform
+        the estimate of the next call."""
         with self._lock:
             self.spent_usd += cost_usd(usage, self.price)
+            self.calls += calls
             self.usage = self.usage + usage
 
     def settle(self, reserved: float, usage: Usage) -> None:

@@ -86,7 +86,6 @@ class PluginRuntime:
             self._open_store()
         self.session: TriggerSession | None = None
         self.results = SessionResults(order=[t.skill.skill_md for t in self.targets])
-        self.worker_runs = False
         self.report: dict[str, Any] | None = None  # built once, at the end of the session
         self._submitted: dict[str, Future[QueryResult]] = {}
 
@@ -284,20 +283,21 @@ class PluginRuntime:
         }
 
     def log_report(self, report: pytest.TestReport) -> None:
-        """Controller side: gather records; store the runs workers made."""
+        """Controller side: gather records; count and store the runs workers made."""
         record = getattr(report, "skilltrigger", None)
         if record is None or self.worker:
             return
         self.results.add(record)
         if getattr(report, "node", None) is None:
-            return  # made in this process: the sampler stored its runs already
-        self.worker_runs = True
+            return  # made in this process: its sampler has counted and stored its runs
         self.start_session()
         assert self.session is not None
+        result = QueryResult.from_dict(record["result"])
+        if self.session.guard is not None:  # one budget for the session, workers' calls too
+            self.session.guard.add(result.usage, result.calls)
         store = self.session.store
         if store is None or not record.get("context_key") or self.session.backend is None:
             return
-        result = QueryResult.from_dict(record["result"])
         store.record(
             self.session.backend.name,
             self.session.backend.model or "",
@@ -363,11 +363,6 @@ class PluginRuntime:
             key: {i: QueryResult.from_dict(row["result"]) for i, row in skill.rows.items()}
             for key, skill in self.results.skills.items()
         }
-        if self.worker_runs and self.session.guard is not None:
-            # under xdist the items' calls were paid by the workers: the budget covers both
-            for results in initial.values():
-                for result in results.values():
-                    self.session.guard.add(result.usage)
         driver = OptimizationDriver(self.session, self.optimize, log)
         extra = driver.run(self.targets, initial)
         if driver.interrupted:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltrigger.context import TriggerContext
+from pytest_skilltrigger.cost import CostGuard, cost_usd
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.evalset import parse_eval_set
 from pytest_skilltrigger.outcome import RunOutcome, Usage
@@ -152,6 +153,17 @@ def test_budget_is_per_session_under_xdist(
     assert spent["cost_usd"] <= budget * 1.01  # three workers, one budget
     assert spent["skipped"] >= 4 and spent["calls"] <= 8
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
+
+
+def test_spending_counted_from_elsewhere_keeps_the_estimate_an_average_call() -> None:
+    """The controller adds the xdist workers' spending with its number of calls: the next
+    call is then estimated at the average, not at everything the workers spent."""
+    price = {"input": 3.0, "output": 15.0}
+    guard = CostGuard(price, budget_usd=1.0)
+    usage = Usage(input_tokens=100_000, output_tokens=0)  # $0.30 over ten calls
+    guard.add(usage, calls=10)
+    assert guard.reserve() == pytest.approx(cost_usd(usage, price) / 10)
+    assert guard.calls == 10 and guard.usage == usage
 
 
 @pytest.mark.parametrize(

@@ -314,3 +314,24 @@ def test_a_re_measurement_with_errors_confirms_nothing_and_says_why() -> None:
     assert broken.verdict() == "not confirmed: 1 of the fresh samplings errored or were skipped"
     held = Confirmation(2, "test", start=[ok, result("not_triggered")], best=[ok, ok])
     assert held.holds and held.verdict() == "best 2/2, start 1/2: the lead holds"
+
+
+def test_under_xdist_the_budget_left_after_the_items_still_funds_the_rounds(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The workers' spending is counted on the controller with its calls, so the estimate of
+    the next call stays the average call, not the whole of the items' spending."""
+    folder = make_skill(pytester.path)
+    _r, items_only = run(pytester, folder, "--max-iterations", "1", "-n", "2")
+    items_cost = items_only["skills"][0]["summary"]["cost_usd"]
+    fake_api.proposals = [GOOD]
+    budget = f"{items_cost * 4:.8f}"  # the rounds cost about twice what the items did
+    _r, report = run(
+        pytester, folder, "--max-iterations", "2", "-n", "2",
+        "--trigger-concurrency", "2", "--trigger-budget-usd", budget,
+    )  # fmt: skip
+    second = report["skills"][0]["history"][1]
+    rows = second["train_results"] + second["test_results"]
+    assert second["status"] == "evaluated"
+    assert [r["query"] for r in rows if r["skipped"]] == []
+    assert report["skills"][0]["best_description"] == GOOD
