@@ -17,6 +17,7 @@ import pytest
 from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.evalset import EvalEntry
 from pytest_skilltrigger.outcome import QueryResult, describe_chosen
+from pytest_skilltrigger.verdict import passes
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.runtime import PluginRuntime
@@ -69,7 +70,7 @@ class TriggerCheck:
             rate=result.trigger_rate,
             triggers=result.triggers,
             runs=result.runs,
-            triggered=result.trigger_rate >= result.threshold,
+            triggered=passes(True, result.trigger_rate, result.threshold),
             chosen=dict(result.chosen),
         )
 

@@ -141,7 +141,7 @@ def add_options(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
         if kind == "append":
             kwargs["action"] = "append"
-        elif kind in ("flag", "bool"):
+        elif kind == "bool":
             kwargs["action"] = "store_true"
             kwargs["default"] = False
         elif kind == "choice":

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger import options
-from pytest_skilltrigger.html_extras import PytestHtmlHooks
 from pytest_skilltrigger.items import TriggerCheck
-from pytest_skilltrigger.runtime import PluginRuntime, is_worker, runtime_of
+from pytest_skilltrigger.runtime import PluginRuntime, runtime_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -31,16 +30,13 @@ class RuntimeHooks:
 @pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there
 def pytest_configure(config: pytest.Config) -> None:
     runtime = PluginRuntime.configure(config)
-    config.pluginmanager.register(RuntimeHooks(runtime), "skilltrigger-runtime")
-    if config.pluginmanager.hasplugin("html") and config.getoption("htmlpath", None):
-        config.pluginmanager.register(PytestHtmlHooks(), "skilltrigger-html")
+    runtime.register(RuntimeHooks(runtime))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for name in ("skilltrigger-runtime", "skilltrigger-html"):
-        hooks = config.pluginmanager.get_plugin(name)
-        if hooks is not None:
-            config.pluginmanager.unregister(hooks)
+    runtime = runtime_of(config)
+    if runtime:
+        runtime.unregister()
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -56,8 +52,8 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session: pytest.Session) -> None:
     runtime = runtime_of(session.config)
-    if runtime and not is_worker(session.config) and not session.config.option.collectonly:
-        runtime.begin_run(session.items)
+    if runtime:
+        runtime.begin_run(session)
 
 
 @pytest.hookimpl(wrapper=True)

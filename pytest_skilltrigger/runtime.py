@@ -24,6 +24,7 @@ from pytest_skilltrigger.catalog import Target, load_context, load_targets
 from pytest_skilltrigger.cost import load_prices
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.evalset import EvalEntry
+from pytest_skilltrigger.html_extras import PytestHtmlHooks
 from pytest_skilltrigger.items import (
     BackendRequiredError,
     SkillFile,
@@ -36,12 +37,14 @@ from pytest_skilltrigger.outcome import QueryResult
 from pytest_skilltrigger.report_json import build_report, write_report
 from pytest_skilltrigger.report_markdown import render_markdown
 from pytest_skilltrigger.report_terminal import summary_lines
-from pytest_skilltrigger.sampler import SamplingPlan
+from pytest_skilltrigger.sampler import BUDGET_REACHED, SamplingPlan
 from pytest_skilltrigger.session import TriggerSession
 from pytest_skilltrigger.store import ResultStore
 from pytest_skilltrigger.summary import SessionResults
 
 RUNTIME_KEY = pytest.StashKey["PluginRuntime"]()
+RUNTIME_HOOKS = "skilltrigger-runtime"
+HTML_HOOKS = "skilltrigger-html"
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -56,8 +59,7 @@ class PluginRuntime:
         self.worker = is_worker(config)
         given, ini = options.skill_paths(config)
         self.given_paths = given
-        self.ini_paths = self._ini_in_play(given, ini)
-        ini = self.ini_paths
+        self.ini_paths = ini = self._ini_in_play(given, ini)
         cache = getattr(config, "cache", None)
         default_store = None
         if cache is not None:
@@ -96,12 +98,10 @@ class PluginRuntime:
         must not stop ``pytest tests/test_app.py`` or ``pytest skills/other``, which never
         collect it.
         """
-        explicit = self.config.args_source == pytest.Config.ArgsSource.ARGS
-        if not explicit:
+        if not _explicit(self.config):
             return [] if given else ini  # --skill-path alone collects only those skills
         in_play: list[str] = []
-        for arg in self.config.args:
-            chosen = os.path.abspath(arg.split("::")[0])
+        for chosen in _arg_paths(self.config.args):
             for path in ini:
                 if _within(path, chosen):  # the argument holds the whole ini folder
                     found = path
@@ -149,7 +149,7 @@ class PluginRuntime:
         Skills from the ``skill_paths`` ini key join a run without explicit paths (``pytest``)
         and follow pytest's own selection otherwise (``pytest tests/test_x.py`` leaves them).
         """
-        explicit = self.config.args_source == pytest.Config.ArgsSource.ARGS
+        explicit = _explicit(self.config)
         if self.given_paths:
             args = list(self.config.args) if explicit else []
             extra = self.given_paths
@@ -158,7 +158,7 @@ class PluginRuntime:
             extra = self.ini_paths
         else:
             return
-        covered = [os.path.abspath(a.split("::")[0]) for a in args]
+        covered = _arg_paths(args)
         for path in extra:
             if not any(_within(path, c) for c in covered):
                 args.append(path)
@@ -180,12 +180,26 @@ class PluginRuntime:
         return node
 
     # -- running -----------------------------------------------------------------------
-    def begin_run(self, items: list[pytest.Item]) -> None:
-        """Controller or plain run, before any item: open the store (so only this process
-        ever creates it; xdist workers only read it) and start every item's runs."""
-        if self.targets:
-            self.start_session()
-        self.prefetch(items)
+    def begin_run(self, session: pytest.Session) -> None:
+        """Plain run, before any item: start every item's runs. (An xdist worker starts its
+        items' runs as they are handed to it, see :func:`upcoming_items`.)"""
+        if not self.worker and not self.config.option.collectonly:
+            self.prefetch(session.items)
+
+    def register(self, hooks: object) -> None:
+        """Register the hooks that receive no ``config`` (bound to this runtime), and the
+        pytest-html columns when an HTML report is being written."""
+        manager = self.config.pluginmanager
+        manager.register(hooks, RUNTIME_HOOKS)
+        if manager.hasplugin("html") and self.config.getoption("htmlpath", None):
+            manager.register(PytestHtmlHooks(), HTML_HOOKS)
+
+    def unregister(self) -> None:
+        manager = self.config.pluginmanager
+        for name in (RUNTIME_HOOKS, HTML_HOOKS):
+            hooks = manager.get_plugin(name)
+            if hooks is not None:
+                manager.unregister(hooks)
 
     def prefetch(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
@@ -408,7 +422,7 @@ class PluginRuntime:
             1
             for skill in self.results.skills.values()
             for row in skill.rows.values()
-            if "budget" in (row["result"].get("skipped") or "")
+            if (row["result"].get("skipped") or "").startswith(BUDGET_REACHED)
         )
         if over_budget:
             reporter.write_line(
@@ -453,6 +467,16 @@ def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
 
 def runtime_of(config: pytest.Config) -> PluginRuntime | None:
     return config.stash.get(RUNTIME_KEY, None)
+
+
+def _explicit(config: pytest.Config) -> bool:
+    """True when the command line named what to run (pytest's own selection applies)."""
+    return config.args_source == pytest.Config.ArgsSource.ARGS
+
+
+def _arg_paths(args: list[str]) -> list[str]:
+    """The file system paths of pytest arguments (``path::node`` ids included), absolute."""
+    return [os.path.abspath(a.split("::")[0]) for a in args]
 
 
 def _within(path: str, folder: str) -> bool:

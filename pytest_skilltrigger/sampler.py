@@ -40,6 +40,8 @@ class SamplingPlan:
     fresh: bool = False
 
 
+BUDGET_REACHED = "cost budget"  # how a skip for the budget starts (reports count them)
+
 # (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
 QueryIdent = tuple[str, str, int, float, bool, bool]
 
@@ -210,7 +212,7 @@ class Sampler:
             if allowed is None:
                 with self._lock:
                     state.skipped = (
-                        f"cost budget of ${self.guard.budget_usd:.2f} reached; no new calls"
+                        f"{BUDGET_REACHED} of ${self.guard.budget_usd:.2f} reached; no new calls"
                     )
                     state.pending -= 1
                     done = self._advance(state)

@@ -9,7 +9,6 @@ by reading the result back; if nothing reads back exactly, nothing is written.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from collections.abc import Callable
@@ -271,14 +270,10 @@ def _candidates(new: str, extent: _Extent, eol: str) -> list[str]:
             makers.append(lambda: _folded_one_line(new, extent.indent, eol))
         makers.append(lambda: _literal_block(new, extent.indent, eol))
     makers.append(lambda: _double_quoted(new))
-    found = []
-    for make in makers:
-        rendered = make()
-        if rendered is not None and extent.comment:
-            rendered = _with_comment(rendered, extent.comment, eol)
-        if rendered is not None and rendered not in found:
-            found.append(rendered)
-    return found
+    renderings = [r for r in (make() for make in makers) if r is not None]
+    if extent.comment:  # with the header comment first; without it if it cannot come along
+        renderings = [_with_comment(r, extent.comment, eol) for r in renderings] + renderings
+    return list(dict.fromkeys(renderings))
 
 
 def _with_comment(rendered: str, comment: str, eol: str) -> str:
@@ -352,11 +347,7 @@ def replace_description(text: str, new_description: str, where: str) -> str:
     else:
         extent = _lenient_extent(text, span.start, fm, where)
     eol = _eol_at(text, extent.start)
-    candidates = _candidates(new_description, extent, eol)
-    if extent.comment:  # if the comment cannot come along, the description still can
-        plain = dataclasses.replace(extent, comment="")
-        candidates += [c for c in _candidates(new_description, plain, eol) if c not in candidates]
-    for rendered in candidates:
+    for rendered in _candidates(new_description, extent, eol):
         new_text = text[: extent.start] + extent.lead + rendered + text[extent.end :]
         if _reads_back(
             new_text, new_description, parsed.mapping, parsed.strict, body, extent, where
