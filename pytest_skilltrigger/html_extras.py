@@ -12,20 +12,19 @@ type html are inserted as markup by pytest-html's page script, so every value is
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
+from pytest_skilltrigger.outcome import format_chosen
+from pytest_skilltrigger.report_html import escape_html
+from pytest_skilltrigger.summary import format_ratio
+
 __all__ = ["PytestHtmlHooks", "add_extras", "trigger_properties"]
 
 PROPERTY_KEYS = ("trigger_rate", "triggers", "runs", "chosen")
-
-
-def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def trigger_properties(report: Any) -> dict[str, Any]:
@@ -79,17 +78,7 @@ def _extra_payload(report: Any) -> dict[str, Any] | None:
 def _extra_html(payload: dict[str, Any]) -> str:
     """A small escaped table for the expanded row of a test in the pytest-html page."""
     expected = "should trigger" if payload["should_trigger"] else "should not trigger"
-    rate = payload["trigger_rate"]
-    rate_text = f"{rate:.2f}" if isinstance(rate, (int, float)) else "—"
-    chosen = payload["chosen"]
-    chosen_text = (
-        ", ".join(
-            f"{name} ×{count}"
-            for name, count in sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
-        )
-        if chosen
-        else "nothing"
-    )
+    rate_text = format_ratio(payload["trigger_rate"], "—")
     rows = [
         ("Skill", payload["skill"]),
         ("Query", payload["query"]),
@@ -99,7 +88,7 @@ def _extra_html(payload: dict[str, Any]) -> str:
             f"{rate_text} ({payload['triggers']}/{payload['runs']} runs, "
             f"threshold {payload['threshold']})",
         ),
-        ("Model chose", chosen_text),
+        ("Model chose", format_chosen(payload["chosen"])),
     ]
     if payload["errors"]:
         rows.append(("Errors", "; ".join(str(e) for e in payload["errors"])))
@@ -107,7 +96,7 @@ def _extra_html(payload: dict[str, Any]) -> str:
         rows.append(("Skipped", payload["skipped"]))
     for key, value in (payload["extra"] or {}).items():
         rows.append((f"extra: {key}", value))
-    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><th>{escape_html(k)}</th><td>{escape_html(v)}</td></tr>" for k, v in rows)
     return f'<table class="skilltrigger-extra">{body}</table>'
 
 
@@ -137,15 +126,14 @@ class PytestHtmlHooks:
 
     def pytest_html_results_table_row(self, report: Any, cells: list[str]) -> None:
         props = trigger_properties(report)
-        rate = props.get("trigger_rate")
-        rate_text = f"{rate:.2f}" if isinstance(rate, (int, float)) else ""
+        rate_text = format_ratio(props.get("trigger_rate"), "")
         runs_text = (
             f"{props['triggers']}/{props['runs']}"
             if "triggers" in props and "runs" in props
             else ""
         )
-        cells.insert(2, f'<td class="col-triggerRate">{_e(rate_text)}</td>')
-        cells.insert(3, f'<td class="col-triggerRuns">{_e(runs_text)}</td>')
+        cells.insert(2, f'<td class="col-triggerRate">{escape_html(rate_text)}</td>')
+        cells.insert(3, f'<td class="col-triggerRuns">{escape_html(runs_text)}</td>')
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -191,6 +191,14 @@ class QueryResult:
         }
 
 
+def format_chosen(chosen: Any) -> str:
+    """What the model chose, compactly for reports: ``skill:x ×2, text ×1``, most first."""
+    if not isinstance(chosen, dict) or not chosen:
+        return "nothing"
+    items = sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
+    return ", ".join(f"{name} ×{count}" for name, count in items)
+
+
 def describe_chosen(chosen: dict[str, int], exclude: str | None = None) -> str:
     """What the model chose, in words: ``{"skill:x": 2, "text": 1}`` -> "skill 'x' x2, ..."."""
     items = [(k, v) for k, v in chosen.items() if k != exclude]

@@ -19,6 +19,9 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
+from pytest_skilltrigger.outcome import format_chosen
+from pytest_skilltrigger.summary import format_ratio
+
 __all__ = ["render_html"]
 
 #: How many characters of a query the column header shows (the full text is in ``title``).
@@ -84,9 +87,12 @@ tr.invalid > td.desc-cell, tr.interrupted > td.desc-cell { color: #57606a; }
 """
 
 
-def _e(value: Any) -> str:
+def escape_html(value: Any) -> str:
     """Escape any value for text or a quoted attribute: every user string passes here."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+_e = escape_html  # short name: it wraps every user string in the templates below
 
 
 def _score(passed: Any, total: Any) -> str:
@@ -128,13 +134,6 @@ def _index(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str,
     return out
 
 
-def _chosen_text(chosen: Any) -> str:
-    if not isinstance(chosen, dict) or not chosen:
-        return "nothing"
-    items = sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
-    return ", ".join(f"{name} ×{count}" for name, count in items)
-
-
 def _query_header(query: str, row: dict[str, Any], split: str) -> str:
     positive = bool(row.get("should_trigger"))
     badge = (
@@ -159,9 +158,9 @@ def _cell(row: dict[str, Any] | None, split: str) -> str:
     runs = row.get("runs") or 0
     triggers = row.get("triggers") or 0
     rate = row.get("trigger_rate")
-    rate_text = f"{float(rate):.2f}" if isinstance(rate, (int, float)) else "—"
+    rate_text = format_ratio(rate, "—")
     tip = [f"trigger rate {rate_text} ({triggers}/{runs} runs)"]
-    tip.append(f"chose: {_chosen_text(row.get('chosen'))}")
+    tip.append(f"chose: {format_chosen(row.get('chosen'))}")
     if row.get("skipped"):
         kind, mark, label = "skipped", "–", "skipped"
         tip.append(f"skipped: {row.get('skipped')}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilltrigger.context import one_line
+from pytest_skilltrigger.outcome import format_chosen
 from pytest_skilltrigger.summary import format_ratio
 
 
@@ -44,7 +45,7 @@ def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -
                 observed = "error: " + str(row["error"])
             else:
                 observed = f"{row['triggers']}/{row['runs']}"
-            chosen = ", ".join(f"{k} x{v}" for k, v in row.get("chosen", {}).items())
+            chosen = format_chosen(row.get("chosen"))
             lines.append(
                 f"| {_cell(row['query'])} | {expected} | {_cell(observed)} | {_cell(chosen)} |"
             )

@@ -15,9 +15,10 @@ from pytest_skilltrigger.cost import cost_usd, price_of
 from pytest_skilltrigger.outcome import QueryResult, Usage
 
 
-def format_ratio(value: float | None) -> str:
-    """A precision/recall/accuracy for people: two decimals, or n/a when undefined."""
-    return "n/a" if value is None else f"{value:.2f}"
+def format_ratio(value: Any, missing: str = "n/a") -> str:
+    """A rate, precision, recall or accuracy for people: two decimals, or ``missing`` when
+    undefined (None, or not a number in a report read back)."""
+    return f"{value:.2f}" if isinstance(value, int | float) else missing
 
 
 def summarize(
