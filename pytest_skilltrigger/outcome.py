@@ -6,6 +6,7 @@ each has ``to_dict`` / ``from_dict`` using only JSON-able builtins.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -189,6 +190,16 @@ class QueryResult:
             "skipped": self.skipped,
             "chosen": self.chosen,
         }
+
+
+def passed(results: Sequence[QueryResult]) -> int:
+    """How many of these queries passed (errored or skipped ones did not)."""
+    return sum(1 for r in results if r.passed)
+
+
+def format_score(results: Sequence[QueryResult]) -> str:
+    """A set's score as the reference writes it: ``passed/total``."""
+    return f"{passed(results)}/{len(results)}"
 
 
 def format_chosen(chosen: Any) -> str:

@@ -1,6 +1,6 @@
 """Running the improvement rounds for every skill of a session, with their reports.
 
-After each iteration the HTML report, the results folder and the JSON snapshot are rewritten
+After each iteration the HTML report and the results folder (with its JSON) are rewritten
 (atomically), so a browser that reloads follows the run and an interrupted run keeps what it
 finished. SKILL.md is rewritten only when the best description beats the start on test and
 keeps its lead when both are measured again on fresh runs; only the description's value
@@ -21,11 +21,12 @@ from pytest_skilltrigger.backends.anthropic_api import credentials_configured
 from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.errors import InputError
 from pytest_skilltrigger.interrupts import sigterm_as_interrupt
-from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize, passed
+from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
 from pytest_skilltrigger.optimizer.proposer import AnthropicAsk, DescriptionProposer, Proposal
-from pytest_skilltrigger.outcome import QueryResult, Usage
+from pytest_skilltrigger.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.report_html import render_html
+from pytest_skilltrigger.report_json import write_report
 from pytest_skilltrigger.session import TriggerSession
 from pytest_skilltrigger.settings import DEFAULT_MODEL
 from pytest_skilltrigger.skill_rewrite import FileChangedError, write_description
@@ -59,12 +60,10 @@ class OptimizationDriver:
         session: TriggerSession,
         options: OptimizeOptions,
         log: Callable[[str], None],
-        snapshot: Callable[[dict[str, dict[str, Any]]], None] | None = None,
     ) -> None:
         self.session = session
         self.options = options
         self.log = log
-        self.snapshot = snapshot
         self.runs: dict[str, Optimization] = {}
         self.started = time.monotonic()
         self.results_dir: str | None = None
@@ -153,7 +152,7 @@ class OptimizationDriver:
         if it.evaluated:
             self.log(
                 f"{run.target.name} iteration {it.iteration}/{total}: "
-                f"train {passed(it.train)}/{len(it.train)}, test {passed(it.test)}/{len(it.test)}, "
+                f"train {format_score(it.train)}, test {format_score(it.test)}, "
                 f"{elapsed:.1f}s, {tokens:,} tokens"
             )
         else:
@@ -163,25 +162,20 @@ class OptimizationDriver:
         self._publish()
 
     def _publish(self) -> None:
-        """Rewrite the HTML report, the results folder and the JSON snapshot."""
+        """Rewrite the HTML report and the results folder (nothing to do without them)."""
+        if not (self.options.report_path or self.results_dir):
+            return
         skills = [
             {"skill_name": run.target.name, "skill_path": run.target.skill.path, **run.to_dict()}
             for run in self.runs.values()
         ]
         running = not all(run.exit_reason for run in self.runs.values())
-        page = render_html(skills, running=running) if (
-            self.options.report_path or self.results_dir
-        ) else ""
+        page = render_html(skills, running=running)
         if self.options.report_path:
             atomic_write_text(self.options.report_path, page)
         if self.results_dir:
             atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
-            atomic_write_text(
-                os.path.join(self.results_dir, "results.json"),
-                json.dumps({"skills": skills}, indent=2, ensure_ascii=False) + "\n",
-            )
-        if self.snapshot:
-            self.snapshot(self.extra())
+            write_report(os.path.join(self.results_dir, "results.json"), {"skills": skills})
 
     def _save_proposal(self, run: Optimization, number: int, proposal: Proposal | None) -> None:
         if not self.results_dir or proposal is None:
@@ -215,8 +209,7 @@ class OptimizationDriver:
         start = run.evaluated()[0] if run.evaluated() else None
         if start is not None:
             self.log(
-                f"    train {passed(start.train)}/{len(start.train)}, "
-                f"test {passed(start.test)}/{len(start.test)}"
+                f"    train {format_score(start.train)}, test {format_score(start.test)}"
             )
         self.log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
         self.log(f"    train {data['best_train_score']}, test {data['best_test_score']}")

@@ -26,16 +26,12 @@ from pytest_skilltrigger.catalog import Target
 from pytest_skilltrigger.evalset import EvalEntry
 from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt
 from pytest_skilltrigger.optimizer.split import split_entries
-from pytest_skilltrigger.outcome import QueryResult, Usage
+from pytest_skilltrigger.outcome import QueryResult, Usage, format_score, passed
 from pytest_skilltrigger.session import TriggerSession
 
 
 class Proposer(Protocol):
     def propose(self, prompt: str) -> Proposal: ...
-
-
-def passed(results: list[QueryResult]) -> int:
-    return sum(1 for r in results if r.passed)
 
 
 @dataclass
@@ -117,8 +113,7 @@ class Confirmation:
                 f"not confirmed: {self.missing} of the fresh samplings errored or were skipped"
             )
         scores = (
-            f"best {passed(self.best)}/{len(self.best)}, "
-            f"start {passed(self.start)}/{len(self.start)}"
+            f"best {format_score(self.best)}, start {format_score(self.start)}"
         )
         return f"{scores}: {'the lead holds' if self.holds else 'the lead does not hold'}"
 
@@ -126,8 +121,8 @@ class Confirmation:
         return {
             "best_iteration": self.best_iteration,
             "on": self.on,
-            "start_score": f"{passed(self.start)}/{len(self.start)}",
-            "best_score": f"{passed(self.best)}/{len(self.best)}",
+            "start_score": format_score(self.start),
+            "best_score": format_score(self.best),
             "holds": self.holds,
             "complete": self.complete,
             "verdict": self.verdict(),
@@ -196,17 +191,16 @@ class Optimization:
         best = self.best() if evaluated else None
         last = evaluated[-1] if evaluated else None
 
-        def score(results: list[QueryResult]) -> str:
-            return f"{passed(results)}/{len(results)}"
-
         return {
             "exit_reason": self.exit_reason,
             "original_description": self.target.description,
             "best_description": best.description if best else self.target.description,
             "best_iteration": best.iteration if best else None,
-            "best_score": score(best.test if self.test_entries else best.train) if best else None,
-            "best_train_score": score(best.train) if best else None,
-            "best_test_score": score(best.test) if best else None,
+            "best_score": (
+                format_score(best.test if self.test_entries else best.train) if best else None
+            ),
+            "best_train_score": format_score(best.train) if best else None,
+            "best_test_score": format_score(best.test) if best else None,
             "final_description": last.description if last else self.target.description,
             "iterations_run": len(self.iterations),
             "holdout": self.holdout,
@@ -240,6 +234,8 @@ def optimize(
     run = Optimization(target, holdout, train, test)
     description = target.description
     proposal: Proposal | None = None
+    # iteration 1 reuses the items' results, but samples again what errored or was skipped
+    measured = {i: r for i, r in (initial or {}).items() if r.passed is not None}
     try:
         for number in range(1, max_iterations + 1):
             started = time.monotonic()
@@ -262,9 +258,7 @@ def optimize(
                         on_iteration(run, it)
                     continue
                 description = proposal.description
-            # reuse measured results, but sample again what errored or was skipped
-            known = {i: r for i, r in (initial or {}).items() if r.passed is not None}
-            known = known if number == 1 else {}
+            known = measured if number == 1 else {}
             results = _evaluate(session, target, description, train + test, known)
             it = Iteration(
                 number,

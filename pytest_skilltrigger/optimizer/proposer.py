@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from pytest_skilltrigger.errors import AskError
-from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen
+from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen, format_score
 from pytest_skilltrigger.redact import redact
 from pytest_skilltrigger.skill import description_problems
 
@@ -30,8 +30,7 @@ class Attempt:
 
     @property
     def train_score(self) -> str:
-        passed = sum(1 for r in self.train_results if r.passed)
-        return f"{passed}/{len(self.train_results)}"
+        return format_score(self.train_results)
 
 
 @dataclass
