@@ -114,12 +114,8 @@ def _columns(history: list[dict[str, Any]], key: str) -> list[tuple[str, int, di
     """
     seen: dict[tuple[str, int], dict[str, Any]] = {}
     for entry in history:
-        counts: dict[str, int] = {}
-        for row in entry.get(key) or []:
-            query = str(row.get("query", ""))
-            nth = counts.get(query, 0)
-            counts[query] = nth + 1
-            seen.setdefault((query, nth), row)
+        for ident, row in _index(entry.get(key) or []).items():
+            seen.setdefault(ident, row)
     return [(q, n, row) for (q, n), row in seen.items()]
 
 

@@ -38,10 +38,9 @@ def runs_still_needed(triggers: int, misses: int, runs: int, threshold: float) -
     done = triggers + misses
     if done >= runs:
         return 0
-    if done == 0:
-        # even when the threshold decides alone (0, or above 1), a verdict needs a rate
-        return max(1, _first_wave(runs, threshold))
     need = triggers_needed(runs, threshold)
+    if done == 0 and not 0 < need <= runs:
+        return 1  # the threshold decides alone (0, or above 1), but a verdict needs a rate
     if triggers >= need:
         return 0  # rate >= threshold whatever comes next
     if triggers + (runs - done) < need:
@@ -50,9 +49,3 @@ def runs_still_needed(triggers: int, misses: int, runs: int, threshold: float) -
     to_certain_miss = (runs - need + 1) - misses
     return min(to_certain_trigger, to_certain_miss, runs - done)
 
-
-def _first_wave(runs: int, threshold: float) -> int:
-    need = triggers_needed(runs, threshold)
-    if need <= 0 or need > runs:
-        return 0
-    return min(need, runs - need + 1, runs)
