@@ -135,10 +135,9 @@ class Sampler:
         self.fatal: str | None = None
         self._pool = DaemonPool(max(1, concurrency))
         self._lock = threading.Lock()
-        self._queries: dict[QueryIdent, Future[QueryResult]] = {}
+        self._queries: dict[QueryIdent, _Query] = {}  # every sampling, finished or not
         self._keys: dict[TriggerContext, str] = {}
         self._closed = False
-        self._open: dict[QueryIdent, _Query] = {}
 
     def context_key(self, context: TriggerContext) -> str:
         with self._lock:
@@ -158,12 +157,10 @@ class Sampler:
         with self._lock:
             existing = self._queries.get(ident)
             if existing is not None:
-                return _as_expected(existing, should_trigger)
+                return _as_expected(existing.future, should_trigger)
             future: Future[QueryResult] = Future()
-            self._queries[ident] = future
-        state = _Query(ident, context, query, should_trigger, plan, future)
-        with self._lock:
-            self._open[ident] = state
+            state = _Query(ident, context, query, should_trigger, plan, future)
+            self._queries[ident] = state
         if self.store is not None and self.cache_mode == "use" and not plan.fresh:
             state.outcomes.extend(self.store.lookup(key, query, plan.runs))
         with self._lock:
@@ -193,7 +190,6 @@ class Sampler:
             if state.finished:
                 return
             state.finished = True
-            self._open.pop(state.ident, None)
         result = state.result()
         storing = self.store is not None and self.write_store and not state.plan.fresh
         if storing and not state.skipped:
@@ -232,22 +228,19 @@ class Sampler:
         with self._lock:
             state.outcomes.append(outcome)
             state.pending -= 1
-            try:
-                done = self._advance(state)
-            except RuntimeError:  # the pool was shut down under us (interrupted session)
-                state.skipped = state.skipped or "interrupted"
-                done = True
+            done = self._advance(state)
         if done:
             self._finish(state)
 
     def close(self, wait: bool = True) -> None:
         """Stop accepting work; with ``wait=False`` abandon queued runs (Ctrl-C)."""
-        if self._closed:
-            return
-        self._closed = True
+        with self._lock:  # under the lock: no wave is issued once this is set
+            if self._closed:
+                return
+            self._closed = True
         self._pool.shutdown(wait=wait)
         with self._lock:
-            abandoned = list(self._open.values())
+            abandoned = [state for state in self._queries.values() if not state.finished]
         for state in abandoned:
             state.skipped = state.skipped or "interrupted"
             self._finish(state)
