@@ -10,7 +10,6 @@ read leniently with a warning instead of being rejected.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import os
 import re
 from dataclasses import dataclass
@@ -113,9 +112,35 @@ def _yaml_problem(exc: BaseException, line_offset: int) -> str:
     return problem or type(exc).__name__
 
 
-def _strict_load(fm: str) -> Any:
-    """``yaml.safe_load``; any failure (YAML error, bad date, deep nesting) propagates."""
-    return yaml.safe_load(fm)
+class TextKeysLoader(yaml.SafeLoader):
+    """``SafeLoader`` that reads a top-level ``name`` or ``description`` as the text written.
+
+    YAML 1.1 turns ``yes``, ``1.0`` or ``2024-01-01`` into a bool, a float or a date; Claude
+    Code reads such a value as text, so a skill's reader must too (a rewrite still checks its
+    output with plain ``SafeLoader``, so it quotes such values).
+    """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if (
+                    isinstance(key, yaml.ScalarNode)
+                    and key.value in ("name", "description")
+                    and isinstance(value, yaml.ScalarNode)
+                    and value.tag in _TYPED_TAGS
+                ):
+                    value.tag = "tag:yaml.org,2002:str"
+        return super().construct_document(node)
+
+
+_TYPED_TAGS = frozenset(
+    f"tag:yaml.org,2002:{kind}" for kind in ("bool", "int", "float", "timestamp")
+)
+
+
+def _strict_load(fm: str, loader: type[yaml.SafeLoader]) -> Any:
+    """Load with ``loader``; any failure (YAML error, bad date, deep nesting) propagates."""
+    return yaml.load(fm, Loader=loader)
 
 
 def _split_chunks(fm: str) -> list[tuple[int, list[str]]]:
@@ -183,7 +208,7 @@ def _lenient_value(rest: str, continuation: list[str]) -> str:
     return value
 
 
-def _lenient_load(fm: str) -> dict:
+def _lenient_load(fm: str, loader: type[yaml.SafeLoader]) -> dict:
     """Read each top-level entry on its own; fall back to lines for name and description.
 
     Entries that are valid YAML by themselves (nested ``metadata``, lists) keep their real
@@ -194,7 +219,7 @@ def _lenient_load(fm: str) -> dict:
     for _, chunk in _split_chunks(fm):
         text = "\n".join(chunk) + "\n"
         try:
-            loaded = yaml.safe_load(text)
+            loaded = yaml.load(text, Loader=loader)
         except Exception:  # fall through to the line reading
             loaded = None
         if isinstance(loaded, dict):
@@ -206,16 +231,21 @@ def _lenient_load(fm: str) -> dict:
     return mapping
 
 
-def read_yaml_mapping(fm: str, where: str, line_offset: int = 1) -> ParsedYaml:
+def read_yaml_mapping(
+    fm: str,
+    where: str,
+    line_offset: int = 1,
+    loader: type[yaml.SafeLoader] = yaml.SafeLoader,
+) -> ParsedYaml:
     """Read frontmatter text strictly, or leniently with a warning when strict YAML fails.
 
     ``line_offset`` is the number of file lines before ``fm`` (the opening ``---``), so that
     the warning points at the right line of SKILL.md.
     """
     try:
-        loaded = _strict_load(fm)
+        loaded = _strict_load(fm, loader)
     except Exception as exc:  # YAML, date and recursion errors alike
-        mapping = _lenient_load(fm)
+        mapping = _lenient_load(fm, loader)
         if not mapping:
             raise InputError(
                 where, f"frontmatter is not readable YAML ({_yaml_problem(exc, line_offset)})"
@@ -229,7 +259,7 @@ def read_yaml_mapping(fm: str, where: str, line_offset: int = 1) -> ParsedYaml:
         return ParsedYaml({}, True, ())
     if isinstance(loaded, dict):
         return ParsedYaml(loaded, True, ())
-    mapping = _lenient_load(fm)
+    mapping = _lenient_load(fm, loader)
     if not mapping:
         raise InputError(
             where, f"frontmatter is not a YAML mapping (it reads as {type(loaded).__name__})"
@@ -245,7 +275,7 @@ def parse_frontmatter(text: str, where: str) -> tuple[dict, str, list[str]]:
     Whether ``description`` is present is checked by :func:`read_skill`.
     """
     span = locate_frontmatter(text, where)
-    parsed = read_yaml_mapping(text[span.start : span.end], where)
+    parsed = read_yaml_mapping(text[span.start : span.end], where, loader=TextKeysLoader)
     return dict(parsed.mapping), text[span.body_start :], list(parsed.warnings)
 
 
@@ -259,29 +289,13 @@ def decode_skill_md(raw: bytes, where: str) -> str:
         ) from None
 
 
-def _scalar_text(text: str, key: str, where: str) -> str | None:
-    """The text of a top-level scalar exactly as written (no type resolution), if any."""
-    span = locate_frontmatter(text, where)
-    try:
-        node = yaml.compose(text[span.start : span.end].replace("\r\n", "\n"))
-    except yaml.YAMLError:
-        return None
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == key and isinstance(v, yaml.ScalarNode):
-                return str(v.value)
-    return None
-
-
 def _name_from(frontmatter: dict, folder_name: str, where: str) -> tuple[str, list[str]]:
     """The skill's name; the folder name (with a warning) when the frontmatter has none."""
     value = frontmatter.get("name")
     if value is None or value == "":
         return folder_name, [f"{where}: no 'name' in frontmatter; using the folder name"]
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+    if not isinstance(value, str):  # typed scalars already read as text (TextKeysLoader)
         raise InputError(where, f"'name' must be a string, not {type(value).__name__}")
-    if not isinstance(value, str):
-        return str(value), [f"{where}: 'name' reads as a {type(value).__name__}, used as text"]
     return value, []
 
 
@@ -304,14 +318,6 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
         raise InputError(skill_md, f"cannot be read ({exc.strerror or exc})") from None
     text = decode_skill_md(raw, skill_md)
     frontmatter, body, warnings = parse_frontmatter(text, skill_md)
-    for key in ("name", "description"):
-        value = frontmatter.get(key)
-        if isinstance(value, (bool, int, float, datetime.date)):
-            # YAML 1.1 types `yes`, `2024-01-01` or `1.0`; Claude Code reads such a value as
-            # the text written, so do we
-            raw_text = _scalar_text(text, key, skill_md)
-            if raw_text is not None:
-                frontmatter = {**frontmatter, key: raw_text}
     description = frontmatter.get("description")
     if description is None:
         raise InputError(skill_md, "frontmatter has no 'description'")

@@ -248,6 +248,21 @@ def test_yaml_typed_scalars_read_as_the_text_written(tmp_path: Path, written: st
     assert read_skill(folder).description == written
 
 
+@pytest.mark.parametrize("written", ["yes", "2024-01-01", "1.0"])
+def test_typed_scalars_read_as_text_also_in_leniently_read_frontmatter(
+    tmp_path: Path, written: str
+) -> None:
+    from pytest_skilltrigger.skill import read_skill
+
+    folder = tmp_path / "typed"
+    folder.mkdir()
+    broken = f"---\nname: {written}\nlicense: a: b\ndescription: {written}\n---\nbody\n"
+    (folder / "SKILL.md").write_text(broken)
+    skill = read_skill(folder)
+    assert (skill.name, skill.description) == (written, written)
+    assert any("read leniently" in w for w in skill.warnings)
+
+
 def test_atomic_write_keeps_a_symlinked_file_a_symlink(tmp_path: Path) -> None:
     from pytest_skilltrigger.atomic import atomic_write_text
 
