@@ -274,10 +274,10 @@ def fill_store(store: Path, skill: Path, entries: Sequence[dict[str, Any]], runs
     faster than filling it through the fake server when there are thousands of entries.
     """
     os.environ.setdefault("ANTHROPIC_API_KEY", "test-key")
-    from pytest_skilltrigger.backends.anthropic_api import AnthropicBackend
-    from pytest_skilltrigger.catalog import load_targets
-    from pytest_skilltrigger.outcome import RunOutcome
-    from pytest_skilltrigger.store import ResultStore
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+    from pytest_skilltrigger.engine.outcome import RunOutcome
+    from pytest_skilltrigger.engine.store import ResultStore
+    from pytest_skilltrigger.skills.catalog import load_targets
 
     target = load_targets([str(skill)])[0]
     backend = AnthropicBackend(model=MODEL)

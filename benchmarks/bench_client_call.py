@@ -74,7 +74,7 @@ def measure(fn: Callable[[int], object], n: int, threads: int) -> float:
 
 def sdk_create(client, context, queries: list[str], n: int, threads: int) -> float:
     """``messages.create`` as most SDK code calls it: streamed, lines decoded, JSON parsed."""
-    from pytest_skilltrigger.backends.request import build_request
+    from pytest_skilltrigger.backends.api.request import build_request
 
     def run(i: int) -> None:
         request = build_request(context, queries[i], MODEL)
@@ -95,8 +95,8 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["ANTHROPIC_API_KEY"] = "test-key"
     os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
-    from pytest_skilltrigger.backends.anthropic_api import TRANSPORT_ENV, AnthropicBackend
-    from pytest_skilltrigger.context import TriggerContext
+    from pytest_skilltrigger.backends.api.backend import TRANSPORT_ENV, AnthropicBackend
+    from pytest_skilltrigger.engine.context import TriggerContext
 
     context = TriggerContext(SKILL_NAME, "Reconcile bank ledgers against invoices.")
     queries = [f"reconcile ledger batch {i} against invoices" for i in range(n + 1)]

@@ -25,16 +25,16 @@ from typing import Any
 import pytest
 import yaml
 
+from pytest_skilltrigger.backends.api.sse import decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.claude_code import (
+from pytest_skilltrigger.backends.claude_code.backend import (
     ClaudeCodeBackend,
     credential_store_dir,
     read_stream,
     skill_file,
 )
-from pytest_skilltrigger.backends.sse import decide
-from pytest_skilltrigger.context import ListedSkill, TriggerContext
-from pytest_skilltrigger.redact import redact
+from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.support.redact import redact
 
 # -- recorded lines -----------------------------------------------------------------------------
 
@@ -704,8 +704,8 @@ def test_sigterm_kills_live_runs_and_removes_workspaces(
         f"""
         import sys, threading, time
         sys.path.insert(0, {str(root_dir)!r})
-        from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend
-        from pytest_skilltrigger.context import TriggerContext
+        from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+        from pytest_skilltrigger.engine.context import TriggerContext
         backend = ClaudeCodeBackend(claude_bin={str(script)!r}, timeout=60)
         print(backend._root, flush=True)
         context = TriggerContext("pdf-tools", "Merge PDF files.")

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.cost import CostGuard, cost_usd
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.evalset import parse_eval_set
-from pytest_skilltrigger.outcome import RunOutcome, Usage
-from pytest_skilltrigger.sampler import Sampler, SamplingPlan
-from pytest_skilltrigger.store import ResultStore
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.cost import CostGuard, cost_usd
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
+from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.skills.evalset import parse_eval_set
+from pytest_skilltrigger.support.errors import InputError
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 
@@ -200,9 +200,9 @@ def test_skill_warnings_show_in_the_warnings_summary(
 
 
 def test_an_outage_never_makes_a_description_look_better(tmp_path: Path) -> None:
-    from pytest_skilltrigger.catalog import load_targets
+    from pytest_skilltrigger.engine.outcome import QueryResult
     from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
-    from pytest_skilltrigger.outcome import QueryResult
+    from pytest_skilltrigger.skills.catalog import load_targets
 
     folder = make_skill(tmp_path, [("merge these PDF documents", True), ("write a poem", False)])
     (target,) = load_targets([str(folder)])
@@ -240,7 +240,7 @@ def test_an_outage_never_makes_a_description_look_better(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("written", ["yes", "On", "2024-01-01", "1.0", "true"])
 def test_yaml_typed_scalars_read_as_the_text_written(tmp_path: Path, written: str) -> None:
-    from pytest_skilltrigger.skill import read_skill
+    from pytest_skilltrigger.skills.skill import read_skill
 
     folder = tmp_path / "typed"
     folder.mkdir()
@@ -252,7 +252,7 @@ def test_yaml_typed_scalars_read_as_the_text_written(tmp_path: Path, written: st
 def test_typed_scalars_read_as_text_also_in_leniently_read_frontmatter(
     tmp_path: Path, written: str
 ) -> None:
-    from pytest_skilltrigger.skill import read_skill
+    from pytest_skilltrigger.skills.skill import read_skill
 
     folder = tmp_path / "typed"
     folder.mkdir()
@@ -264,7 +264,7 @@ def test_typed_scalars_read_as_text_also_in_leniently_read_frontmatter(
 
 
 def test_atomic_write_keeps_a_symlinked_file_a_symlink(tmp_path: Path) -> None:
-    from pytest_skilltrigger.atomic import atomic_write_text
+    from pytest_skilltrigger.support.atomic import atomic_write_text
 
     real = tmp_path / "shared" / "SKILL.md"
     real.parent.mkdir()

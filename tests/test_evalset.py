@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.evalset import (
+from pytest_skilltrigger.skills.evalset import (
     EVAL_SET_NAMES,
     EvalEntry,
     EvalSet,
@@ -17,6 +16,7 @@ from pytest_skilltrigger.evalset import (
     load_eval_set,
     parse_eval_set,
 )
+from pytest_skilltrigger.support.errors import InputError
 
 
 def write(folder: Path, text: str, name: str = "trigger-eval.json", encoding="utf-8") -> Path:

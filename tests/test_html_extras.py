@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from pytest_skilltrigger.html_extras import PytestHtmlHooks, trigger_properties
+from pytest_skilltrigger.plugin.html import PytestHtmlHooks, trigger_properties
 from tests.fake_messages_api import FakeMessagesAPI
 
 SKILL = "csv-tidy"

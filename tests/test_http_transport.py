@@ -18,13 +18,13 @@ import httpx2
 import pytest
 import trustme
 
-from pytest_skilltrigger.backends.anthropic_api import (
+from pytest_skilltrigger.backends.api.backend import (
     TRANSPORT_ENV,
     AnthropicBackend,
     _lean_http_client,
 )
 from pytest_skilltrigger.backends.http_transport import LeanTransport
-from pytest_skilltrigger.context import TriggerContext
+from pytest_skilltrigger.engine.context import TriggerContext
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import PROXY_VARIABLES
 

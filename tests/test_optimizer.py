@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilltrigger.evalset import load_eval_set
+from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.optimizer.loop import Confirmation
 from pytest_skilltrigger.optimizer.split import split_entries
-from pytest_skilltrigger.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.skills.evalset import load_eval_set
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 

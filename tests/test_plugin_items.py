@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.backends.anthropic_api import AnthropicBackend
-from pytest_skilltrigger.context import DEFAULT_COMPETITORS, TriggerContext
+from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+from pytest_skilltrigger.engine.context import DEFAULT_COMPETITORS, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
 
 SKILL = "csv-tidy"

@@ -80,7 +80,7 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
 WRITER_LOG_CONFTEST = """
 import os
 
-import pytest_skilltrigger.runtime as runtime
+import pytest_skilltrigger.plugin.runtime as runtime
 
 _original = runtime.write_report
 _configs = []

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.report_html import render_html
+from pytest_skilltrigger.reports.html_report import render_html
 
 HOSTILE = [
     "<script>alert(1)</script>",

@@ -1,4 +1,4 @@
-"""Tests for reading, validating and discovering skills (pytest_skilltrigger.skill)."""
+"""Tests for reading, validating and discovering skills (pytest_skilltrigger.skills.skill)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.skill import (
+from pytest_skilltrigger.skills.skill import (
     Skill,
     description_problems,
     discover_skills,
@@ -16,6 +15,7 @@ from pytest_skilltrigger.skill import (
     read_skill,
     validation_warnings,
 )
+from pytest_skilltrigger.support.errors import InputError
 
 
 def make_skill(root: Path, folder: str, content: str | bytes) -> Path:

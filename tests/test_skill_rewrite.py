@@ -1,4 +1,4 @@
-"""Tests for rewriting only the description of a SKILL.md (pytest_skilltrigger.skill_rewrite)."""
+"""Tests for rewriting only the description of a SKILL.md (pytest_skilltrigger.skills.rewrite)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.skill import locate_frontmatter, parse_frontmatter, read_skill
-from pytest_skilltrigger.skill_rewrite import (
+from pytest_skilltrigger.skills.rewrite import (
     FileChangedError,
     replace_description,
     write_description,
 )
+from pytest_skilltrigger.skills.skill import locate_frontmatter, parse_frontmatter, read_skill
+from pytest_skilltrigger.support.errors import InputError
 
 WHERE = "skill/SKILL.md"
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_skilltrigger.backends.sse import StreamError, decide
+from pytest_skilltrigger.backends.api.sse import StreamError, decide
 
 
 def frame(event: str, data: dict, *, newline: str = "\n", name: bool = True) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
-from pytest_skilltrigger.settings import DEFAULT_MODEL, Settings
+from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -21,7 +21,7 @@ def make_backend(settings: Settings) -> TriggerBackend:
     """Create the backend the settings ask for, or raise :class:`BackendUnavailable`."""
     choice = settings.backend
     if choice == "auto":
-        from pytest_skilltrigger.backends.anthropic_api import credentials_configured
+        from pytest_skilltrigger.backends.api.backend import credentials_configured
 
         if credentials_configured():
             choice = "anthropic"
@@ -30,10 +30,10 @@ def make_backend(settings: Settings) -> TriggerBackend:
         else:
             raise BackendUnavailable(NO_BACKEND)
     if choice == "anthropic":
-        from pytest_skilltrigger.backends.anthropic_api import AnthropicBackend
+        from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 
         return AnthropicBackend(settings.resolved_model(DEFAULT_MODEL), timeout=settings.timeout)
-    from pytest_skilltrigger.backends.claude_code import ClaudeCodeBackend
+    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
     return ClaudeCodeBackend(
         model=settings.resolved_model("") or None,  # None: the CLI's own default

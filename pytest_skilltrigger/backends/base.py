@@ -1,8 +1,8 @@
 """The one small interface every trigger backend implements.
 
 A backend asks the model once whether it would use the skill for a query and reports a
-:class:`~pytest_skilltrigger.outcome.RunOutcome`: triggered, not triggered (with what it chose
-instead) or error. Sampling, concurrency, the store and verdicts live elsewhere, so a backend
+:class:`~pytest_skilltrigger.engine.outcome.RunOutcome`: triggered, not triggered (with what it
+chose instead) or error. Sampling, concurrency, the store and verdicts live elsewhere, so a backend
 stays a thin adapter that is easy to add and to test.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.outcome import RunOutcome
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.outcome import RunOutcome
 
 
 @runtime_checkable

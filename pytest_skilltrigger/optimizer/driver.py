@@ -16,20 +16,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilltrigger.atomic import atomic_write_text
-from pytest_skilltrigger.backends.anthropic_api import credentials_configured
-from pytest_skilltrigger.catalog import Target
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.interrupts import sigterm_as_interrupt
+from pytest_skilltrigger.backends.api.backend import credentials_configured
+from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.engine.settings import DEFAULT_MODEL
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
 from pytest_skilltrigger.optimizer.proposer import AnthropicAsk, DescriptionProposer, Proposal
-from pytest_skilltrigger.outcome import QueryResult, Usage, format_score
-from pytest_skilltrigger.redact import redact
-from pytest_skilltrigger.report_html import render_html
-from pytest_skilltrigger.report_json import write_report
-from pytest_skilltrigger.session import TriggerSession
-from pytest_skilltrigger.settings import DEFAULT_MODEL
-from pytest_skilltrigger.skill_rewrite import FileChangedError, write_description
+from pytest_skilltrigger.reports.html_report import render_html
+from pytest_skilltrigger.reports.json_report import write_report
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.rewrite import FileChangedError, write_description
+from pytest_skilltrigger.support.atomic import atomic_write_text
+from pytest_skilltrigger.support.errors import InputError
+from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
+from pytest_skilltrigger.support.redact import redact
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from pytest_skilltrigger.catalog import Target
-from pytest_skilltrigger.evalset import EvalEntry
+from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score, passed
+from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt
 from pytest_skilltrigger.optimizer.split import split_entries
-from pytest_skilltrigger.outcome import QueryResult, Usage, format_score, passed
-from pytest_skilltrigger.session import TriggerSession
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 
 class Proposer(Protocol):

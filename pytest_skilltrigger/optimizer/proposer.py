@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_skilltrigger.errors import AskError
-from pytest_skilltrigger.outcome import QueryResult, Usage, describe_chosen, format_score
-from pytest_skilltrigger.redact import redact
-from pytest_skilltrigger.skill import description_problems
+from pytest_skilltrigger.engine.outcome import QueryResult, Usage, describe_chosen, format_score
+from pytest_skilltrigger.skills.skill import description_problems
+from pytest_skilltrigger.support.errors import AskError
+from pytest_skilltrigger.support.redact import redact
 
 TAG = re.compile(r"<new_description>(.*?)</new_description>", re.DOTALL)
 

@@ -12,7 +12,7 @@ import random
 from collections.abc import Sequence
 from typing import TypeVar
 
-from pytest_skilltrigger.evalset import EvalEntry
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 T = TypeVar("T", bound=EvalEntry)
 

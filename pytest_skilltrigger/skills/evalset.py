@@ -8,7 +8,7 @@ one flat, ordered tuple of :class:`EvalEntry`.
 It is strict where leniency would silently change what gets measured: a ``should_trigger``
 of ``"yes"`` or ``1``, an empty query, a query listed twice, or a key given twice in one
 object are errors, because guessing would test something other than what the author meant.
-Every error is a single-line :class:`~pytest_skilltrigger.errors.InputError` naming the file
+Every error is a single-line :class:`~pytest_skilltrigger.support.errors.InputError` naming the file
 and the entry, raised before anything is returned, so a caller never sees a partial set.
 """
 
@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InputError
+from pytest_skilltrigger.support.errors import InputError
 
 EVAL_SET_NAMES = (
     "trigger-eval.json",

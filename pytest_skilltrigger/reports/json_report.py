@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pytest_skilltrigger.atomic import atomic_write_text
-from pytest_skilltrigger.summary import SessionResults, summarize
+from pytest_skilltrigger.reports.summary import SessionResults, summarize
+from pytest_skilltrigger.support.atomic import atomic_write_text
 
 REPORT_VERSION = 1
 

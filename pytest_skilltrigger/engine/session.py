@@ -2,7 +2,7 @@
 
 The pytest plugin creates one per process; a library user can do the same::
 
-    from pytest_skilltrigger.session import TriggerSession, evaluate_skill
+    from pytest_skilltrigger.engine.session import TriggerSession, evaluate_skill
     results = evaluate_skill("skills/pdf")           # list of QueryResult, in file order
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
-from pytest_skilltrigger.catalog import Target, load_targets
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.cost import CostGuard, load_prices, price_of
-from pytest_skilltrigger.evalset import EvalEntry
-from pytest_skilltrigger.outcome import QueryResult
-from pytest_skilltrigger.sampler import Sampler, SamplingPlan
-from pytest_skilltrigger.settings import Settings
-from pytest_skilltrigger.store import ResultStore
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.cost import CostGuard, load_prices, price_of
+from pytest_skilltrigger.engine.outcome import QueryResult
+from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
+from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.skills.catalog import Target, load_targets
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 DEFAULT_API_CONCURRENCY = 10
 

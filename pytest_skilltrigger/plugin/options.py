@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.baseline import load_baseline
-from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.engine.settings import BACKENDS, MODEL_ENV, Settings
+from pytest_skilltrigger.engine.store import CACHE_MODES
 from pytest_skilltrigger.optimizer.driver import OptimizeOptions
-from pytest_skilltrigger.settings import BACKENDS, MODEL_ENV, Settings
-from pytest_skilltrigger.store import CACHE_MODES
+from pytest_skilltrigger.reports.baseline import load_baseline
+from pytest_skilltrigger.support.errors import InputError
 
 GROUP = "skilltrigger"
 

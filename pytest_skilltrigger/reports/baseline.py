@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.support.errors import InputError
 
 
 @dataclass(frozen=True)

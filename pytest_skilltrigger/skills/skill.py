@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from pytest_skilltrigger.errors import InputError
+from pytest_skilltrigger.support.errors import InputError
 
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024

@@ -10,8 +10,8 @@ import math
 import os
 from dataclasses import dataclass
 
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.store import CACHE_MODES
+from pytest_skilltrigger.engine.store import CACHE_MODES
+from pytest_skilltrigger.support.errors import InputError
 
 BACKENDS = ("auto", "anthropic", "claude-code")
 # Claude Code's own default model: trigger behaviour is measured on the model users meet.

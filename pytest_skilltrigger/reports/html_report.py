@@ -19,8 +19,8 @@ import html
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_skilltrigger.outcome import format_chosen
-from pytest_skilltrigger.summary import format_ratio
+from pytest_skilltrigger.engine.outcome import format_chosen
+from pytest_skilltrigger.reports.summary import format_ratio
 
 __all__ = ["render_html"]
 

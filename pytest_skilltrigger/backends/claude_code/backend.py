@@ -57,13 +57,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pytest_skilltrigger.backends.api.sse import FirstChoice, StreamError, choice_of
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.sse import FirstChoice, StreamError, choice_of
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.errors import AskError
-from pytest_skilltrigger.interrupts import trap_sigterm
-from pytest_skilltrigger.outcome import RunOutcome, Usage
-from pytest_skilltrigger.redact import redact, register_secret
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.support.errors import AskError
+from pytest_skilltrigger.support.interrupts import trap_sigterm
+from pytest_skilltrigger.support.redact import redact, register_secret
 
 DEFAULT_MODEL = "claude-code-default"
 ROOT_PREFIX = "skilltrigger-cc-"

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.outcome import Usage
+from pytest_skilltrigger.engine.outcome import Usage
 
 
 class StreamError(Exception):

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.cost import cost_usd, price_of
-from pytest_skilltrigger.outcome import QueryResult, Usage
+from pytest_skilltrigger.engine.cost import cost_usd, price_of
+from pytest_skilltrigger.engine.outcome import QueryResult, Usage
 
 
 def format_ratio(value: Any, missing: str = "n/a") -> str:

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.outcome import format_chosen
-from pytest_skilltrigger.report_html import escape_html
-from pytest_skilltrigger.summary import format_ratio
+from pytest_skilltrigger.engine.outcome import format_chosen
+from pytest_skilltrigger.reports.html_report import escape_html
+from pytest_skilltrigger.reports.summary import format_ratio
 
 __all__ = ["PytestHtmlHooks", "add_extras", "trigger_properties"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import threading
 
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.outcome import Usage
+from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.support.errors import InputError
 
 PRICES_PER_MTOK: dict[str, dict[str, float]] = {
     "claude-fable-5-1": {"input": 10.0, "output": 50.0},

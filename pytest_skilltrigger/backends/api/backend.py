@@ -1,6 +1,6 @@
 """The Messages API backend: one streamed request per run, shaped like Claude Code's.
 
-The request itself is built in :mod:`pytest_skilltrigger.backends.request`. Credentials and
+The request itself is built in :mod:`pytest_skilltrigger.backends.api.request`. Credentials and
 the base URL follow the SDK's own rules (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``,
 ``ANTHROPIC_BASE_URL``, profiles). The SDK is imported and its client created on the first
 call: importing it costs seconds of CPU, which a run served from the store never needs to pay.
@@ -8,7 +8,7 @@ call: importing it costs seconds of CPU, which a run served from the store never
 Each attempt goes through the SDK's request path (``client.post``: authentication, headers,
 retries with back-off, status errors) with a body serialised ahead, on the SDK's HTTP client
 with the lean transport of :mod:`pytest_skilltrigger.backends.http_transport`; the raw stream
-is read by :func:`pytest_skilltrigger.backends.sse.decide` only as far as the decision.
+is read by :func:`pytest_skilltrigger.backends.api.sse.decide` only as far as the decision.
 """
 
 from __future__ import annotations
@@ -22,13 +22,13 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from pytest_skilltrigger.backends.api.request import build_request, request_body
+from pytest_skilltrigger.backends.api.sse import StreamError, decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.request import build_request, request_body
-from pytest_skilltrigger.backends.sse import StreamError, decide
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.outcome import RunOutcome
-from pytest_skilltrigger.redact import redact
-from pytest_skilltrigger.settings import DEFAULT_MODEL
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.outcome import RunOutcome
+from pytest_skilltrigger.engine.settings import DEFAULT_MODEL
+from pytest_skilltrigger.support.redact import redact
 
 STREAM_RETRIES = 4
 DRAIN_BYTES = 16 * 1024

@@ -12,10 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from pytest_skilltrigger.context import ListedSkill, TriggerContext
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.evalset import EvalSet, find_eval_set, is_valid_unicode, load_eval_set
-from pytest_skilltrigger.skill import Skill, discover_skills, read_skill
+from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.skills.evalset import (
+    EvalSet,
+    find_eval_set,
+    is_valid_unicode,
+    load_eval_set,
+)
+from pytest_skilltrigger.skills.skill import Skill, discover_skills, read_skill
+from pytest_skilltrigger.support.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.catalog import Target
-from pytest_skilltrigger.evalset import EvalEntry
-from pytest_skilltrigger.outcome import QueryResult, describe_chosen
-from pytest_skilltrigger.verdict import passes
+from pytest_skilltrigger.engine.outcome import QueryResult, describe_chosen
+from pytest_skilltrigger.engine.verdict import passes
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.runtime import PluginRuntime
+    from pytest_skilltrigger.plugin.runtime import PluginRuntime
 
 MARKER = "skill_trigger"
 

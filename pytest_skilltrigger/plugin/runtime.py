@@ -18,29 +18,29 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger import options
-from pytest_skilltrigger.baseline import Change, compare
-from pytest_skilltrigger.catalog import Target, load_context, load_targets
-from pytest_skilltrigger.cost import load_prices
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.evalset import EvalEntry
-from pytest_skilltrigger.html_extras import PytestHtmlHooks
-from pytest_skilltrigger.items import (
+from pytest_skilltrigger.engine.cost import load_prices
+from pytest_skilltrigger.engine.outcome import QueryResult
+from pytest_skilltrigger.engine.sampler import BUDGET_REACHED, SamplingPlan
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.optimizer.driver import OptimizationDriver
+from pytest_skilltrigger.plugin import options
+from pytest_skilltrigger.plugin.html import PytestHtmlHooks
+from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
     SkillFile,
     TriggerCheck,
     TriggerItem,
     TriggerRunError,
 )
-from pytest_skilltrigger.optimizer.driver import OptimizationDriver
-from pytest_skilltrigger.outcome import QueryResult
-from pytest_skilltrigger.report_json import build_report, write_report
-from pytest_skilltrigger.report_markdown import render_markdown
-from pytest_skilltrigger.report_terminal import summary_lines
-from pytest_skilltrigger.sampler import BUDGET_REACHED, SamplingPlan
-from pytest_skilltrigger.session import TriggerSession
-from pytest_skilltrigger.store import ResultStore
-from pytest_skilltrigger.summary import SessionResults
+from pytest_skilltrigger.reports.baseline import Change, compare
+from pytest_skilltrigger.reports.json_report import build_report, write_report
+from pytest_skilltrigger.reports.markdown import render_markdown
+from pytest_skilltrigger.reports.summary import SessionResults
+from pytest_skilltrigger.reports.terminal import summary_lines
+from pytest_skilltrigger.skills.catalog import Target, load_context, load_targets
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.support.errors import InputError
 
 RUNTIME_KEY = pytest.StashKey["PluginRuntime"]()
 RUNTIME_HOOKS = "skilltrigger-runtime"

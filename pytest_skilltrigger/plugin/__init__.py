@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger import options
-from pytest_skilltrigger.items import TriggerCheck
-from pytest_skilltrigger.runtime import PluginRuntime, runtime_of
+from pytest_skilltrigger.plugin import options
+from pytest_skilltrigger.plugin.items import TriggerCheck
+from pytest_skilltrigger.plugin.runtime import PluginRuntime, runtime_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -16,9 +16,7 @@ from dataclasses import dataclass
 
 import yaml
 
-from pytest_skilltrigger.atomic import atomic_write_bytes
-from pytest_skilltrigger.errors import InputError
-from pytest_skilltrigger.skill import (
+from pytest_skilltrigger.skills.skill import (
     _KEY_LINE_RE,
     _split_chunks,
     decode_skill_md,
@@ -26,6 +24,8 @@ from pytest_skilltrigger.skill import (
     locate_frontmatter,
     read_yaml_mapping,
 )
+from pytest_skilltrigger.support.atomic import atomic_write_bytes
+from pytest_skilltrigger.support.errors import InputError
 
 # Characters PyYAML refuses to read unescaped (its Reader's printable check).
 _NON_PRINTABLE = re.compile(

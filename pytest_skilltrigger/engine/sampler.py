@@ -3,9 +3,10 @@
 Every run of the session goes through one :class:`Sampler`: a thread pool of
 ``concurrency`` workers calling the backend. A query is sampled in waves: each wave is the
 number of further runs that can be made before its verdict could first become certain
-(:func:`~pytest_skilltrigger.verdict.runs_still_needed`), so no call is wasted and the verdict
-is exactly the one all runs would give. Stored runs for an unchanged context count first. The
-same (context, query) asked twice shares one sampling, so prefetching and items never pay twice.
+(:func:`~pytest_skilltrigger.engine.verdict.runs_still_needed`), so no call is wasted and the
+verdict is exactly the one all runs would give. Stored runs for an unchanged context count
+first. The same (context, query) asked twice shares one sampling, so prefetching and items
+never pay twice.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from pytest_skilltrigger.backends.base import TriggerBackend
-from pytest_skilltrigger.context import TriggerContext
-from pytest_skilltrigger.cost import CostGuard
-from pytest_skilltrigger.outcome import QueryResult, RunOutcome
-from pytest_skilltrigger.store import ResultStore
-from pytest_skilltrigger.verdict import runs_still_needed
-from pytest_skilltrigger.workers import DaemonPool
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.cost import CostGuard
+from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.engine.verdict import runs_still_needed
+from pytest_skilltrigger.engine.workers import DaemonPool
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ import threading
 import time
 from collections.abc import Iterable
 
-from pytest_skilltrigger.outcome import RunOutcome, Usage
-from pytest_skilltrigger.redact import redact
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.support.redact import redact
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

@@ -1,0 +1,1 @@
+"""The Messages API backend: the request, the stream reader and the backend itself."""
