@@ -3,14 +3,12 @@
 The fake server runs in a separate process, so this process's CPU time (``time.process_time``)
 is the client's alone. Each variant makes N runs from ``threads`` threads:
 
-    backend        AnthropicBackend.run: the plugin's real path (the SDK's request path on
-                   the lean ``http.client`` transport, streamed, byte-level SSE decision)
+    backend        AnthropicBackend.run: the plugin's real path (the SDK's request path and
+                   its own HTTP transport, body serialised once, byte-level SSE decision)
     backend-clean  the same against a server sending clean streams (awkward=False: no
                    thinking block, no preamble, no pings, tool input in one fragment), which
                    is closer to the frame count of the real API than the awkward fake
-    backend-httpx  the plugin's path on the SDK's default transport (httpcore + h11), as with
-                   ``SKILLTRIGGER_HTTP_TRANSPORT=httpx`` or a proxy in the environment
-    sdk-create     ``messages.create`` streamed on the default transport, read with the SDK's
+    sdk-create     ``messages.create`` streamed on the same client, read with the SDK's
                    own line iterator: what a straightforward SDK client costs per run
 
 ``--quick``: fewer runs.
@@ -95,26 +93,21 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ["ANTHROPIC_API_KEY"] = "test-key"
     os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
-    from pytest_skilltrigger.backends.api.backend import TRANSPORT_ENV, AnthropicBackend
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
     from pytest_skilltrigger.engine.context import TriggerContext
 
     context = TriggerContext(SKILL_NAME, "Reconcile bank ledgers against invoices.")
     queries = [f"reconcile ledger batch {i} against invoices" for i in range(n + 1)]
     results: dict[str, float] = {}
-    for label, clean, transport in (
-        ("backend", False, ""),
-        ("backend-clean", True, ""),
-        ("backend-httpx", False, "httpx"),
-    ):
+    for label, clean in (("backend", False), ("backend-clean", True)):
         proc, url = start_server(clean)
         try:
             os.environ["ANTHROPIC_BASE_URL"] = url
-            os.environ[TRANSPORT_ENV] = transport
             backend = AnthropicBackend(model=MODEL)
             results[label] = measure(
                 lambda i, b=backend: b.run(context, queries[i]), n, args.threads
             )
-            if transport == "httpx":  # the same default-transport client, SDK-style reading
+            if not clean:  # the same client and transport, read the SDK's usual way
                 results["sdk-create"] = sdk_create(
                     backend._connect(), context, queries, n, args.threads
                 )
@@ -134,7 +127,6 @@ def main(argv: list[str] | None = None) -> int:
                 5.0,
                 "ms",
                 f"clean stream {results['backend-clean'] * 1000:.2f} ms, "
-                f"default transport {results['backend-httpx'] * 1000:.2f} ms, "
                 f"plain messages.create {results['sdk-create'] * 1000:.2f} ms",
             )
         ]

@@ -5,10 +5,10 @@ the base URL follow the SDK's own rules (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH
 ``ANTHROPIC_BASE_URL``, profiles). The SDK is imported and its client created on the first
 call: importing it costs seconds of CPU, which a run served from the store never needs to pay.
 
-Each attempt goes through the SDK's request path (``client.post``: authentication, headers,
-retries with back-off, status errors) with a body serialised ahead, on the SDK's HTTP client
-with the lean transport of :mod:`pytest_skilltrigger.backends.http_transport`; the raw stream
-is read by :func:`pytest_skilltrigger.backends.api.sse.decide` only as far as the decision.
+Each attempt goes through the SDK's request path and its own HTTP transport (``client.post``:
+authentication, headers, connection pool, retries with back-off, status errors) with a body
+serialised once per context; the raw stream is read by
+:func:`pytest_skilltrigger.backends.api.sse.decide` only as far as the decision, then cut.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import os
 import random
 import threading
 import time
-import urllib.request
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -32,8 +31,8 @@ from pytest_skilltrigger.support.redact import redact
 
 STREAM_RETRIES = 4
 DRAIN_BYTES = 16 * 1024
-# Set to "httpx" to send through the SDK's default HTTP transport instead of the lean one.
-TRANSPORT_ENV = "SKILLTRIGGER_HTTP_TRANSPORT"
+# The SDK's own switch (what ``with_streaming_response`` sets): hand back the unread response.
+RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
 
 
 def credentials_configured() -> bool:
@@ -67,8 +66,6 @@ class AnthropicBackend:
         self.max_retries = max_retries
         self._client: Any = None
         self._sdk: Any = None
-        self._transport_errors: tuple[type[BaseException], ...] = ()
-        self._response_type: Any = None
         self._client_lock = threading.Lock()
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
@@ -93,20 +90,13 @@ class AnthropicBackend:
         raise AssertionError("unreachable")
 
     def _connect(self) -> Any:
-        """The shared client (and its connection pool), created on first use."""
+        """The shared client (and the SDK's own connection pool), created on first use."""
         with self._client_lock:
             if self._client is None:
                 import anthropic
-                from httpx2 import HTTPError, Response  # the SDK's HTTP library
 
                 self._sdk = anthropic
-                self._response_type = Response
-                self._transport_errors = (anthropic.APIError, HTTPError, OSError, ValueError)
-                self._client = anthropic.Anthropic(
-                    max_retries=self.max_retries,
-                    timeout=self.timeout,
-                    http_client=_lean_http_client(self.timeout),
-                )
+                self._client = anthropic.Anthropic(max_retries=self.max_retries, timeout=self.timeout)
                 _warn_if_deprecated(self.model)
             return self._client
 
@@ -117,31 +107,18 @@ class AnthropicBackend:
 
     def _attempt(self, context: TriggerContext, query: str) -> tuple[RunOutcome, bool]:
         """One HTTP request; returns the outcome and whether a failure is worth retrying."""
-        request_id: str | None = None
         client = self._connect()
         sdk = self._sdk
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
         try:
             # The SDK's own request path (auth, headers, retries, status errors) with a body
-            # serialised ahead; the raw response is read here, only as far as the decision.
+            # serialised ahead; the raw-stream header makes it hand back the unread response.
             response = client.post(
                 "/v1/messages",
-                cast_to=self._response_type,
+                cast_to=object,
                 content=request_body(context, query, self.model),
-                stream=True,
+                options={"headers": {RAW_STREAM_HEADER: "stream"}},
             )
-            try:
-                request_id = response.headers.get("request-id")
-                encoded = response.headers.get("content-encoding", "identity") != "identity"
-                chunks = iter(response.iter_bytes() if encoded else response.iter_raw())
-                decision = decide(chunks)
-                if decision.tool_input is not None or decision.chosen == "text":
-                    _drain(chunks, self._transport_errors)
-            finally:
-                response.close()
-        except StreamError as exc:
-            message = _with_id(f"stream error: {redact(str(exc))}", request_id)
-            return RunOutcome("error", error=message, request_id=request_id), exc.retryable
         except fatal as exc:
             outcome = RunOutcome(
                 "error", error=_describe(exc), request_id=exc.request_id, fatal=True
@@ -150,10 +127,26 @@ class AnthropicBackend:
         except sdk.APIStatusError as exc:
             # the SDK has already retried this status with back-off (honouring retry-after)
             return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), False
-        except self._transport_errors as exc:
-            # connection errors, timeouts and streams cut while we read them
+        except sdk.APIError as exc:
+            # connection errors and timeouts, after the SDK's own retries
+            message = f"{type(exc).__name__}: {redact(str(exc))}"
+            return RunOutcome("error", error=message), True
+        request_id = response.headers.get("request-id")
+        raw = response.http_response
+        try:
+            encoded = response.headers.get("content-encoding", "identity") != "identity"
+            chunks = iter(raw.iter_bytes() if encoded else raw.iter_raw())
+            decision = decide(chunks)
+            if decision.tool_input is not None or decision.chosen == "text":
+                _drain(chunks)
+        except StreamError as exc:
+            message = _with_id(f"stream error: {redact(str(exc))}", request_id)
+            return RunOutcome("error", error=message, request_id=request_id), exc.retryable
+        except Exception as exc:  # the HTTP library's read errors: a stream cut while read
             message = _with_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
             return RunOutcome("error", error=message, request_id=request_id), True
+        finally:
+            response.close()
         triggered = decision.chosen == f"skill:{context.skill_name}"
         status = "triggered" if triggered else "not_triggered"
         outcome = RunOutcome(
@@ -169,7 +162,7 @@ class AnthropicBackend:
                 self._client.close()
 
 
-def _drain(chunks: Iterator[bytes], errors: tuple[type[BaseException], ...]) -> None:
+def _drain(chunks: Iterator[bytes]) -> None:
     """Read the short tail of a stream decided at its end, unparsed, so the connection goes
     back to the pool instead of being torn down (a new TLS handshake costs more than the
     few frames after a finished tool call). A long tail is cut; so is any stream decided at
@@ -181,7 +174,7 @@ def _drain(chunks: Iterator[bytes], errors: tuple[type[BaseException], ...]) -> 
             seen += len(chunk)
             if seen >= DRAIN_BYTES:
                 return
-    except errors:
+    except Exception:  # the HTTP library's read errors; the decision stands
         return
 
 
@@ -200,24 +193,6 @@ def _warn_if_deprecated(model: str) -> None:
             DeprecationWarning,
             stacklevel=2,
         )
-
-
-def _lean_http_client(timeout: float) -> Any:
-    """The SDK's HTTP client on :class:`LeanTransport`, or ``None`` for the SDK's default.
-
-    The default is kept when proxies are configured in the environment (the SDK's transport
-    honours them) or when ``SKILLTRIGGER_HTTP_TRANSPORT=httpx`` asks for it.
-    """
-    if os.environ.get(TRANSPORT_ENV, "").strip().lower() == "httpx":
-        return None
-    proxies = urllib.request.getproxies()
-    if any(proxies.get(scheme) for scheme in ("http", "https", "all")):
-        return None
-    import anthropic
-
-    from pytest_skilltrigger.backends.http_transport import LeanTransport
-
-    return anthropic.DefaultHttpxClient(transport=LeanTransport(), timeout=timeout)
 
 
 def _describe(exc: Any) -> str:
