@@ -68,13 +68,25 @@ def test_threshold_zero_still_measures_a_rate() -> None:
     assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
 
 
+def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> Sampler:
+    """A sampler wired to a store as a session wires it: read with ``use``, always written."""
+    return Sampler(
+        backend,
+        concurrency=1,
+        store=store if mode == "use" else None,
+        record=lambda key, query, outcomes: store.record(
+            backend.name, backend.model, key, query, outcomes
+        ),
+    )
+
+
 def test_refresh_replaces_what_later_runs_read(tmp_path: Path) -> None:
     store = ResultStore(str(tmp_path / "store.sqlite"))
     backend = ScriptedBackend("triggered")
     plan = SamplingPlan(2, 0.5)
 
     def sample(mode: str) -> tuple[int, int]:
-        sampler = Sampler(backend, concurrency=1, store=store, cache_mode=mode)
+        sampler = storing_sampler(backend, store, mode)
         result = sampler.submit(CONTEXT, "merge these", True, plan).result()
         sampler.close()
         return result.triggers, result.calls
@@ -92,13 +104,13 @@ def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> Non
     store = ResultStore(str(tmp_path / "store.sqlite"))
     backend = ScriptedBackend("triggered")
     plan = SamplingPlan(2, 0.5)
-    sampler = Sampler(backend, concurrency=1, store=store, cache_mode="use")
+    sampler = storing_sampler(backend, store, "use")
     first = sampler.submit(CONTEXT, "merge these", True, plan).result()
     backend.status = "not_triggered"
     fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, fresh=True)).result()
     sampler.close()
     assert (first.triggers, fresh.triggers, fresh.calls) == (1, 0, 2)  # really sampled again
-    sampler = Sampler(backend, concurrency=1, store=store, cache_mode="use")
+    sampler = storing_sampler(backend, store, "use")
     later = sampler.submit(CONTEXT, "merge these", True, plan).result()
     sampler.close()
     store.close()

@@ -11,11 +11,11 @@ import base64
 import json
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.plugin.html import PytestHtmlHooks, trigger_properties
+from pytest_skilltrigger.plugin.html import HtmlColumns, extra_html, extra_payload
 from tests.fake_messages_api import FakeMessagesAPI
 
 SKILL = "csv-tidy"
@@ -190,22 +190,34 @@ def test_with_xdist(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> Non
     assert any(e["format_type"] == "html" for e in yes["extras"])
 
 
-def test_row_hook_unit() -> None:
-    """Cells stay aligned for any report, and values are escaped."""
+def test_row_hook_unit(tmp_path: Path) -> None:
+    """Cells stay aligned for any report (trigger item or not), and values are escaped."""
+    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+    from pytest_skilltrigger.skills.catalog import load_targets
+
+    skill = tmp_path / "s"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: s\ndescription: Does s things.\n---\nbody\n")
+    (skill / "trigger-eval.json").write_text('[{"query": "q <i>", "should_trigger": true}]')
+    target = load_targets([str(skill)])[0]
+    result = QueryResult(
+        "q <i>", True, 2, 0.5,
+        (RunOutcome("triggered", chosen="skill:s"), RunOutcome("not_triggered", chosen="text")),
+    )  # fmt: skip
 
     class Report:
-        user_properties: ClassVar[list[Any]] = [
-            ["trigger_rate", 0.5],
-            ("triggers", "<i>1</i>"),
-            ("runs", 2),
-        ]
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid = nodeid
 
-    hooks = PytestHtmlHooks()
+    hooks = HtmlColumns(lambda nodeid: (target, result) if nodeid == "item" else None)
     header = ["<th>Result</th>", "<th>Test</th>", "<th>Duration</th>", "<th>Links</th>"]
     hooks.pytest_html_results_table_header(header)
     assert len(header) == 6 and "Trigger rate" in header[2] and "Triggers/runs" in header[3]
     cells = ["<td>r</td>", "<td>t</td>", "<td>d</td>", "<td>l</td>"]
-    hooks.pytest_html_results_table_row(Report(), cells)
+    hooks.pytest_html_results_table_row(Report("item"), cells)
     assert cells[2] == '<td class="col-triggerRate">0.50</td>'
-    assert cells[3] == '<td class="col-triggerRuns">&lt;i&gt;1&lt;/i&gt;/2</td>'
-    assert trigger_properties(object()) == {}
+    assert cells[3] == '<td class="col-triggerRuns">1/2</td>'
+    other = ["<td>r</td>", "<td>t</td>", "<td>d</td>", "<td>l</td>"]
+    hooks.pytest_html_results_table_row(Report("other"), other)
+    assert len(other) == 6 and other[2] == '<td class="col-triggerRate"></td>'
+    assert "&lt;i&gt;" in extra_html(extra_payload(target, 0, result))

@@ -80,9 +80,9 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
 WRITER_LOG_CONFTEST = """
 import os
 
-import pytest_skilltrigger.plugin.runtime as runtime
+import pytest_skilltrigger.reports.json_report as json_report
 
-_original = runtime.write_report
+_original = json_report.write_report
 _configs = []
 
 
@@ -96,11 +96,11 @@ def _logged(path, report):
 
 def pytest_configure(config):
     _configs.append(config)
-    runtime.write_report = _logged
+    json_report.write_report = _logged
 
 
 def pytest_unconfigure(config):
-    runtime.write_report = _original  # in-process runs share the module with later tests
+    json_report.write_report = _original  # in-process runs share the module with later tests
 """
 
 

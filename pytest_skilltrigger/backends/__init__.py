@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
@@ -42,4 +43,21 @@ def make_backend(settings: Settings) -> TriggerBackend:
     )
 
 
-__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "make_backend"]
+def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:
+    """The backend that answers ``ask()`` (the optimizer's proposals) for a session whose
+    trigger runs go to ``backend``.
+
+    The Messages API whenever credentials are configured (a plain request is cheaper and
+    faster there than a CLI process), else the trigger backend itself: a user with only a
+    Claude Code login still gets proposals, through the CLI.
+    """
+    if backend.name == "anthropic":
+        return backend
+    from pytest_skilltrigger.backends.api.backend import credentials_configured
+
+    if credentials_configured():
+        return make_backend(replace(settings, backend="anthropic"))
+    return backend
+
+
+__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "make_asker", "make_backend"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 
 
 @runtime_checkable
@@ -27,6 +27,11 @@ class TriggerBackend(Protocol):
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """Ask once; never raise for API or process failures: return an error outcome."""
+        ...
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        """Ask a plain question (the optimizer's proposals); the answer's text and usage.
+        Raises :class:`~pytest_skilltrigger.support.errors.AskError` on failure."""
         ...
 
     def close(self) -> None:

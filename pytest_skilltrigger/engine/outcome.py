@@ -202,22 +202,22 @@ def format_score(results: Sequence[QueryResult]) -> str:
     return f"{passed(results)}/{len(results)}"
 
 
-def format_chosen(chosen: Any) -> str:
-    """What the model chose, compactly for reports: ``skill:x ×2, text ×1``, most first."""
-    if not isinstance(chosen, dict) or not chosen:
-        return "nothing"
-    items = sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
-    return ", ".join(f"{name} ×{count}" for name, count in items)
+@dataclass(frozen=True)
+class TriggerCheck:
+    """What an ad-hoc check of one query returns (the ``skill_trigger`` fixture's value)."""
 
+    rate: float
+    triggers: int
+    runs: int
+    triggered: bool
+    chosen: dict[str, int]
 
-def describe_chosen(chosen: dict[str, int], exclude: str | None = None) -> str:
-    """What the model chose, in words: ``{"skill:x": 2, "text": 1}`` -> "skill 'x' x2, ..."."""
-    items = [(k, v) for k, v in chosen.items() if k != exclude]
-    if not items:
-        return "nothing else" if exclude else "nothing"
-    parts = []
-    for name, count in sorted(items, key=lambda kv: (-kv[1], kv[0])):
-        kind, _, what = name.partition(":")
-        label = {"skill": f"skill {what!r}", "tool": f"tool {what}", "text": "a plain answer"}
-        parts.append(f"{label.get(kind, name)} x{count}")
-    return ", ".join(parts)
+    @classmethod
+    def from_result(cls, result: QueryResult) -> TriggerCheck:
+        return cls(
+            rate=result.trigger_rate,
+            triggers=result.triggers,
+            runs=result.runs,
+            triggered=passes(True, result.trigger_rate, result.threshold),
+            chosen=dict(result.chosen),
+        )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 
@@ -45,6 +46,8 @@ BUDGET_REACHED = "cost budget"  # how a skip for the budget starts (reports coun
 
 # (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
 QueryIdent = tuple[str, str, int, float, bool, bool]
+# told (context key, query, outcomes) of every finished sampling whose runs may be stored
+Recorder = Callable[[str, str, Sequence[RunOutcome]], None]
 
 
 class _Query:
@@ -112,10 +115,10 @@ def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[Qu
 class Sampler:
     """Runs queries against one backend with bounded concurrency.
 
-    ``store`` and ``cache_mode`` decide whether stored runs are read (``use``) and whether new
-    runs are written (``use``/``refresh``, and only when ``write_store`` is true: xdist workers
-    hand their runs to the controller instead). ``guard`` enforces the cost budget. After a
-    fatal error (bad key, unknown model) no further call is made.
+    ``store`` is where stored runs are read from (None: none are reused); ``record`` is told
+    the new runs of every finished query (the session decides whether and where they are
+    stored). ``guard`` enforces the cost budget. After a fatal error (bad key, unknown model)
+    no further call is made.
     """
 
     def __init__(
@@ -124,14 +127,12 @@ class Sampler:
         *,
         concurrency: int = 8,
         store: ResultStore | None = None,
-        cache_mode: str = "use",
-        write_store: bool = True,
+        record: Recorder | None = None,
         guard: CostGuard | None = None,
     ) -> None:
         self.backend = backend
-        self.store = store if cache_mode != "off" else None
-        self.cache_mode = cache_mode
-        self.write_store = write_store
+        self.store = store
+        self.record = record
         self.guard = guard
         self.fatal: str | None = None
         self._pool = DaemonPool(max(1, concurrency))
@@ -162,7 +163,7 @@ class Sampler:
             future: Future[QueryResult] = Future()
             state = _Query(ident, context, query, should_trigger, plan, future)
             self._queries[ident] = state
-        if self.store is not None and self.cache_mode == "use" and not plan.fresh:
+        if self.store is not None and not plan.fresh:
             state.outcomes.extend(self.store.lookup(key, query, plan.runs))
         with self._lock:
             done = self._advance(state)
@@ -192,11 +193,8 @@ class Sampler:
                 return
             state.finished = True
         result = state.result()
-        storing = self.store is not None and self.write_store and not state.plan.fresh
-        if storing and not state.skipped:
-            self.store.record(
-                self.backend.name, self.backend.model, state.key, state.query, result.outcomes
-            )
+        if self.record is not None and not state.plan.fresh and not state.skipped:
+            self.record(state.key, state.query, result.outcomes)
         state.future.set_result(result)
 
     def _run_one(self, state: _Query) -> None:

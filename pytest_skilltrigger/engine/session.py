@@ -1,9 +1,14 @@
 """The engine's front door: one object holding a session's backend, store, budget and sampler.
 
-The pytest plugin creates one per process; a library user can do the same::
+The pytest layer creates one per process and speaks to the engine only through it (submit,
+absorb a worker's result, the context key, the fatal state, ask); a library user can do the
+same::
 
-    from pytest_skilltrigger.engine.session import TriggerSession, evaluate_skill
-    results = evaluate_skill("skills/pdf")           # list of QueryResult, in file order
+    from pytest_skilltrigger import evaluate_skill
+    results = evaluate_skill("skills/pdf")           # [(Target, [QueryResult, ...]), ...]
+
+The store is written from one place, :meth:`TriggerSession.record`: the sampler calls it for
+the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worker made.
 """
 
 from __future__ import annotations
@@ -12,10 +17,15 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Future
 
-from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
+from pytest_skilltrigger.backends import (
+    BackendUnavailable,
+    TriggerBackend,
+    make_asker,
+    make_backend,
+)
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, load_prices, price_of
-from pytest_skilltrigger.engine.outcome import QueryResult
+from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
 from pytest_skilltrigger.engine.settings import Settings
 from pytest_skilltrigger.engine.store import ResultStore
@@ -55,6 +65,8 @@ class TriggerSession:
         self.store: ResultStore | None = None
         if self.settings.cache_mode != "off" and self.settings.store_path:
             self.store = ResultStore(self.settings.store_path)
+        self._write_store = write_store
+        self._asker: TriggerBackend | None = None
         self.guard: CostGuard | None = None
         self.sampler: Sampler | None = None
         if self.backend is not None:
@@ -64,9 +76,8 @@ class TriggerSession:
             self.sampler = Sampler(
                 self.backend,
                 concurrency=self.settings.concurrency or self._default_concurrency(),
-                store=self.store,
-                cache_mode=self.settings.cache_mode,
-                write_store=write_store,
+                store=self.store if self.settings.cache_mode == "use" else None,
+                record=self.record,
                 guard=self.guard,
             )
 
@@ -82,6 +93,43 @@ class TriggerSession:
     @property
     def model(self) -> str | None:
         return self.backend.model if self.backend else None
+
+    @property
+    def fatal(self) -> str | None:
+        """Why no further call will be made (bad credentials, unknown model), if so."""
+        return self.sampler.fatal if self.sampler is not None else None
+
+    def context_key(self, context: TriggerContext) -> str | None:
+        """The key results of this context are stored under (None without a backend)."""
+        return self.sampler.context_key(context) if self.sampler is not None else None
+
+    def record(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+        """Store new runs of a query: the one place the store is written.
+
+        Nothing is written in a process that hands its runs to another (an xdist worker),
+        with ``--trigger-cache off``, or without a backend to name the runs' origin.
+        """
+        if self.store is None or not self._write_store or self.backend is None:
+            return
+        self.store.record(self.backend.name, self.backend.model, context_key, query, outcomes)
+
+    def absorb(self, context_key: str | None, result: QueryResult) -> None:
+        """Take in a result sampled by another process (an xdist worker): its calls count
+        against the session's one budget, and its new runs are stored here."""
+        if self.guard is not None:
+            self.guard.add(result.usage, result.calls)
+        if context_key and not result.skipped:
+            self.record(context_key, result.query, result.outcomes)
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        """Ask the model a plain question (the optimizer's proposals): through the Messages
+        API when credentials are configured, else through the trigger backend (see
+        :func:`~pytest_skilltrigger.backends.make_asker`)."""
+        if self.backend is None:
+            raise BackendUnavailable(self.unavailable or "no backend")
+        if self._asker is None:
+            self._asker = make_asker(self.settings, self.backend)
+        return self._asker.ask(prompt, model=model)
 
     def submit(
         self, context: TriggerContext, entry: EvalEntry, plan: SamplingPlan | None = None
@@ -107,6 +155,8 @@ class TriggerSession:
             self.sampler.close(wait=wait)
         if self.backend is not None:
             self.backend.close()
+        if self._asker is not None and self._asker is not self.backend:
+            self._asker.close()
         if self.store is not None:
             self.store.close()
 

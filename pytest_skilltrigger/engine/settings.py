@@ -10,10 +10,11 @@ import math
 import os
 from dataclasses import dataclass
 
-from pytest_skilltrigger.engine.store import CACHE_MODES
 from pytest_skilltrigger.support.errors import InputError
 
 BACKENDS = ("auto", "anthropic", "claude-code")
+# use: reuse stored runs and store new ones; refresh: only store; off: neither
+CACHE_MODES = ("use", "refresh", "off")
 # Claude Code's own default model: trigger behaviour is measured on the model users meet.
 DEFAULT_MODEL = "claude-opus-5-5"
 MODEL_ENV = "SKILLTRIGGER_MODEL"

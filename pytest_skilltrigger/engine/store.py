@@ -37,7 +37,6 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
 """
 
-CACHE_MODES = ("use", "refresh", "off")
 
 
 class ResultStore:

@@ -1,1 +1,1 @@
-"""Description optimisation: split, proposals from a model, and the improvement loop."""
+"""Improvement rounds: split, propose, measure, confirm, and accept a better description."""

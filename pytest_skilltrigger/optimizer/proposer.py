@@ -13,10 +13,10 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_skilltrigger.engine.outcome import QueryResult, Usage, describe_chosen, format_score
+from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
+from pytest_skilltrigger.reports.formatting import describe_chosen
 from pytest_skilltrigger.skills.skill import description_problems
 from pytest_skilltrigger.support.errors import AskError
-from pytest_skilltrigger.support.redact import redact
 
 TAG = re.compile(r"<new_description>(.*?)</new_description>", re.DOTALL)
 
@@ -129,43 +129,11 @@ def repair_prompt(previous: str, problems: Sequence[str]) -> str:
 Ask = Callable[[str], tuple[str, Usage]]
 
 
-class AnthropicAsk:
-    """Asks the improve model through the Messages API (one shared client)."""
-
-    def __init__(self, model: str, timeout: float = 120.0) -> None:
-        import anthropic  # imported on use: the SDK takes seconds to import
-
-        self.model = model
-        self._client = anthropic.Anthropic(max_retries=4, timeout=timeout)
-        self._api_error = anthropic.APIError
-
-    def __call__(self, prompt: str) -> tuple[str, Usage]:
-        try:
-            message = self._client.messages.create(
-                model=self.model,
-                max_tokens=4096,
-                messages=[{"role": "user", "content": prompt}],
-            )
-        except self._api_error as exc:
-            raise AskError(redact(str(exc))) from None
-        text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
-        usage = Usage(
-            message.usage.input_tokens or 0,
-            message.usage.output_tokens or 0,
-            getattr(message.usage, "cache_creation_input_tokens", 0) or 0,
-            getattr(message.usage, "cache_read_input_tokens", 0) or 0,
-        )
-        return text, usage
-
-    def close(self) -> None:
-        self._client.close()
-
-
 class DescriptionProposer:
     """One proposal per round, with one repair request when it breaks the rules.
 
-    ``ask`` sends a prompt to the improve model and returns its text and usage: the Messages
-    API (:class:`AnthropicAsk`) or, for users with only a Claude Code login, the CLI.
+    ``ask`` sends a prompt to the improve model and returns its text and usage (the session's
+    ``ask``: the Messages API or, for users with only a Claude Code login, the CLI).
     """
 
     def __init__(self, ask: Ask) -> None:

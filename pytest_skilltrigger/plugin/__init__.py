@@ -1,87 +1,68 @@
-"""The pytest hooks of pytest-skilltrigger. Each one only delegates to the runtime."""
+"""The pytest layer of pytest-skilltrigger, and its entry point (``pytest11``).
+
+Every module that imports pytest lives in this subpackage. The configure hook registers one
+role object for the process, whose methods are the hooks (see :mod:`.role`); the functions
+here are only the hooks that must exist before a role does, and the fixture.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pytest_skilltrigger.plugin import options
-from pytest_skilltrigger.plugin.items import TriggerCheck
-from pytest_skilltrigger.plugin.runtime import PluginRuntime, runtime_of
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import TriggerCheck
+    from pytest_skilltrigger.plugin.role import Role
+
+ROLE_KEY = pytest.StashKey["Role"]()
+ROLE_PLUGIN = "skilltrigger-role"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
 
 
-class RuntimeHooks:
-    """Hooks that receive no ``config``: registered per configured runtime."""
-
-    def __init__(self, runtime: PluginRuntime) -> None:
-        self.runtime = runtime
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self.runtime.log_report(report)
-
-
 @pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there
 def pytest_configure(config: pytest.Config) -> None:
-    runtime = PluginRuntime.configure(config)
-    runtime.register(RuntimeHooks(runtime))
+    from pytest_skilltrigger.support.errors import InputError
+
+    config.addinivalue_line("markers", "skill_trigger: a skill trigger test (pytest-skilltrigger)")
+    try:
+        role = _role_class(config)(config)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[ROLE_KEY] = role
+    config.pluginmanager.register(role, ROLE_PLUGIN)
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    runtime = runtime_of(config)
-    if runtime:
-        runtime.unregister()
+def _role_class(config: pytest.Config) -> type[Role]:
+    """The worker's role on an xdist worker, the distributing controller's when xdist will
+    distribute (its own test, read the same way), else the plain run's."""
+    if hasattr(config, "workerinput"):
+        from pytest_skilltrigger.plugin.running import DistWorker
 
+        return DistWorker
+    from pytest_skilltrigger.plugin.controller import DistController, LocalController
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    runtime = runtime_of(config)
-    return runtime.header_lines() if runtime else []
-
-
-def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> Any:
-    runtime = runtime_of(parent.config)
-    return runtime.collect_file(file_path, parent) if runtime else None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtestloop(session: pytest.Session) -> None:
-    runtime = runtime_of(session.config)
-    if runtime:
-        runtime.begin_run(session)
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    report = yield
-    runtime = runtime_of(item.config)
-    if runtime:
-        runtime.make_report(item, report)
-    return report
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    runtime = runtime_of(session.config)
-    if runtime:
-        runtime.finish(session)
+    distributing = (
+        config.pluginmanager.hasplugin("xdist")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+        and not config.getoption("collectonly")
+    )
+    return DistController if distributing else LocalController
 
 
 @pytest.fixture
 def skill_trigger(request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:
     """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
     triggered, chosen; shares the session's backend, store, concurrency and budget."""
-    runtime = runtime_of(request.config)
-    assert runtime is not None
-    return runtime.check
-
-
-def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    runtime = runtime_of(config)
-    if runtime:
-        runtime.terminal_summary(terminalreporter)
+    role = request.config.stash[ROLE_KEY]
+    check = getattr(role, "check", None)
+    if check is None:  # the xdist controller runs no test; this is for completeness
+        pytest.skip("skill_trigger runs where tests run")
+    return check

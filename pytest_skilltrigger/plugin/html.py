@@ -1,81 +1,48 @@
 """pytest-html integration: trigger-rate columns and a per-test "what the model chose" extra.
 
-Why a class registered only when pytest-html is loaded: its ``pytest_html_*`` hooks are
+Why a class registered only when pytest-html writes a report: its ``pytest_html_*`` hooks are
 unknown to pytest otherwise (an unknown hook name on a registered plugin is an error), and
 ``pytest_html.extras`` is only importable then.
 
-Why the values are taken from the report and not the item: pytest-html builds its rows on the
-controller, from reports that may come from an xdist worker; only what ``PluginRuntime.make_report``
-put on the report (plain values) crosses over. The cells are raw HTML strings and extras of
-type html are inserted as markup by pytest-html's page script, so every value is escaped.
+Everything here works on the controller, from the typed result the controller decoded when
+the item's report arrived (from this process or an xdist worker): nothing extra crosses
+xdist. The cells are raw HTML strings and extras of type html are inserted as markup by
+pytest-html's page script, so every value is escaped.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Generator
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-import pytest
+from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
 
-from pytest_skilltrigger.engine.outcome import format_chosen
-from pytest_skilltrigger.reports.html_report import escape_html
-from pytest_skilltrigger.reports.summary import format_ratio
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.skills.catalog import Target
 
-__all__ = ["PytestHtmlHooks", "add_extras", "trigger_properties"]
-
-PROPERTY_KEYS = ("trigger_rate", "triggers", "runs", "chosen")
+Lookup = Callable[[str], "tuple[Target, QueryResult] | None"]
 
 
-def trigger_properties(report: Any) -> dict[str, Any]:
-    """The plugin's entries of ``report.user_properties`` as a dict (empty for other tests).
-
-    Entries are tuples in-process but lists after an xdist round trip: accept both.
-    """
-    found: dict[str, Any] = {}
-    for entry in getattr(report, "user_properties", None) or []:
-        if isinstance(entry, (tuple, list)) and len(entry) == 2 and entry[0] in PROPERTY_KEYS:
-            found[entry[0]] = entry[1]
-    return found
-
-
-def _chosen(value: Any) -> dict[str, Any]:
-    """The ``chosen`` property: JSON text (a dict from reports of older versions)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _extra_payload(report: Any) -> dict[str, Any] | None:
-    """What the extras describe, from ``report.skilltrigger``; None for other tests."""
-    record = getattr(report, "skilltrigger", None)
-    if not isinstance(record, dict):
-        return None
-    result = record.get("result") or {}
-    props = trigger_properties(report)
-    outcomes = result.get("outcomes") or []
-    errors = [
-        o.get("error") for o in outcomes if isinstance(o, dict) and o.get("status") == "error"
-    ]
+def extra_payload(target: Target, index: int, result: QueryResult) -> dict[str, Any]:
+    """What the extras describe (also the JSON extra's content); ``index`` is the entry's."""
+    entry_extra = next((e.extra for e in target.eval_set.entries if e.index == index), {})
     return {
-        "skill": record.get("skill_name"),
-        "query": result.get("query"),
-        "should_trigger": result.get("should_trigger"),
-        "trigger_rate": props.get("trigger_rate"),
-        "triggers": props.get("triggers"),
-        "runs": props.get("runs"),
-        "threshold": result.get("threshold"),
-        "chosen": _chosen(props.get("chosen")),
-        "errors": [e or "unknown error" for e in errors],
-        "skipped": result.get("skipped"),
-        "extra": record.get("extra") or {},
+        "skill": target.name,
+        "query": result.query,
+        "should_trigger": result.should_trigger,
+        "trigger_rate": round(result.trigger_rate, 4),
+        "triggers": result.triggers,
+        "runs": result.runs,
+        "threshold": result.threshold,
+        "chosen": dict(result.chosen),
+        "errors": [o.error or "unknown error" for o in result.outcomes if o.status == "error"],
+        "skipped": result.skipped,
+        "extra": entry_extra or {},
     }
 
 
-def _extra_html(payload: dict[str, Any]) -> str:
+def extra_html(payload: dict[str, Any]) -> str:
     """A small escaped table for the expanded row of a test in the pytest-html page."""
     expected = "should trigger" if payload["should_trigger"] else "should not trigger"
     rate_text = format_ratio(payload["trigger_rate"], "—")
@@ -100,47 +67,36 @@ def _extra_html(payload: dict[str, Any]) -> str:
     return f'<table class="skilltrigger-extra">{body}</table>'
 
 
-def add_extras(report: Any) -> None:
-    """Append the trigger extras (an HTML table and a JSON link) to ``report.extras``.
+class HtmlColumns:
+    """Hooks for pytest-html; ``lookup`` gives the typed result of a trigger item by node id."""
 
-    Appends rather than replaces so extras from the user's own hooks or the ``extras`` fixture
-    are kept. Does nothing for reports without the plugin's record.
-    """
-    payload = _extra_payload(report)
-    if payload is None:
-        return
-    from pytest_html import extras
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
 
-    current = list(getattr(report, "extras", None) or [])
-    current.append(extras.html(_extra_html(payload)))
-    current.append(extras.json(payload, name="skilltrigger"))
-    report.extras = current
+    def add_extras(self, report: Any, target: Target, index: int, result: QueryResult) -> None:
+        """Append the trigger extras (an HTML table and a JSON link) to ``report.extras``.
 
+        Appends rather than replaces so extras from the user's own hooks or the ``extras``
+        fixture are kept.
+        """
+        from pytest_html import extras
 
-class PytestHtmlHooks:
-    """Hooks for pytest-html; register only when ``config.pluginmanager.hasplugin("html")``."""
+        payload = extra_payload(target, index, result)
+        current = list(getattr(report, "extras", None) or [])
+        current.append(extras.html(extra_html(payload)))
+        current.append(extras.json(payload, name="skilltrigger"))
+        report.extras = current
 
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
         cells.insert(2, '<th class="sortable" data-column-type="triggerRate">Trigger rate</th>')
         cells.insert(3, "<th>Triggers/runs</th>")
 
     def pytest_html_results_table_row(self, report: Any, cells: list[str]) -> None:
-        props = trigger_properties(report)
-        rate_text = format_ratio(props.get("trigger_rate"), "")
-        runs_text = (
-            f"{props['triggers']}/{props['runs']}"
-            if "triggers" in props and "runs" in props
-            else ""
-        )
+        found = self.lookup(report.nodeid)
+        rate_text = runs_text = ""
+        if found is not None:
+            result = found[1]
+            rate_text = format_ratio(round(result.trigger_rate, 4), "")
+            runs_text = f"{result.triggers}/{result.runs}"
         cells.insert(2, f'<td class="col-triggerRate">{escape_html(rate_text)}</td>')
         cells.insert(3, f'<td class="col-triggerRuns">{escape_html(runs_text)}</td>')
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        # Registered after plugin.py, so this wrapper is outside the plugin's own: the
-        # runtime has put its values on the report by the time this runs.
-        report = yield
-        add_extras(report)
-        return report

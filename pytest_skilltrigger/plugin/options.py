@@ -12,10 +12,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import BACKENDS, MODEL_ENV, Settings
-from pytest_skilltrigger.engine.store import CACHE_MODES
-from pytest_skilltrigger.optimizer.driver import OptimizeOptions
-from pytest_skilltrigger.reports.baseline import load_baseline
+from pytest_skilltrigger.engine.settings import BACKENDS, CACHE_MODES, MODEL_ENV, Settings
+from pytest_skilltrigger.optimizer.options import OptimizeOptions
 from pytest_skilltrigger.support.errors import InputError
 
 GROUP = "skilltrigger"
@@ -233,10 +231,15 @@ def gates(config: pytest.Config) -> Gates:
     fail_on_regression = flag(config, "--trigger-fail-on-regression")
     if fail_on_regression and not baseline_path:
         raise InputError("--trigger-fail-on-regression", "needs --trigger-baseline")
+    baseline = None
+    if baseline_path:
+        from pytest_skilltrigger.reports.baseline import load_baseline  # only when asked for
+
+        baseline = load_baseline(baseline_path)
     return Gates(
         min_accuracy=min_accuracy,
         require_backend=flag(config, "--trigger-require-backend"),
-        baseline=load_baseline(baseline_path) if baseline_path else None,
+        baseline=baseline,
         fail_on_regression=fail_on_regression,
     )
 

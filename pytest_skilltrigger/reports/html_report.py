@@ -15,12 +15,10 @@ rate and triggers/runs.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_skilltrigger.engine.outcome import format_chosen
-from pytest_skilltrigger.reports.summary import format_ratio
+from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
 
 __all__ = ["render_html"]
 
@@ -85,11 +83,6 @@ tr.invalid > td.desc-cell, tr.interrupted > td.desc-cell { color: #57606a; }
 .legend { font-size: 12px; color: #57606a; margin: .5em 0; }
 .empty { color: #57606a; font-style: italic; }
 """
-
-
-def escape_html(value: Any) -> str:
-    """Escape any value for text or a quoted attribute: every user string passes here."""
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 _e = escape_html  # short name: it wraps every user string in the templates below

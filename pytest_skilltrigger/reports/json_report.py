@@ -29,13 +29,13 @@ def build_report(
     skills = []
     for skill in results.ordered():
         entry: dict[str, Any] = {
-            "skill_name": skill.skill_name,
-            "skill_path": skill.skill_path,
-            "description": skill.description,
+            "skill_name": skill.target.name,
+            "skill_path": skill.target.skill.path,
+            "description": skill.target.description,
             "results": skill.report_rows(),
             "summary": summarize(skill.results(), model, prices),
         }
-        entry.update((extra_by_skill or {}).get(skill.skill_path, {}))
+        entry.update((extra_by_skill or {}).get(skill.target.skill.path, {}))
         skills.append(entry)
     return {
         "version": REPORT_VERSION,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilltrigger.engine.context import one_line
-from pytest_skilltrigger.engine.outcome import format_chosen
-from pytest_skilltrigger.reports.summary import format_ratio
+from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
 
 
 def _cell(text: Any) -> str:

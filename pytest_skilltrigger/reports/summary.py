@@ -7,18 +7,15 @@ queries are counted apart and never enter these numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.engine.cost import cost_usd, price_of
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage
 
-
-def format_ratio(value: Any, missing: str = "n/a") -> str:
-    """A rate, precision, recall or accuracy for people: two decimals, or ``missing`` when
-    undefined (None, or not a number in a report read back)."""
-    return f"{value:.2f}" if isinstance(value, int | float) else missing
+if TYPE_CHECKING:
+    from pytest_skilltrigger.skills.catalog import Target
 
 
 def summarize(
@@ -60,42 +57,44 @@ def summarize(
 
 @dataclass
 class SkillResults:
-    """What the controller gathered for one skill, in eval-file order."""
+    """What the controller gathered for one skill: typed results by eval-file index."""
 
-    skill_name: str
-    skill_path: str
-    description: str
-    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    target: Target
+    rows: dict[int, QueryResult] = field(default_factory=dict)
 
     def results(self) -> list[QueryResult]:
-        return [QueryResult.from_dict(self.rows[i]["result"]) for i in sorted(self.rows)]
+        """The results in eval-file order (whatever order they arrived in)."""
+        return [self.rows[i] for i in sorted(self.rows)]
 
     def report_rows(self) -> list[dict[str, Any]]:
+        """The JSON rows: each result's summary, with the entry's extra keys."""
+        extras = {e.index: e.extra for e in self.target.eval_set.entries}
         rows = []
         for i in sorted(self.rows):
-            record = self.rows[i]
-            row = QueryResult.from_dict(record["result"]).summary_row()
-            if record.get("extra"):
-                row["extra"] = record["extra"]
+            row = self.rows[i].summary_row()
+            if extras.get(i):
+                row["extra"] = extras[i]
             rows.append(row)
         return rows
 
 
 class SessionResults:
-    """Collects item records (plain dicts, as they arrive from any process) per skill."""
+    """Collects item results (decoded once, as they arrive from any process) per skill."""
 
-    def __init__(self, order: Iterable[str] = ()) -> None:
-        self._order = list(order)
+    def __init__(self, targets: Iterable[Target] = ()) -> None:
+        self._order = [t.skill.skill_md for t in targets]
         self.skills: dict[str, SkillResults] = {}
 
-    def add(self, record: dict[str, Any]) -> None:
-        key = record["skill_md"]
+    def add(self, target: Target, index: int, result: QueryResult) -> None:
+        key = target.skill.skill_md
         skill = self.skills.get(key)
         if skill is None:
-            skill = self.skills[key] = SkillResults(
-                record["skill_name"], record["skill_path"], record["description"]
-            )
-        skill.rows[int(record["index"])] = record
+            skill = self.skills[key] = SkillResults(target)
+        skill.rows[index] = result
+
+    def all_results(self) -> Iterator[QueryResult]:
+        for skill in self.skills.values():
+            yield from skill.rows.values()
 
     def ordered(self) -> list[SkillResults]:
         """Skills in target order (then any others by path), whatever the arrival order."""

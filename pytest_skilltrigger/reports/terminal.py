@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilltrigger.reports.summary import format_ratio
+from pytest_skilltrigger.reports.formatting import format_ratio
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:

@@ -25,11 +25,13 @@ from pytest_skilltrigger.backends.api.request import build_request, request_body
 from pytest_skilltrigger.backends.api.sse import StreamError, decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL
+from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
 
 STREAM_RETRIES = 4
+ASK_TIMEOUT = 120.0
 DRAIN_BYTES = 16 * 1024
 # The SDK's own switch (what ``with_streaming_response`` sets): hand back the unread response.
 RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
@@ -96,7 +98,9 @@ class AnthropicBackend:
                 import anthropic
 
                 self._sdk = anthropic
-                self._client = anthropic.Anthropic(max_retries=self.max_retries, timeout=self.timeout)
+                self._client = anthropic.Anthropic(
+                    max_retries=self.max_retries, timeout=self.timeout
+                )
                 _warn_if_deprecated(self.model)
             return self._client
 
@@ -153,6 +157,21 @@ class AnthropicBackend:
             status, chosen=decision.chosen, usage=decision.usage, request_id=request_id
         )
         return outcome, False
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        """One plain request (the optimizer's proposals) on the same client and pool, with a
+        longer timeout: a proposal is a few hundred words, not one tool call."""
+        client = self._connect()
+        try:
+            message = client.with_options(timeout=max(self.timeout, ASK_TIMEOUT)).messages.create(
+                model=model or self.model,
+                max_tokens=4096,
+                messages=[{"role": "user", "content": prompt}],
+            )
+        except self._sdk.APIError as exc:
+            raise AskError(redact(str(exc))) from None
+        text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
+        return text, Usage.from_dict(message.usage.model_dump())
 
     def close(self) -> None:
         """Stop retrying and close the pool, which also aborts calls still in flight."""

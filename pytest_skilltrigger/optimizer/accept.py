@@ -1,0 +1,76 @@
+"""What becomes of SKILL.md once the rounds are over, decided from their typed outcomes.
+
+A skill's file is rewritten only when the best description beat the start on test and kept
+its lead when both were measured again on fresh runs. Only the description's value changes
+(see :mod:`pytest_skilltrigger.skills.rewrite`), and never when the file changed on disk during
+the run. Nothing is written after an interrupted run: every SKILL.md is then as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from pytest_skilltrigger.engine.outcome import format_score
+from pytest_skilltrigger.optimizer.loop import Optimization
+from pytest_skilltrigger.skills.rewrite import FileChangedError, write_description
+from pytest_skilltrigger.support.errors import InputError
+
+
+def accept_all(runs: Iterable[Optimization], log: Callable[[str], None]) -> None:
+    """Report every skill's before/after and write the descriptions that won."""
+    runs = list(runs)
+    if any(run.interrupted for run in runs):
+        return
+    for run in runs:
+        accept(run, log)
+
+
+def _unchanged_reason(run: Optimization) -> str:
+    start = run.evaluated()[0] if run.evaluated() else None
+    best = run.best() if run.evaluated() else None
+    confirmation = run.confirmation
+    if start is not None and best is not None and (
+        run.incomplete(start) or run.incomplete(best)
+    ):
+        return "some queries errored or were skipped, so the comparison is not sound"
+    if confirmation is not None and not confirmation.complete:
+        return "some fresh runs errored or were skipped, so the lead is not confirmed"
+    if confirmation is not None:
+        return (
+            "the best's lead came from chance: it did not hold on fresh runs "
+            "(paste it by hand if you still want it)"
+        )
+    return "nothing beat the starting description"
+
+
+def accept(run: Optimization, log: Callable[[str], None]) -> None:
+    """Print before/after for one skill and rewrite its SKILL.md when the best won."""
+    target = run.target
+    data = run.to_dict()
+    log(f"{target.name}: {data['exit_reason']}")
+    log(f"  before: {target.description}")
+    start = run.evaluated()[0] if run.evaluated() else None
+    if start is not None:
+        log(f"    train {format_score(start.train)}, test {format_score(start.test)}")
+    log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
+    log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
+    if run.confirmation is not None:
+        log(
+            f"    measured again on fresh runs ({run.confirmation.on}): "
+            f"{run.confirmation.verdict()}"
+        )
+    if not run.improved:
+        log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
+        return
+    try:
+        write_description(target.skill.skill_md, data["best_description"], target.skill.raw)
+    except FileChangedError:
+        log(
+            f"  {target.skill.skill_md} changed on disk during the run: not overwritten; "
+            "paste the best description by hand"
+        )
+        return
+    except InputError as exc:
+        log(f"  not written: {exc}")
+        return
+    log(f"  wrote the new description to {target.skill.skill_md}")

@@ -1,0 +1,278 @@
+"""The controller's roles: gathering every item's result, the improvement rounds, the
+reports and the gates. Only a controller writes files.
+
+:class:`LocalController` is a plain run (it also runs the items); :class:`DistController` is
+the xdist controller, which runs nothing and takes in what the workers' reports carry: their
+calls count against the one budget, and their runs are stored here.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_skilltrigger.plugin import options, wire
+from pytest_skilltrigger.plugin.role import Role
+from pytest_skilltrigger.plugin.running import ItemRunner
+from pytest_skilltrigger.support.errors import InputError
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.reports.baseline import Change
+    from pytest_skilltrigger.reports.summary import SessionResults
+    from pytest_skilltrigger.skills.catalog import Target
+
+HTML_PLUGIN = "skilltrigger-html"
+
+
+class Controller(Role):
+    """What both controllers do with results, whoever ran the items."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
+        self.gate_failures: list[str] = []
+        self.regressions: list[Change] = []
+        self.improvements: list[Change] = []
+        self.report: dict[str, Any] | None = None  # built once, at the end of the session
+        self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+        self.html = None
+        if not self.targets:
+            return
+        self._check_store()
+        for target in self.targets:
+            for warning in target.warnings:  # shown in the warnings summary, also with -q
+                config.issue_config_time_warning(pytest.PytestConfigWarning(warning), 3)
+        manager = config.pluginmanager
+        if manager.hasplugin("html") and config.getoption("htmlpath", None):
+            from pytest_skilltrigger.plugin.html import HtmlColumns
+
+            self.html = HtmlColumns(self.result_of)
+            manager.register(self.html, HTML_PLUGIN)
+
+    def _check_store(self) -> None:
+        """Create (or check) the result store now, in this process only, so that a path
+        that cannot hold it is a usage error, and xdist workers find it ready to read."""
+        path = self.settings.store_path
+        if self.settings.cache_mode == "off" or not path:
+            return
+        import sqlite3
+
+        from pytest_skilltrigger.engine.store import ResultStore
+
+        try:
+            ResultStore(path).close()
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(path, f"cannot use as the result store: {exc}") from None
+
+    # -- results -------------------------------------------------------------------------
+    @cached_property
+    def results(self) -> SessionResults:
+        """Every item's typed result, per skill (made when the first one arrives)."""
+        from pytest_skilltrigger.reports.summary import SessionResults
+
+        return SessionResults(self.targets)
+
+    def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
+        """The typed result of a trigger item, once its report has arrived."""
+        return self._by_node.get(nodeid)
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml, pytest-html and users' hooks read it
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Decode an item's result once as its report arrives; its numbers become the
+        report's ``user_properties`` (and the teardown's, which junitxml reads)."""
+        if report.when == "teardown":
+            found = self._by_node.get(report.nodeid)
+            if found is not None:  # junitxml reads an item's properties from its teardown
+                report.user_properties.extend(junit_properties(found[1]))
+            return
+        record = wire.decode(report)
+        if record is None:
+            return
+        target = self.by_skill_md[record.skill_md]
+        self._by_node[report.nodeid] = (target, record.result)
+        report.user_properties.extend(junit_properties(record.result))
+        self.results.add(target, record.index, record.result)
+        self.absorb(record)
+        if self.html is not None:
+            self.html.add_extras(report, target, record.index, record.result)
+
+    def absorb(self, record: wire.ItemRecord) -> None:
+        """Take in a result this process did not sample (nothing to do when it did)."""
+
+    # -- end of session ------------------------------------------------------------------
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Improvement rounds, the JSON report and the gates."""
+        if not self.targets:
+            return
+        from pytest_skilltrigger.reports.json_report import write_report
+
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        extra = self._optimize(session) if self.optimize and not interrupted else None
+        report = self.report = self._build_report(extra)
+        path = options.json_path(self.config)
+        if path:
+            write_report(path, report)
+        self._apply_gates(session, report)
+
+    def _optimize(self, session: pytest.Session) -> dict[str, dict[str, Any]] | None:
+        """Improvement rounds on the controller, after every item is done; SKILL.md files
+        are written from their outcomes once all rounds are over."""
+        from pytest_skilltrigger.optimizer.accept import accept_all
+        from pytest_skilltrigger.optimizer.driver import OptimizationDriver
+        from pytest_skilltrigger.reports.rounds import RoundFiles
+
+        assert self.optimize is not None  # the caller checked
+        if self.engine.unavailable:
+            self._log(f"skilltrigger: not optimising: {self.engine.unavailable}")
+            return None
+        initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
+        files = None
+        if self.optimize.report_path or self.optimize.results_dir:
+            files = RoundFiles(self.optimize.report_path, self.optimize.results_dir)
+        driver = OptimizationDriver(self.engine, self.optimize, self._log, files)
+        runs = driver.run(self.targets, initial)
+        if driver.interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+        else:
+            accept_all(runs.values(), self._log)
+        return {path: run.to_dict() for path, run in runs.items()}
+
+    def _log(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    def _build_report(self, extra_by_skill: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
+        from pytest_skilltrigger.reports.json_report import build_report
+
+        engine = self.started_engine
+        return build_report(
+            self.results,
+            backend=engine.backend_name if engine else None,
+            model=engine.model if engine else None,
+            runs_per_query=self.settings.runs_per_query,
+            threshold=self.settings.threshold,
+            extra_by_skill=extra_by_skill,
+            prices=engine.prices if engine else None,
+        )
+
+    def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
+        """Accuracy floor, baseline comparison and the GitHub step summary."""
+        gates = self.gates
+        if gates.min_accuracy is not None:
+            for skill in report["skills"]:
+                s = skill["summary"]
+                counted = s["total"] - s["skipped"]
+                if not counted:
+                    continue
+                accuracy = s["passed"] / counted
+                if accuracy < gates.min_accuracy:
+                    self.gate_failures.append(
+                        f"{skill['skill_name']}: query accuracy {accuracy:.2f} "
+                        f"({s['passed']}/{counted}) is below --trigger-min-accuracy "
+                        f"{gates.min_accuracy:.2f}"
+                    )
+        if gates.baseline is not None:
+            from pytest_skilltrigger.reports.baseline import compare
+
+            self.regressions, self.improvements = compare(gates.baseline, report)
+            if gates.fail_on_regression and self.regressions:
+                self.gate_failures.append(
+                    f"{len(self.regressions)} regression(s) against the baseline"
+                )
+        if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file and report["skills"]:
+            from pytest_skilltrigger.reports.markdown import render_markdown
+
+            with open(summary_file, "a", encoding="utf-8") as handle:
+                handle.write(render_markdown(report, gates.min_accuracy))
+
+    # -- the terminal ----------------------------------------------------------------------
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        if not self.targets:
+            return []
+        return [
+            f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
+            f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}"
+        ]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.config.option.collectonly:
+            return
+        reporter = terminalreporter
+        engine = self.started_engine
+        if self.targets and (engine is None or engine.unavailable):
+            reason = engine.unavailable if engine else "no trigger item ran"
+            reporter.write_line(f"skilltrigger: trigger tests did not run: {reason}", yellow=True)
+        self._report_budget(reporter)
+        if not self.report or not self.report["skills"]:
+            return
+        from pytest_skilltrigger.reports.terminal import summary_lines
+
+        reporter.write_sep("=", "skill trigger summary")
+        for line in summary_lines(self.report):
+            reporter.write_line(line)
+        for change in self.regressions:
+            reporter.write_line(
+                f"REGRESSED {change.skill}: {change.query!r} ({change.before} -> {change.after})"
+            )
+        for change in self.improvements:
+            reporter.write_line(
+                f"improved {change.skill}: {change.query!r} ({change.before} -> {change.after})"
+            )
+        for line in self.gate_failures:
+            reporter.write_line(f"GATE FAILED {line}", red=True)
+
+    def _report_budget(self, reporter: Any) -> None:
+        if not self.targets:
+            return
+        from pytest_skilltrigger.engine.sampler import BUDGET_REACHED
+
+        over_budget = sum(
+            1 for r in self.results.all_results() if (r.skipped or "").startswith(BUDGET_REACHED)
+        )
+        if over_budget:
+            reporter.write_line(
+                f"skilltrigger: the cost budget (${self.settings.budget_usd:.4f}) was reached; "
+                f"{over_budget} queries were skipped without a call",
+                yellow=True,
+            )
+
+
+class LocalController(Controller, ItemRunner):
+    """A plain run: runs every item in this process and reports on them."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before any item: start every item's runs, so many are in flight at once."""
+        if not self.config.option.collectonly:
+            self.prefetch(session.items)
+
+    def upcoming(self, item: Any) -> list[pytest.Item]:
+        return []  # every item's runs started with the run loop
+
+
+class DistController(Controller):
+    """The xdist controller: runs no item; counts and stores what workers sampled."""
+
+    def absorb(self, record: wire.ItemRecord) -> None:
+        self.engine.absorb(record.context_key, record.result)
+
+
+def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
+    """An item's numbers as junitxml properties (``chosen`` as JSON text: junitxml writes
+    ``str(value)``, which for a dict would be Python's repr)."""
+    import json
+
+    return [
+        ("trigger_rate", round(result.trigger_rate, 4)),
+        ("triggers", result.triggers),
+        ("runs", result.runs),
+        ("chosen", json.dumps(dict(result.chosen), sort_keys=True, ensure_ascii=False)),
+    ]

@@ -1,0 +1,91 @@
+"""What the role of every pytest process shares: its settings, its skills and its engine.
+
+:mod:`pytest_skilltrigger.plugin` registers exactly one role object per process, whose
+methods are the hooks: :class:`~pytest_skilltrigger.plugin.controller.LocalController` for a
+plain run, :class:`~pytest_skilltrigger.plugin.controller.DistController` on the xdist
+controller and :class:`~pytest_skilltrigger.plugin.running.DistWorker` on each xdist worker.
+
+Nothing of the engine is imported until a skill is in play or the ``skill_trigger`` fixture
+is used: a project that has the plugin installed and collects no skill pays for options only.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.plugin import options
+from pytest_skilltrigger.plugin.selection import adjust_args, select
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.skills.catalog import Target
+
+
+class Role:
+    """Options read and checked, the skills in play loaded, the engine made on first use.
+
+    Every bad option or file raises :class:`~pytest_skilltrigger.support.errors.InputError`
+    here, at configure time, before anything is written or called.
+    """
+
+    #: whether this process stores the runs it makes (xdist workers hand theirs over)
+    writes_store = True
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.settings = self.adjust_settings(
+            options.settings_from_config(config, default_store(config))
+        )
+        if self.settings.prices_path:
+            from pytest_skilltrigger.engine.cost import load_prices
+
+            load_prices(self.settings.prices_path)  # a bad price file is bad input: fail now
+        self.gates = options.gates(config)
+        self.optimize = options.optimize_options(config)
+        given, ini = options.skill_paths(config)
+        selection = select(config, given, ini)
+        self.targets: list[Target] = []
+        if selection.paths:
+            from pytest_skilltrigger.skills.catalog import load_targets
+
+            self.targets = load_targets(
+                selection.paths,
+                eval_set=config.getoption("eval_set"),
+                description=config.getoption("skill_description"),
+            )
+        self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
+        adjust_args(config, selection)
+
+    def adjust_settings(self, settings: Settings) -> Settings:
+        """This process's share of the settings (all of them, but on a worker)."""
+        return settings
+
+    @cached_property
+    def engine(self) -> TriggerSession:
+        """The engine's front door for this process, made on first use."""
+        from pytest_skilltrigger.engine.session import TriggerSession
+
+        return TriggerSession(self.settings, write_store=self.writes_store)
+
+    @property
+    def started_engine(self) -> TriggerSession | None:
+        """The engine if anything has used it yet (reports say so when nothing ran)."""
+        return self.__dict__.get("engine")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        engine = self.started_engine
+        if engine is not None:
+            engine.close(wait=False)
+
+
+def default_store(config: pytest.Config) -> str | None:
+    """The store's default path, inside pytest's cache folder (None without the cache)."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return None
+    return os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")

@@ -1,0 +1,143 @@
+"""Running trigger items in a process: collecting them, feeding their queries to the engine
+ahead of time, and putting each result on its report. The xdist worker's role.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from concurrent.futures import Future
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.plugin import wire
+from pytest_skilltrigger.plugin.items import (
+    BackendRequiredError,
+    SkillFile,
+    TriggerItem,
+    TriggerRunError,
+)
+from pytest_skilltrigger.plugin.role import Role
+from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult, TriggerCheck
+
+
+class ItemRunner(Role):
+    """Hooks of a process that runs items; it is also their :class:`ResultSource`."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
+        self._submitted: dict[str, Future[QueryResult]] = {}
+
+    def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
+        """Items this process will run after ``item``, whose runs can start now."""
+        raise NotImplementedError
+
+    def pytest_collect_file(self, file_path: Any, parent: pytest.Collector) -> SkillFile | None:
+        target = self.by_skill_md.get(os.path.abspath(str(file_path)))
+        if target is None:
+            return None
+        return SkillFile.from_parent(
+            parent,
+            path=file_path,
+            target=target,
+            source=self,
+            soft_misses=self.gates.min_accuracy is not None,
+        )
+
+    def prefetch(self, items: list[pytest.Item]) -> None:
+        """Submit the queries of these items so they run concurrently ahead of the items."""
+        trigger_items = [i for i in items if isinstance(i, TriggerItem)]
+        if not trigger_items or self.engine.unavailable:
+            return
+        for item in trigger_items:
+            if item.nodeid not in self._submitted:
+                self._submitted[item.nodeid] = self.engine.submit(
+                    item.target.context(), item.entry
+                )
+
+    def _check_available(self) -> None:
+        """Skip (or, with --trigger-require-backend, error) when no backend can run."""
+        reason = self.engine.unavailable
+        if not reason:
+            return
+        if self.gates.require_backend:
+            raise BackendRequiredError(f"{reason} (--trigger-require-backend is set)")
+        pytest.skip(reason)
+
+    def result_for(self, item: TriggerItem) -> QueryResult:
+        """Wait for the item's result (submitting it and its queued followers if needed)."""
+        self._check_available()
+        self.prefetch([item, *self.upcoming(item)])
+        result = self._submitted[item.nodeid].result()
+        if self.engine.fatal:
+            item.session.shouldstop = f"stopping: {self.engine.fatal}"
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+        """Put the item's result on its report (call, or a setup that did not pass)."""
+        report = yield
+        if isinstance(item, TriggerItem) and item.result is not None and (
+            report.when == "call" or (report.when == "setup" and not report.passed)
+        ):
+            record = wire.ItemRecord(
+                skill_md=item.target.skill.skill_md,
+                index=item.entry.index,
+                context_key=self.engine.context_key(item.target.context()),
+                result=item.result,
+            )
+            wire.attach(report, record)
+        return report
+
+    def check(
+        self, path: str, query: str, runs: int | None = None, threshold: float | None = None
+    ) -> TriggerCheck:
+        """The ``skill_trigger`` fixture's work: sample one query for one skill."""
+        from pytest_skilltrigger.engine.outcome import TriggerCheck
+        from pytest_skilltrigger.engine.sampler import SamplingPlan
+        from pytest_skilltrigger.skills.catalog import load_context
+        from pytest_skilltrigger.skills.evalset import EvalEntry
+        from pytest_skilltrigger.support.errors import InputError
+
+        self._check_available()
+        plan = SamplingPlan(
+            self.settings.runs_per_query if runs is None else runs,
+            self.settings.threshold if threshold is None else threshold,
+            self.settings.curtail,
+        )
+        if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
+            raise ValueError("runs must be >= 1 and threshold within 0..1")
+        try:
+            context = load_context(os.path.abspath(path))
+        except InputError as exc:
+            raise ValueError(str(exc)) from None
+        entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})
+        result = self.engine.submit(context, entry, plan).result()
+        if result.skipped:
+            pytest.skip(result.skipped)
+        if result.errors:
+            raise TriggerRunError(result.error)
+        return TriggerCheck.from_result(result)
+
+
+class DistWorker(ItemRunner):
+    """An xdist worker: runs the items handed to it and stores nothing (the controller
+    stores what the reports carry); starts the runs of the items queued behind the current
+    one, and spends only its share of the session's budget."""
+
+    writes_store = False
+
+    def adjust_settings(self, settings: Settings) -> Settings:
+        if settings.budget_usd is None:
+            return settings
+        # every worker keeps its own guard: each gets an equal share of the budget
+        workers = max(1, int(self.config.workerinput.get("workercount", 1)))
+        return dataclasses.replace(settings, budget_usd=settings.budget_usd / workers)
+
+    def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
+        return upcoming_items(item)

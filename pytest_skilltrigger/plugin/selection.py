@@ -1,0 +1,98 @@
+"""Which skill folders a run collects, and making pytest collect them.
+
+Skills come from ``--skill-path`` and from the ``skill_paths`` ini key. ``--skill-path``
+alone collects only those skills; with explicit paths it adds them. Skills from the ini key
+join a run without explicit paths (``pytest``) and follow pytest's own selection otherwise
+(``pytest tests/test_x.py`` leaves them, ``pytest skills/pdf`` takes that one). Only the
+skills in play are read, so a broken eval set under ``skills/`` does not stop a run that
+never collects it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The skill paths of a run (absolute): given with ``--skill-path``, and from the ini
+    key those the run will collect."""
+
+    given: list[str]
+    ini: list[str]
+
+    @property
+    def paths(self) -> list[str]:
+        return self.given + [p for p in self.ini if p not in self.given]
+
+
+def select(config: pytest.Config, given: list[str], ini: list[str]) -> Selection:
+    """The skill paths in play for this command line."""
+    return Selection(given, _ini_in_play(config, given, ini))
+
+
+def _ini_in_play(config: pytest.Config, given: list[str], ini: list[str]) -> list[str]:
+    if not explicit(config):
+        return [] if given else ini  # --skill-path alone collects only those skills
+    in_play: list[str] = []
+    for chosen in arg_paths(config.args):
+        for path in ini:
+            if within(path, chosen):  # the argument holds the whole ini folder
+                found = path
+            elif within(chosen, path):  # the argument is inside it: just that skill
+                found = _skill_folder(chosen, path)
+            else:
+                continue
+            if found not in in_play:
+                in_play.append(found)
+    return in_play
+
+
+def adjust_args(config: pytest.Config, selection: Selection) -> None:
+    """Add the selected skill folders to pytest's arguments where they are not covered."""
+    is_explicit = explicit(config)
+    if selection.given:
+        args = list(config.args) if is_explicit else []
+        extra = selection.given
+    elif selection.ini and not is_explicit:
+        args = list(config.args)
+        extra = selection.ini
+    else:
+        return
+    covered = arg_paths(args)
+    for path in extra:
+        if not any(within(path, c) for c in covered):
+            args.append(path)
+    config.args[:] = args
+
+
+def explicit(config: pytest.Config) -> bool:
+    """True when the command line named what to run (pytest's own selection applies)."""
+    return config.args_source == pytest.Config.ArgsSource.ARGS
+
+
+def arg_paths(args: list[str]) -> list[str]:
+    """The file system paths of pytest arguments (``path::node`` ids included), absolute."""
+    return [os.path.abspath(a.split("::")[0]) for a in args]
+
+
+def within(path: str, folder: str) -> bool:
+    """True when ``path`` is ``folder`` or lies below it (both absolute)."""
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
+
+
+def _skill_folder(chosen: str, root: str) -> str:
+    """The skill folder holding ``chosen`` (a file or folder below the ini folder ``root``),
+    or ``chosen`` itself when it is a folder of skills."""
+    folder = chosen if os.path.isdir(chosen) else os.path.dirname(chosen)
+    probe = folder
+    while within(probe, root):
+        if os.path.isfile(os.path.join(probe, "SKILL.md")):
+            return probe
+        if probe == root:
+            break
+        probe = os.path.dirname(probe)
+    return folder

@@ -1,0 +1,52 @@
+"""The one channel an item's result crosses to the controller on: ``report.skilltrigger``.
+
+xdist sends only plain JSON values, so the process that ran the item encodes its typed result
+once and the controller decodes it once, when the report arrives; everything after that
+(reports, junit properties, pytest-html cells) works on the typed :class:`ItemRecord`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_skilltrigger.engine.outcome import QueryResult
+
+ATTRIBUTE = "skilltrigger"
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """An item's result as the controller keeps it."""
+
+    skill_md: str  # which target (the controller loaded the same ones)
+    index: int  # the entry's position in its eval set
+    context_key: str | None  # what the runs are stored under
+    result: QueryResult
+
+
+def encode(record: ItemRecord) -> dict[str, Any]:
+    return {
+        "skill_md": record.skill_md,
+        "index": record.index,
+        "context_key": record.context_key,
+        "result": record.result.to_dict(),
+    }
+
+
+def attach(report: Any, record: ItemRecord) -> None:
+    """Put the record on a report as plain values."""
+    setattr(report, ATTRIBUTE, encode(record))
+
+
+def decode(report: Any) -> ItemRecord | None:
+    """The record a report carries, or None for reports of other tests."""
+    data = getattr(report, ATTRIBUTE, None)
+    if not isinstance(data, dict):
+        return None
+    return ItemRecord(
+        skill_md=data["skill_md"],
+        index=int(data["index"]),
+        context_key=data.get("context_key"),
+        result=QueryResult.from_dict(data["result"]),
+    )

@@ -1,0 +1,80 @@
+"""The files of the improvement rounds: the live HTML report and the results folder.
+
+Both are rewritten (atomically) after every iteration, so a browser that reloads follows the
+run and an interrupted run keeps what it finished. The results folder is time-stamped per run
+and holds ``report.html``, ``results.json`` and each iteration's exchange with the improve
+model (redacted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import TYPE_CHECKING
+
+from pytest_skilltrigger.reports.html_report import render_html
+from pytest_skilltrigger.reports.json_report import write_report
+from pytest_skilltrigger.support.atomic import atomic_write_text
+from pytest_skilltrigger.support.redact import redact
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.optimizer.loop import Optimization
+    from pytest_skilltrigger.optimizer.proposer import Proposal
+
+
+class RoundFiles:
+    """Where the rounds are written: an HTML report path, a results folder, or both."""
+
+    def __init__(self, report_path: str | None, results_dir: str | None) -> None:
+        self.report_path = report_path
+        self.results_dir: str | None = None
+        if results_dir:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            os.makedirs(results_dir, exist_ok=True)
+            for n in range(1000):
+                candidate = os.path.join(results_dir, stamp + (f"-{n}" if n else ""))
+                try:
+                    os.mkdir(candidate)  # two runs in the same second get their own folders
+                except FileExistsError:
+                    continue
+                self.results_dir = candidate
+                break
+
+    def publish(self, runs: list[Optimization]) -> None:
+        """Rewrite the HTML report and the results folder's report and JSON."""
+        skills = [
+            {"skill_name": run.target.name, "skill_path": run.target.skill.path, **run.to_dict()}
+            for run in runs
+        ]
+        running = not all(run.exit_reason for run in runs)
+        page = render_html(skills, running=running)
+        if self.report_path:
+            atomic_write_text(self.report_path, page)
+        if self.results_dir:
+            atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
+            write_report(os.path.join(self.results_dir, "results.json"), {"skills": skills})
+
+    def save_proposal(self, skill_name: str, number: int, proposal: Proposal) -> None:
+        """One iteration's prompt, answer and counts, under ``<skill>/iteration-N``."""
+        if not self.results_dir:
+            return
+        folder = os.path.join(self.results_dir, skill_name, f"iteration-{number}")
+        files = {
+            "prompt.txt": proposal.prompt,
+            "response.txt": proposal.response,
+            "repair_prompt.txt": proposal.repair_prompt,
+            "repair_response.txt": proposal.repair_response,
+            "description.txt": proposal.description,
+        }
+        for name, text in files.items():
+            if text is not None:
+                atomic_write_text(os.path.join(folder, name), redact(text))
+        counts = {
+            "prompt_chars": len(proposal.prompt),
+            "response_chars": len(proposal.response),
+            "description_chars": len(proposal.description or ""),
+            "problems": proposal.problems,
+            "error": proposal.error,
+        }
+        atomic_write_text(os.path.join(folder, "counts.json"), json.dumps(counts, indent=2))
