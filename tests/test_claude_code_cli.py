@@ -29,7 +29,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend, skill_file
+from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+from pytest_skilltrigger.backends.claude_code.workspace import skill_file
 from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
 

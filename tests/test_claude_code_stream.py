@@ -27,12 +27,9 @@ import yaml
 
 from pytest_skilltrigger.backends.api.sse import decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.claude_code.backend import (
-    ClaudeCodeBackend,
-    credential_store_dir,
-    read_stream,
-    skill_file,
-)
+from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+from pytest_skilltrigger.backends.claude_code.stream import read_stream
+from pytest_skilltrigger.backends.claude_code.workspace import credential_store_dir, skill_file
 from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.support.redact import redact
 

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_skilltrigger.backends.api.sse import StreamError, decide
+from pytest_skilltrigger.backends.api.sse import decide
+from pytest_skilltrigger.backends.first_choice import StreamError
 
 
 def frame(event: str, data: dict, *, newline: str = "\n", name: bool = True) -> str:

@@ -43,7 +43,7 @@ def _role_class(config: pytest.Config) -> type[Role]:
     """The worker's role on an xdist worker, the distributing controller's when xdist will
     distribute (its own test, read the same way), else the plain run's."""
     if hasattr(config, "workerinput"):
-        from pytest_skilltrigger.plugin.running import DistWorker
+        from pytest_skilltrigger.plugin.worker import DistWorker
 
         return DistWorker
     from pytest_skilltrigger.plugin.controller import DistController, LocalController

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
-from pytest_skilltrigger.reports.formatting import describe_chosen
-
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.outcome import QueryResult
     from pytest_skilltrigger.skills.catalog import Target
@@ -46,6 +44,8 @@ def safe_name(name: str) -> str:
 
 def failure_message(result: QueryResult, skill_name: str) -> str:
     """What a failing item prints: query, expectation, observed rate and what was chosen."""
+    from pytest_skilltrigger.reports.formatting import describe_chosen
+
     expected = "trigger" if result.should_trigger else "not trigger"
     relation = ">=" if result.trigger_rate >= result.threshold else "<"
     lines = [

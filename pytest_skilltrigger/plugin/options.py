@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_skilltrigger.engine.settings import BACKENDS, CACHE_MODES, MODEL_ENV, Settings
-from pytest_skilltrigger.optimizer.options import OptimizeOptions
 from pytest_skilltrigger.support.errors import InputError
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.optimizer.options import OptimizeOptions
 
 GROUP = "skilltrigger"
 
@@ -248,6 +250,8 @@ def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
     """The optimizer's options when ``--optimize-description`` is given, validated."""
     if not flag(config, "--optimize-description"):
         return None
+    from pytest_skilltrigger.optimizer.options import OptimizeOptions
+
     return OptimizeOptions(
         holdout=_number(config, "--holdout", float),
         max_iterations=_number(config, "--max-iterations", int),

@@ -3,7 +3,7 @@
 :mod:`pytest_skilltrigger.plugin` registers exactly one role object per process, whose
 methods are the hooks: :class:`~pytest_skilltrigger.plugin.controller.LocalController` for a
 plain run, :class:`~pytest_skilltrigger.plugin.controller.DistController` on the xdist
-controller and :class:`~pytest_skilltrigger.plugin.running.DistWorker` on each xdist worker.
+controller and :class:`~pytest_skilltrigger.plugin.worker.DistWorker` on each xdist worker.
 
 Nothing of the engine is imported until a skill is in play or the ``skill_trigger`` fixture
 is used: a project that has the plugin installed and collects no skill pays for options only.

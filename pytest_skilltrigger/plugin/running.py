@@ -1,17 +1,16 @@
 """Running trigger items in a process: collecting them, feeding their queries to the engine
-ahead of time, and putting each result on its report. The xdist worker's role.
+ahead of time, and putting each result on its report. Shared by the plain run's controller
+and the xdist worker.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import Settings
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
@@ -20,7 +19,6 @@ from pytest_skilltrigger.plugin.items import (
     TriggerRunError,
 )
 from pytest_skilltrigger.plugin.role import Role
-from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.outcome import QueryResult, TriggerCheck
@@ -123,21 +121,3 @@ class ItemRunner(Role):
         if result.errors:
             raise TriggerRunError(result.error)
         return TriggerCheck.from_result(result)
-
-
-class DistWorker(ItemRunner):
-    """An xdist worker: runs the items handed to it and stores nothing (the controller
-    stores what the reports carry); starts the runs of the items queued behind the current
-    one, and spends only its share of the session's budget."""
-
-    writes_store = False
-
-    def adjust_settings(self, settings: Settings) -> Settings:
-        if settings.budget_usd is None:
-            return settings
-        # every worker keeps its own guard: each gets an equal share of the budget
-        workers = max(1, int(self.config.workerinput.get("workercount", 1)))
-        return dataclasses.replace(settings, budget_usd=settings.budget_usd / workers)
-
-    def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
-        return upcoming_items(item)

@@ -8,9 +8,10 @@ once and the controller decodes it once, when the report arrives; everything aft
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.outcome import QueryResult
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult
 
 ATTRIBUTE = "skilltrigger"
 
@@ -44,6 +45,8 @@ def decode(report: Any) -> ItemRecord | None:
     data = getattr(report, ATTRIBUTE, None)
     if not isinstance(data, dict):
         return None
+    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
+
     return ItemRecord(
         skill_md=data["skill_md"],
         index=int(data["index"]),

@@ -22,8 +22,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from pytest_skilltrigger.backends.api.request import build_request, request_body
-from pytest_skilltrigger.backends.api.sse import StreamError, decide
+from pytest_skilltrigger.backends.api.sse import decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
+from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL

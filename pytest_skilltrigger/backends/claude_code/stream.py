@@ -1,0 +1,161 @@
+"""Reading the CLI's ``stream-json`` output: a pure function over JSON lines, so it is tested
+on recorded output. The first-choice rule is the one the API backend uses
+(:class:`~pytest_skilltrigger.backends.first_choice.FirstChoice`)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_skilltrigger.backends.first_choice import FirstChoice, StreamError, choice_of
+from pytest_skilltrigger.engine.outcome import Usage
+
+# Tools whose input must be seen before deciding: a Read of a SKILL.md is a skill being used.
+INSPECTED_TOOLS = frozenset({"Skill", "Read"})
+# Statuses retrying cannot fix; the CLI would retry a 401 ten times over minutes.
+FATAL_STATUSES = frozenset({401, 403, 404})
+SKILL_FILE_RE = re.compile(r"(?:^|/)\.claude/skills/([^/]+)/SKILL\.md$")
+UNDECIDED = "claude exited before the model chose anything"
+
+
+@dataclass
+class CliVerdict:
+    """What one CLI run's output said: a choice, or an error; plus what the run was shown.
+
+    ``chosen`` is ``skill:<name>``, ``tool:<Name>`` or ``text``, or None with ``error`` set.
+    ``skills`` is the init event's skill list (names only), None if no init line came.
+    """
+
+    chosen: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    error: str | None = None
+    fatal: bool = False
+    request_id: str | None = None
+    skills: tuple[str, ...] | None = None
+    cli_version: str | None = None
+    undecided: bool = False  # the output ended before a decision (the error says so)
+    last_problem: str | None = None  # what went wrong last before that, if anything
+
+
+def read_stream(lines: Iterable[str]) -> CliVerdict:
+    """Consume ``--output-format stream-json`` lines until the first decision, then return.
+
+    Decides on the first tool call of the main conversation, from the raw stream events
+    (thinking and text preambles skipped, the ``skill`` input assembled from fragments) or
+    from a complete ``assistant`` message, whichever comes first. A ``Read`` of
+    ``.claude/skills/<name>/SKILL.md`` counts as ``skill:<name>``. A message that ends without
+    a tool, or a successful ``result`` without one, is ``text``. An API error reported by the
+    CLI, an error result, or output that ends undecided is an error, never a miss.
+    """
+    verdict = CliVerdict()
+    choice = FirstChoice(INSPECTED_TOOLS)
+    for raw in lines:
+        line = raw.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(msg, dict):
+            continue
+        kind = msg.get("type")
+        if kind == "system":
+            subtype = msg.get("subtype")
+            if subtype == "init":
+                skills = msg.get("skills")
+                if isinstance(skills, list):
+                    verdict.skills = tuple(str(s) for s in skills)
+                verdict.cli_version = msg.get("claude_code_version")
+            elif subtype == "api_retry":
+                status = msg.get("error_status")
+                verdict.last_problem = (
+                    f"API error {status} ({msg.get('error')}), retried by the CLI"
+                )
+                if status in FATAL_STATUSES:
+                    verdict.error = f"API error {status}: {msg.get('error')}"
+                    verdict.fatal = True
+                    return verdict
+            continue
+        if msg.get("parent_tool_use_id"):
+            continue  # a subagent's conversation, not the model's first choice
+        if kind == "stream_event":
+            event = msg.get("event")
+            if not isinstance(event, dict):
+                continue
+            name = str(event.get("type"))
+            if name == "message_start":
+                choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
+            if not choice.wants(name):
+                continue
+            try:
+                decision = choice.feed(name, event)
+            except StreamError as exc:
+                verdict.last_problem = f"stream error: {exc}"  # the CLI retries or reports it
+                choice = FirstChoice(INSPECTED_TOOLS)
+                continue
+            if decision is not None:
+                verdict.usage = decision.usage
+                verdict.chosen = _chosen(decision.chosen, decision.tool_input)
+                return verdict
+        elif kind == "assistant":
+            message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+            if msg.get("error") or msg.get("is_api_error_message"):
+                status = msg.get("api_error_status")
+                text = _text_of(message) or str(msg.get("error"))
+                label = f"API error {status}" if status else f"API error ({msg.get('error')})"
+                verdict.error = f"{label}: {text}"
+                verdict.fatal = status in FATAL_STATUSES
+                verdict.request_id = msg.get("request_id")
+                return verdict
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    tool_input = block.get("input")
+                    tool_input = tool_input if isinstance(tool_input, dict) else {}
+                    tool = str(block.get("name"))
+                    verdict.chosen = _chosen(choice_of(tool, tool_input), tool_input)
+                    streamed = choice.usage != Usage()
+                    verdict.usage = (
+                        choice.usage if streamed else Usage.from_dict(message.get("usage"))
+                    )
+                    return verdict
+        elif kind == "result":
+            if msg.get("is_error") or msg.get("subtype") != "success":
+                status = msg.get("api_error_status")
+                detail = msg.get("result") or msg.get("subtype") or "error result"
+                errors = msg.get("errors")
+                if isinstance(errors, list) and errors:
+                    detail = f"{detail}: {'; '.join(str(e) for e in errors[:3])}"
+                verdict.error = f"API error {status}: {detail}" if status else str(detail)
+                verdict.fatal = status in FATAL_STATUSES
+                return verdict
+            verdict.chosen = "text"
+            verdict.usage = Usage.from_dict(msg.get("usage"))
+            return verdict
+    verdict.undecided = True
+    verdict.error = UNDECIDED
+    if verdict.last_problem:
+        verdict.error += f" (last: {verdict.last_problem})"
+    return verdict
+
+
+def _chosen(chosen: str, tool_input: dict[str, Any] | None) -> str:
+    """Map a ``Read`` of a skill's SKILL.md to ``skill:<name>``; anything else unchanged."""
+    if chosen == "tool:Read" and tool_input:
+        path = str(tool_input.get("file_path") or "").replace("\\", "/")
+        match = SKILL_FILE_RE.search(path)
+        if match:
+            return f"skill:{match.group(1)}"
+    return chosen
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    parts = [
+        str(b.get("text"))
+        for b in message.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "text"
+    ]
+    return " ".join(parts).strip()

@@ -1,0 +1,124 @@
+"""The workspace of one Claude Code run, and how the user's login reaches it.
+
+Why the CLI: many skill authors have a Claude Code login and no API key, and the CLI is the
+most faithful judge of triggering (its own system prompt, built-in skills and tools).
+
+Why one workspace per run: Claude Code lists every skill it finds under the project folder.
+Runs that share a folder see each other's copies of the skill under test, with the same
+description, and the model's choice between identical entries destroys the measurement.
+Each run therefore gets a fresh temporary folder::
+
+    <run>/project/.git/                          empty: marks the project root, so Claude Code
+                                                 does not look for skills in parent folders
+    <run>/project/.claude/skills/<name>/SKILL.md the skill under test, description under test
+    <run>/project/.claude/skills/<sibling>/...   its sibling skills (the project's competitors)
+    <run>/config/                                CLAUDE_CONFIG_DIR: the run's own config home
+    <run>/tmp/                                   TMPDIR: the CLI's scratch files and sockets
+
+How the user's own skills are kept out while their login keeps working (checked against
+Claude Code 2.1.328, see ``.ci/install_claude_code.sh``: with neither the private config
+folder nor the setting sources below, a same-named skill in ``~/.claude/skills`` replaces the
+copy under test in the listing; each alone is enough, both are kept):
+
+* ``CLAUDE_CONFIG_DIR=<run>/config``: the user skill folder is ``<config dir>/skills``, so it
+  is now an empty folder of the run's own. Everything the CLI writes (``.claude.json``,
+  backups, project history) lands there too: nothing in the user's home, and parallel runs
+  never write the same config file.
+* ``CLAUDE_SECURESTORAGE_CONFIG_DIR`` pins the credential store to where the user's login
+  really lives (empty = the default ``~/.claude/.credentials.json`` and the default keychain
+  entry; else the user's own ``CLAUDE_CONFIG_DIR``). Without it, moving CLAUDE_CONFIG_DIR
+  also moves the credential store (and renames the macOS keychain entry), and the login is
+  lost. Reading the real store rather than a copy also means a token refresh updates the
+  user's own credentials instead of silently invalidating them.
+* The account keys of the user's ``.claude.json`` (``oauthAccount``, ``primaryApiKey``, ...)
+  are copied into the run's config, so ``/login`` managed keys and account details apply.
+* ``--setting-sources project`` as a second guard: the CLI reads user skills, commands,
+  plugins and settings only when the ``user`` source is on. Project skills (ours) still load.
+
+What is lost: user-level settings (``~/.claude/settings.json``: ``env``, ``apiKeyHelper``,
+hooks) are not applied; credentials in the environment (``ANTHROPIC_API_KEY``,
+``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, cloud provider variables) pass through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT_PREFIX = "skilltrigger-cc-"
+# Keys of the user's global config that carry the login's account, copied into each run.
+# Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
+# key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
+ACCOUNT_KEYS = (
+    "oauthAccount",
+    "userID",
+)  # onboarding is always marked done in the seed written for each run
+SECRET_ACCOUNT_KEY = "primaryApiKey"
+
+
+def skill_file(name: str, description: str) -> str:
+    """A minimal SKILL.md; ``json.dumps`` of a string is a valid YAML double-quoted scalar,
+    so any description (colons, quotes, newlines, leading dashes) survives the frontmatter."""
+    body = f"# {name}\n\nPlaceholder body: trigger tests never get this far.\n"
+    return (
+        f"---\nname: {json.dumps(name)}\n"
+        f"description: {json.dumps(description, ensure_ascii=False)}\n---\n\n{body}"
+    )
+
+
+def credential_store_dir(env: dict[str, str]) -> str:
+    """Where the user's login lives, as ``CLAUDE_SECURESTORAGE_CONFIG_DIR`` says it.
+
+    Empty means the CLI's default store (``~/.claude`` and the default keychain entry);
+    a user who moved their config with ``CLAUDE_CONFIG_DIR`` keeps their store there.
+    """
+    if "CLAUDE_SECURESTORAGE_CONFIG_DIR" in env:
+        return env["CLAUDE_SECURESTORAGE_CONFIG_DIR"]
+    return env.get("CLAUDE_CONFIG_DIR", "")
+
+
+def user_account(env: dict[str, str]) -> dict[str, Any]:
+    """The account keys of the user's global config file (plus, held in memory only, its
+    /login key under ``SECRET_ACCOUNT_KEY``), or nothing if unreadable."""
+    config_dir = env.get("CLAUDE_CONFIG_DIR")
+    path = Path(config_dir, ".claude.json") if config_dir else Path.home() / ".claude.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: data[k] for k in (*ACCOUNT_KEYS, SECRET_ACCOUNT_KEY) if k in data}
+
+
+def empty_workspace(run_dir: Path) -> None:
+    """Clear a workspace for its next run; nothing of the previous run may remain."""
+    for child in ("project", "config", "tmp"):
+        shutil.rmtree(run_dir / child, ignore_errors=True)
+
+
+def remove_stale_roots() -> None:
+    """Remove the workspaces of sessions that died without cleaning up (SIGKILL, power loss).
+
+    ``close()`` and ``atexit`` cover normal ends and Ctrl-C; a killed process leaves its root
+    behind, so the next session removes every root whose owning process (in its name) is gone.
+    POSIX only: probing a pid with ``os.kill(pid, 0)`` would terminate it on Windows.
+    """
+    if os.name != "posix":
+        return
+    for folder in Path(tempfile.gettempdir()).glob(f"{ROOT_PREFIX}*-*"):
+        pid_text = folder.name[len(ROOT_PREFIX) :].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            if folder.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            continue  # alive but not ours to signal, or unreadable: leave it

@@ -1,0 +1,128 @@
+"""The first-choice rule both backends share: what the model chose first in one streamed
+message, fed one decoded event at a time.
+
+The decision is the first ``tool_use`` block, wherever it comes (after thinking, after a text
+preamble): ``Skill`` with its ``skill`` input assembled from fragments of any size, or another
+tool named in ``content_block_start``. A message that ends without a tool is "text". An
+``error`` event is raised so the caller can retry. The API backend feeds it raw SSE events
+(:mod:`pytest_skilltrigger.backends.api.sse`); the Claude Code backend the same events wrapped
+in JSON lines (:mod:`pytest_skilltrigger.backends.claude_code.stream`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_skilltrigger.engine.outcome import Usage
+
+
+class StreamError(Exception):
+    """An ``error`` event inside a started stream, or a stream that ended early."""
+
+    def __init__(self, message: str, *, retryable: bool = True, error_type: str = "") -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.error_type = error_type
+
+
+RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+
+# Events whose data FirstChoice reads; deltas only while a tool's input is being assembled.
+DECODED_EVENTS = frozenset(
+    {"content_block_start", "content_block_stop", "message_start", "message_delta",
+     "message_stop", "error"}
+)  # fmt: skip
+
+
+@dataclass
+class Decision:
+    """What the model chose first: ``skill:<name>``, ``tool:<Name>`` or ``text``.
+
+    ``tool_input`` is the assembled input of a tool the reader was asked to inspect (the
+    Claude Code backend needs a ``Read``'s path to recognise a skill being loaded by hand).
+    """
+
+    chosen: str
+    usage: Usage = field(default_factory=Usage)
+    tool_input: dict[str, Any] | None = None
+
+
+class FirstChoice:
+    """The decision state of one streamed message, fed one decoded event at a time.
+
+    ``inspect`` names the tools whose input must be assembled before deciding; every other
+    tool decides on its ``content_block_start`` alone, which is as early as possible.
+    """
+
+    def __init__(self, inspect: frozenset[str] = frozenset({"Skill"})) -> None:
+        self.inspect = inspect
+        self.usage = Usage()
+        self._block: int | None = None
+        self._tool = ""
+        self._fragments: list[str] = []
+
+    def wants(self, event: str) -> bool:
+        """Whether :meth:`feed` needs this event's data (lets callers skip decoding it)."""
+        if event == "content_block_delta":
+            return self._block is not None
+        return event in DECODED_EVENTS
+
+    def feed(self, event: str, data: dict[str, Any]) -> Decision | None:
+        """Take one event; return the decision once made, raise :class:`StreamError`."""
+        if event == "content_block_delta":
+            if self._block is not None and data.get("index") == self._block:
+                self._fragments.append(data.get("delta", {}).get("partial_json", ""))
+        elif event == "content_block_start":
+            block = data.get("content_block", {})
+            if block.get("type") == "tool_use" and self._block is None:
+                name = str(block.get("name"))
+                if name not in self.inspect:
+                    return Decision(f"tool:{name}", self.usage)
+                self._block, self._tool = data.get("index"), name
+                initial = block.get("input") or {}
+                if isinstance(initial, dict) and initial:
+                    decision = self._decide(initial)
+                    if decision.chosen != "tool:Skill":
+                        return decision
+        elif event == "content_block_stop":
+            if self._block is not None and data.get("index") == self._block:
+                try:
+                    parsed = json.loads("".join(self._fragments) or "{}")
+                except ValueError:
+                    parsed = {}
+                return self._decide(parsed if isinstance(parsed, dict) else {})
+        elif event == "message_start":
+            self.usage = Usage.from_dict(data.get("message", {}).get("usage"))
+        elif event == "message_delta":
+            out = data.get("usage", {}).get("output_tokens")
+            if out is not None:
+                self.usage = Usage(
+                    self.usage.input_tokens,
+                    int(out),
+                    self.usage.cache_creation_input_tokens,
+                    self.usage.cache_read_input_tokens,
+                )
+        elif event == "message_stop":
+            return Decision("text", self.usage)
+        elif event == "error":
+            err = data.get("error", {})
+            etype = str(err.get("type", "error"))
+            raise StreamError(
+                f"{etype}: {err.get('message', 'error event in stream')}",
+                retryable=etype in RETRYABLE_STREAM_ERRORS,
+                error_type=etype,
+            )
+        return None
+
+    def _decide(self, tool_input: dict[str, Any]) -> Decision:
+        return Decision(choice_of(self._tool, tool_input), self.usage, tool_input)
+
+
+def choice_of(tool: str, tool_input: dict[str, Any]) -> str:
+    """What a tool call means: ``skill:<name>`` for a Skill call naming one, else
+    ``tool:<Name>``."""
+    if tool == "Skill" and tool_input.get("skill"):
+        return f"skill:{tool_input['skill']}"
+    return f"tool:{tool}"

@@ -1,0 +1,143 @@
+"""The package's shape, checked: the pytest layer apart, no import cycles, a cheap entry point,
+a public API at the root, and no module grown past what a reader can hold."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "pytest_skilltrigger"
+NAME = "pytest_skilltrigger"
+MAX_LINES = 450
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """Modules imported when ``path`` is imported: module-level statements, outside
+    ``if TYPE_CHECKING:`` (imports inside functions run later, on use)."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def visit(nodes: list[ast.stmt]) -> None:
+        for node in nodes:
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                continue
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, (ast.If, ast.Try)):
+                visit(node.body)
+                visit(getattr(node, "orelse", []))
+
+    visit(tree.body)
+    return found
+
+
+def package_edges() -> dict[str, set[str]]:
+    return {
+        name: {m for m in top_level_imports(path) if m in MODULES and m != name}
+        for name, path in MODULES.items()
+    }
+
+
+def test_only_the_pytest_layer_imports_pytest() -> None:
+    outside = [
+        name
+        for name, path in MODULES.items()
+        if not name.startswith(f"{NAME}.plugin")
+        and any(m == "pytest" or m.startswith("pytest.") for m in top_level_imports(path))
+    ]
+    assert outside == []
+
+
+def test_the_engine_never_imports_the_pytest_layer() -> None:
+    wrong = {
+        name: sorted(m for m in edges if m.startswith(f"{NAME}.plugin"))
+        for name, edges in package_edges().items()
+        if not name.startswith(f"{NAME}.plugin")
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_no_import_cycles() -> None:
+    edges = package_edges()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def walk(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt):], nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                walk(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            walk(start, [start])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_module_is_over_the_line_limit(name: str) -> None:
+    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_LINES, f"{name}: {lines} lines"
+
+
+def test_the_package_root_holds_only_the_public_api_and_the_entry_point() -> None:
+    at_root = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir())
+    assert [n for n in at_root if n != "__pycache__"] == [
+        "__init__.py", "backends", "engine", "optimizer", "plugin", "reports", "skills", "support",
+    ]  # fmt: skip
+    import pytest_skilltrigger as api
+
+    for name in api.__all__:
+        assert getattr(api, name) is not None
+
+
+PROBE = """
+import sys
+
+def test_probe():
+    mods = sorted(m for m in sys.modules if m.startswith("pytest_skilltrigger"))
+    heavy = sorted(m for m in ("yaml", "sqlite3", "anthropic") if m in sys.modules)
+    with open("probe.json", "w") as f:
+        import json
+        json.dump({"modules": mods, "heavy": heavy}, f)
+"""
+
+
+def test_a_project_without_skills_loads_little_of_the_plugin(pytester: pytest.Pytester) -> None:
+    """Every pytest run of a project that has the plugin installed imports the entry point;
+    without a skill in play that must not load the engine, yaml, sqlite3 or the SDK. (The
+    engine's settings module, a table of option values and checks, is the one exception.)"""
+    pytester.makepyfile(test_probe=PROBE)
+    result = pytester.runpytest_subprocess("-q")
+    result.assert_outcomes(passed=1)
+    probe = json.loads((pytester.path / "probe.json").read_text())
+    assert probe["heavy"] == []
+    assert len(probe["modules"]) <= 15, probe["modules"]
+    engine = [m for m in probe["modules"] if m.startswith(f"{NAME}.engine.")]
+    assert engine == [f"{NAME}.engine.settings"]
+    assert not [m for m in probe["modules"] if m.startswith(f"{NAME}.backends")]
+
+
+def test_importing_the_public_api_does_not_import_pytest() -> None:
+    code = "import sys, pytest_skilltrigger as p; p.evaluate_skill; print('pytest' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
