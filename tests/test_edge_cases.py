@@ -1,12 +1,10 @@
-"""Edge cases found in review: shared samplings with opposite expectations, threshold 0,
-``refresh`` replacing stored runs, the default store, per-session budgets under xdist, and
-bad input that must be a one-line usage error (never an INTERNALERROR)."""
+"""Edge cases found in review: the default store, per-session budgets under xdist, and bad
+input that must be a one-line usage error (never an INTERNALERROR). (The sampler's own edge
+cases are in ``tests/engine/test_sampler.py``.)"""
 
 from __future__ import annotations
 
 import json
-import threading
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,107 +12,12 @@ import pytest
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, cost_usd
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
-from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.skills.evalset import parse_eval_set
 from pytest_skilltrigger.support.errors import InputError
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
-
-
-class ScriptedBackend:
-    """A backend whose answers a test sets; counts its calls."""
-
-    name = "scripted"
-    model = "claude-test"
-
-    def __init__(self, status: str = "triggered") -> None:
-        self.status = status
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def context_key(self, context: TriggerContext) -> str:
-        return context.key(backend=self.name)
-
-    def run(self, context: TriggerContext, query: str) -> RunOutcome:
-        with self._lock:
-            self.calls += 1
-        chosen = "skill:pdf-tools" if self.status == "triggered" else "text"
-        return RunOutcome(self.status, chosen=chosen, usage=Usage(10, 1))  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        pass
-
-
-def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
-    backend = ScriptedBackend("not_triggered")
-    sampler = Sampler(backend, concurrency=2)
-    plan = SamplingPlan(3, 0.5)
-    as_positive = sampler.submit(CONTEXT, "merge these", True, plan).result()
-    as_negative = sampler.submit(CONTEXT, "merge these", False, plan).result()
-    sampler.close()
-    assert backend.calls == 2  # sampled once
-    assert as_positive.should_trigger is True and as_positive.passed is False
-    assert as_negative.should_trigger is False and as_negative.passed is True
-
-
-def test_threshold_zero_still_measures_a_rate() -> None:
-    backend = ScriptedBackend("not_triggered")
-    sampler = Sampler(backend, concurrency=1)
-    result = sampler.submit(CONTEXT, "anything", True, SamplingPlan(3, 0.0)).result()
-    sampler.close()
-    assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
-
-
-def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> Sampler:
-    """A sampler wired to a store as a session wires it: read with ``use``, always written."""
-    return Sampler(
-        backend,
-        concurrency=1,
-        store=store if mode == "use" else None,
-        record=lambda key, query, outcomes: store.record(
-            backend.name, backend.model, key, query, outcomes
-        ),
-    )
-
-
-def test_refresh_replaces_what_later_runs_read(tmp_path: Path) -> None:
-    store = ResultStore(str(tmp_path / "store.sqlite"))
-    backend = ScriptedBackend("triggered")
-    plan = SamplingPlan(2, 0.5)
-
-    def sample(mode: str) -> tuple[int, int]:
-        sampler = storing_sampler(backend, store, mode)
-        result = sampler.submit(CONTEXT, "merge these", True, plan).result()
-        sampler.close()
-        return result.triggers, result.calls
-
-    assert sample("use") == (1, 1)  # 1/1 decides at k=2, t=0.5
-    backend.status = "not_triggered"
-    assert sample("refresh") == (0, 2)
-    assert sample("use") == (0, 0)  # the refreshed runs, not the stale ones
-    store.close()
-
-
-def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> None:
-    """The optimizer's re-measurement must be independent of stored runs and must not become
-    what a later cached rerun of the description reuses."""
-    store = ResultStore(str(tmp_path / "store.sqlite"))
-    backend = ScriptedBackend("triggered")
-    plan = SamplingPlan(2, 0.5)
-    sampler = storing_sampler(backend, store, "use")
-    first = sampler.submit(CONTEXT, "merge these", True, plan).result()
-    backend.status = "not_triggered"
-    fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, fresh=True)).result()
-    sampler.close()
-    assert (first.triggers, fresh.triggers, fresh.calls) == (1, 0, 2)  # really sampled again
-    sampler = storing_sampler(backend, store, "use")
-    later = sampler.submit(CONTEXT, "merge these", True, plan).result()
-    sampler.close()
-    store.close()
-    assert (later.triggers, later.calls) == (1, 0)  # the stored runs, untouched by the fresh ones
 
 
 def test_lone_surrogate_query_is_bad_input() -> None:

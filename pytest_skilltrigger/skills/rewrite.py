@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import yaml
 
 from pytest_skilltrigger.skills.skill import (
-    _KEY_LINE_RE,
-    _split_chunks,
+    KEY_LINE_RE,
     decode_skill_md,
     description_problems,
     locate_frontmatter,
     read_yaml_mapping,
+    split_chunks,
 )
 from pytest_skilltrigger.support.atomic import atomic_write_bytes
 from pytest_skilltrigger.support.errors import InputError
@@ -234,8 +234,8 @@ def _lenient_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
     its entry (its indented continuation lines); the last such entry wins, as in YAML.
     """
     found: _Extent | None = None
-    for offset, chunk in _split_chunks(fm):
-        match = _KEY_LINE_RE.match(chunk[0].rstrip("\r"))
+    for offset, chunk in split_chunks(fm):
+        match = KEY_LINE_RE.match(chunk[0].rstrip("\r"))
         if not match or match.group("key") != "description":
             continue
         lines = list(chunk)
@@ -315,7 +315,7 @@ def _reads_back(
     if not parsed.strict:
         # The description entry itself must now be valid YAML, even if other keys are not.
         line_start = new_text.rfind("\n", 0, extent.start) + 1
-        chunks = _split_chunks(new_text[line_start : span.end])
+        chunks = split_chunks(new_text[line_start : span.end])
         if not chunks:
             return False
         try:

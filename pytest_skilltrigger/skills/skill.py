@@ -26,7 +26,7 @@ ALLOWED_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _BOM = "\ufeff"
 # A top-level ``key:`` line, as read leniently (optionally quoted key).
-_KEY_LINE_RE = re.compile(
+KEY_LINE_RE = re.compile(
     r"""^(?P<q>["']?)(?P<key>[A-Za-z0-9_][\w.-]*)(?P=q)[ \t]*:(?:[ \t]+(?P<rest>.*))?$"""
 )
 _BLOCK_HEADER_RE = re.compile(r"^(?P<kind>[|>])[+-]?[1-9]?[+-]?(?:[ \t]+#.*)?$")
@@ -143,7 +143,7 @@ def _strict_load(fm: str, loader: type[yaml.SafeLoader]) -> Any:
     return yaml.load(fm, Loader=loader)
 
 
-def _split_chunks(fm: str) -> list[tuple[int, list[str]]]:
+def split_chunks(fm: str) -> list[tuple[int, list[str]]]:
     """Split frontmatter into top-level entries: (offset in ``fm``, key line + its lines).
 
     A line starting in column 0 (a key, a comment, anything) ends the previous entry, as it
@@ -216,7 +216,7 @@ def _lenient_load(fm: str, loader: type[yaml.SafeLoader]) -> dict:
     enough to guess at.
     """
     mapping: dict = {}
-    for _, chunk in _split_chunks(fm):
+    for _, chunk in split_chunks(fm):
         text = "\n".join(chunk) + "\n"
         try:
             loaded = yaml.load(text, Loader=loader)
@@ -225,7 +225,7 @@ def _lenient_load(fm: str, loader: type[yaml.SafeLoader]) -> dict:
         if isinstance(loaded, dict):
             mapping.update(loaded)
             continue
-        match = _KEY_LINE_RE.match(chunk[0].rstrip("\r"))
+        match = KEY_LINE_RE.match(chunk[0].rstrip("\r"))
         if match and match.group("key") in ("name", "description"):
             mapping[match.group("key")] = _lenient_value(match.group("rest") or "", chunk[1:])
     return mapping

@@ -19,12 +19,5 @@ class InputError(Exception):
         super().__init__(f"{self.where}: {self.problem}" if self.where else self.problem)
 
 
-class BackendFatalError(Exception):
-    """A backend failure that no retry will fix (bad credentials, unknown model).
-
-    It stops the whole session at its first occurrence instead of erroring every item.
-    """
-
-
 class AskError(Exception):
     """The improve model could not be asked (API or CLI failure); the message is redacted."""

@@ -36,7 +36,7 @@ from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOOLS = ROOT / ".tools" / "claude-code"
 CLI = TOOLS / "node_modules" / ".bin" / "claude"
 INSTALL = ROOT / ".ci" / "install_claude_code.sh"

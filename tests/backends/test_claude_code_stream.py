@@ -696,7 +696,7 @@ def test_sigterm_kills_live_runs_and_removes_workspaces(
     """A CI cancellation (SIGTERM) must not leave CLI processes or workspaces behind."""
     script, report = fake_cli
     monkeypatch.setenv("FAKE_CLI_MODE", "hang")
-    root_dir = Path(__file__).resolve().parent.parent
+    root_dir = Path(__file__).resolve().parents[2]
     code = textwrap.dedent(
         f"""
         import sys, threading, time

@@ -1,0 +1,170 @@
+"""The sampler: waves of runs, exact early stopping, shared samplings, the store's part.
+
+Backends here are scripted in-process objects (the sampler's contract is the backend
+interface, not HTTP); the HTTP path is covered against the fake API elsewhere.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.cost import CostGuard
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.engine.sampler import BUDGET_REACHED, Sampler, SamplingPlan
+from pytest_skilltrigger.engine.verdict import passes
+
+CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
+
+
+'''"$(cat /tmp/work/moved_sampler.py)"'''
+
+
+class SequenceBackend:
+    """Answers each query from its own script, in order: True triggers, False does not.
+    With one worker thread the n-th run of a query gets the n-th answer."""
+
+    name = "sequence"
+    model = "claude-test"
+
+    def __init__(self, answers: dict[str, Sequence[bool]]) -> None:
+        self.answers = answers
+        self.calls: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    def context_key(self, context: TriggerContext) -> str:
+        return context.key(backend=self.name)
+
+    def run(self, context: TriggerContext, query: str) -> RunOutcome:
+        with self._lock:
+            n = self.calls[query]
+            self.calls[query] += 1
+        hit = self.answers[query][n]
+        return RunOutcome(
+            "triggered" if hit else "not_triggered",
+            chosen="skill:pdf-tools" if hit else "text",
+            usage=Usage(100, 10),
+        )
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    answers=st.lists(st.booleans(), min_size=1, max_size=12),
+    threshold=st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.4, 0.5, 0.6, 2 / 3, 0.75, 0.9, 1.0]),
+    should_trigger=st.booleans(),
+)
+def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
+    answers: list[bool], threshold: float, should_trigger: bool
+) -> None:
+    """Exact early stopping: whatever the outcomes, stopping early gives the verdict all runs
+    would have given, and never makes more runs than all of them."""
+    runs = len(answers)
+    full_rate = sum(answers) / runs
+    expected = passes(should_trigger, full_rate, threshold)
+    backend = SequenceBackend({"q": answers})
+    sampler = Sampler(backend, concurrency=1)
+    try:
+        plan = SamplingPlan(runs, threshold)
+        result = sampler.submit(CONTEXT, "q", should_trigger, plan).result()
+    finally:
+        sampler.close()
+    assert result.passed == expected
+    assert 1 <= result.runs <= runs
+    assert backend.calls["q"] == result.runs
+
+
+def test_without_early_stopping_every_run_is_made() -> None:
+    backend = SequenceBackend({"q": [True] * 5})
+    sampler = Sampler(backend, concurrency=2)
+    plan = SamplingPlan(5, 0.5, curtail=False)
+    result = sampler.submit(CONTEXT, "q", True, plan).result()
+    sampler.close()
+    assert (result.runs, result.triggers) == (5, 5)
+
+
+def test_an_error_stops_the_query_and_is_never_a_miss() -> None:
+    class Failing(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            with self._lock:
+                self.calls[query] += 1
+            return RunOutcome("error", error="529 overloaded_error: busy")
+
+    backend = Failing({"q": []})
+    sampler = Sampler(backend, concurrency=1)
+    result = sampler.submit(CONTEXT, "q", True, SamplingPlan(3, 0.5)).result()
+    sampler.close()
+    assert result.errors >= 1 and result.passed is None and result.error
+    assert backend.calls["q"] == result.errors  # the first wave only: no wave after an error
+
+
+def test_a_fatal_error_stops_every_later_call() -> None:
+    class Fatal(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            with self._lock:
+                self.calls[query] += 1
+            return RunOutcome("error", error="401 authentication_error", fatal=True)
+
+    backend = Fatal({})
+    sampler = Sampler(backend, concurrency=1)
+    first = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5)).result()
+    second = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5)).result()
+    sampler.close()
+    assert sampler.fatal and first.errors and second.errors
+    assert sum(backend.calls.values()) == 1
+
+
+def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
+    backend = SequenceBackend({"a": [True] * 3, "b": [True] * 3})
+    guard = CostGuard({"input": 1.0, "output": 1.0}, budget_usd=0.00025)  # a call costs $0.00011
+    sampler = Sampler(backend, concurrency=1, guard=guard)
+    first = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5)).result()
+    second = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5)).result()
+    sampler.close()
+    assert first.runs == 2 and not first.skipped
+    assert second.skipped and second.skipped.startswith(BUDGET_REACHED)
+    assert backend.calls["b"] == 0
+
+
+def test_closing_abandons_what_is_queued_as_interrupted() -> None:
+    started = threading.Event()
+    release = threading.Event()
+
+    class Slow(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            started.set()
+            release.wait(5)
+            return RunOutcome("triggered", chosen="skill:pdf-tools")
+
+    sampler = Sampler(Slow({}), concurrency=1)
+    running = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5))
+    queued = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5))
+    assert started.wait(5)
+    sampler.close(wait=False)
+    release.set()
+    assert queued.result(timeout=5).skipped == "interrupted"
+    assert running.result(timeout=5).skipped == "interrupted"
+
+
+def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
+    backend = SequenceBackend({"q": [True, False, False]})
+    sampler = Sampler(backend, concurrency=1)
+    plan = SamplingPlan(2, 0.5)
+    ordinary = sampler.submit(CONTEXT, "q", True, plan).result()
+    fresh = sampler.submit(CONTEXT, "q", True, replace(plan, fresh=True)).result()
+    again = sampler.submit(CONTEXT, "q", True, plan).result()
+    sampler.close()
+    assert (ordinary.triggers, fresh.triggers, fresh.runs) == (1, 0, 2)
+    assert again.triggers == 1 and backend.calls["q"] == 3  # the ordinary sampling, shared
