@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.test_plugin_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
+from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
 # token counts depend on the fake's prompt-cache state and response shapes, cost on tokens
 VOLATILE_SUMMARY_KEYS = {
