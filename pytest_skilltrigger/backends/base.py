@@ -25,6 +25,11 @@ class TriggerBackend(Protocol):
         """Hash of the full request context (listing, competitors, prompt, model)."""
         ...
 
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        """The usage one run is expected to have, known before it is sent (the budget
+        reserves its cost): err on the high side."""
+        ...
+
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """Ask once; never raise for API or process failures: return an error outcome."""
         ...

@@ -9,7 +9,10 @@ reads 0.1x. Override or extend the table with a JSON file (``--trigger-prices``)
 from __future__ import annotations
 
 import json
+import math
 import threading
+from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_skilltrigger.engine.outcome import Usage
 from pytest_skilltrigger.support.errors import InputError
@@ -25,8 +28,8 @@ PRICES_PER_MTOK: dict[str, dict[str, float]] = {
     "claude-sonnet-4-5": {"input": 3.0, "output": 15.0},
     "claude-opus-4-5": {"input": 5.0, "output": 25.0},
 }
-# Unknown models are priced like the most expensive listed one, so a budget is never
-# under-estimated.
+# The budget guard prices a model missing from the table like the most expensive listed one,
+# so a budget is never under-estimated; reports say its cost is unknown instead.
 FALLBACK_PRICE = {"input": 10.0, "output": 50.0}
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.1
@@ -57,18 +60,27 @@ def load_prices(path: str | None) -> dict[str, dict[str, float]]:
     return table
 
 
-def price_of(model: str, table: dict[str, dict[str, float]] | None = None) -> dict[str, float]:
-    """The price entry for a model id, also for dated snapshots (``<id>-20260101``)."""
+Price = dict[str, float]
+
+# The phases a session's calls are counted under (``by_phase`` in the JSON totals).
+PHASES = ("items", "checks", "rounds", "improve", "confirmation")
+
+
+def price_of(model: str | None, table: dict[str, Price] | None = None) -> Price | None:
+    """The price entry for a model id, also for dated snapshots (``<id>-20260101``); None
+    when the model is not in the table (its cost is then unknown)."""
+    if not model:
+        return None
     table = table or PRICES_PER_MTOK
     if model in table:
         return table[model]
     for known in sorted(table, key=len, reverse=True):
         if model.startswith(known):
             return table[known]
-    return FALLBACK_PRICE
+    return None
 
 
-def cost_usd(usage: Usage, price: dict[str, float]) -> float:
+def cost_usd(usage: Usage, price: Price) -> float:
     """Estimated dollars for some usage at a price entry."""
     return (
         usage.input_tokens * price["input"]
@@ -78,52 +90,112 @@ def cost_usd(usage: Usage, price: dict[str, float]) -> float:
     ) / 1_000_000
 
 
-class CostGuard:
-    """Adds up spending and refuses new calls once the budget would be exceeded.
+def maybe_cost_usd(usage: Usage, price: Price | None) -> float | None:
+    """The cost at a known price, None at an unknown one."""
+    return None if price is None else cost_usd(usage, price)
 
-    Before a call, the guard reserves the average cost of the calls so far (a fair estimate of
-    the next one); a call is refused when spent plus reserved plus that estimate would pass
-    the budget. ``budget_usd=None`` never refuses.
+
+@dataclass
+class Spend:
+    """Calls, tokens and cost of some part of a session; the cost is None when any of it was
+    made with a model whose price is unknown."""
+
+    calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float | None = 0.0
+
+    def add(self, calls: int, usage: Usage, cost: float | None) -> None:
+        self.calls += calls
+        self.usage = self.usage + usage
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+    def __add__(self, other: Spend) -> Spend:
+        total = Spend(self.calls, self.usage, self.cost_usd)
+        total.add(other.calls, other.usage, other.cost_usd)
+        return total
+
+    def to_dict(self) -> dict[str, Any]:
+        cost = None if self.cost_usd is None else round(self.cost_usd, 6)
+        return {"calls": self.calls, **self.usage.to_dict(), "cost_usd": cost}
+
+
+class CostGuard:
+    """Counts what a session spends, by phase, and keeps it within the budget.
+
+    Before a call the sampler reserves its estimated cost (from the request's size, see
+    ``TriggerBackend.estimate``), and a call is refused when what was spent, what is reserved
+    and this estimate together would pass the budget: the estimate of what was sent never
+    exceeds it, from the first call on. Once the call returns its reservation is replaced by
+    its actual cost. ``budget_usd=None`` never refuses. A model missing from the price table
+    is budgeted at :data:`FALLBACK_PRICE`, and its spend reported as unknown.
     """
 
-    def __init__(self, price: dict[str, float], budget_usd: float | None = None) -> None:
-        self.price = price
+    def __init__(
+        self,
+        model: str | None,
+        prices: dict[str, Price] | None = None,
+        budget_usd: float | None = None,
+    ) -> None:
+        self.model = model
+        self.prices = prices
         self.budget_usd = budget_usd
-        self.spent_usd = 0.0
-        self.calls = 0
-        self.usage = Usage()
+        self.spent_usd = 0.0  # at budgeting prices (the fallback for unknown models)
+        self.by_phase: dict[str, Spend] = {}
         self._reserved = 0.0
         self._lock = threading.Lock()
         self.exhausted = False
 
-    def _estimate(self) -> float:
-        return self.spent_usd / self.calls if self.calls else 0.0
+    def price(self, model: str | None = None) -> Price | None:
+        return price_of(model or self.model, self.prices)
 
-    def reserve(self) -> float | None:
-        """Reserve room for one call; None when the budget does not allow it."""
+    def estimate_usd(self, usage: Usage, model: str | None = None) -> float:
+        """What a call of this size would cost, at budgeting prices."""
+        return cost_usd(usage, self.price(model) or FALLBACK_PRICE)
+
+    def reserve(self, estimate_usd: float) -> bool:
+        """Reserve room for one call of this estimated cost; False when the budget does not
+        allow it."""
         with self._lock:
-            estimate = self._estimate()
             if self.budget_usd is not None and (
-                self.spent_usd + self._reserved + estimate > self.budget_usd
-                or self.spent_usd >= self.budget_usd
+                self.spent_usd + self._reserved + estimate_usd > self.budget_usd
             ):
                 self.exhausted = True
-                return None
-            self._reserved += estimate
-            return estimate
+                return False
+            self._reserved += estimate_usd
+            return True
 
-    def add(self, usage: Usage, calls: int) -> None:
-        """Count calls made elsewhere (xdist workers) against the budget; they also inform
-        the estimate of the next call."""
-        with self._lock:
-            self.spent_usd += cost_usd(usage, self.price)
-            self.calls += calls
-            self.usage = self.usage + usage
-
-    def settle(self, reserved: float, usage: Usage) -> None:
-        """Replace a reservation by the actual cost of the call."""
+    def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
+               model: str | None = None) -> None:  # fmt: skip
+        """Replace a reservation by the actual cost of a call (or of a run's calls)."""
         with self._lock:
             self._reserved = max(0.0, self._reserved - reserved)
-            self.spent_usd += cost_usd(usage, self.price)
-            self.calls += 1
-            self.usage = self.usage + usage
+        self.add(outcome_usage, calls, phase, model)
+
+    def add(self, usage: Usage, calls: int, phase: str, model: str | None = None) -> None:
+        """Count calls (made here, or by an xdist worker) under a phase and the budget."""
+        price = self.price(model)
+        with self._lock:
+            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE)
+            spend = self.by_phase.setdefault(phase, Spend())
+            spend.add(calls, usage, maybe_cost_usd(usage, price))
+
+    def total(self) -> Spend:
+        with self._lock:
+            parts = list(self.by_phase.values())
+        total = Spend()
+        for part in parts:
+            total = total + part
+        return total
+
+
+def format_usd(value: float | None) -> str:
+    """Dollars with the digits that say a small amount: ``$0.0001``, ``$0.042``, ``$12.50``."""
+    if value is None:
+        return "unknown"
+    if value == 0 or abs(value) >= 1:
+        return f"${value:.2f}"
+    digits = max(2, 1 - math.floor(math.log10(abs(value))))  # two significant digits
+    text = f"{value:.{digits}f}"
+    whole, _, decimals = text.partition(".")
+    decimals = decimals.rstrip("0").ljust(2, "0")
+    return f"${whole}.{decimals}"

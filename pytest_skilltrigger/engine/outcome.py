@@ -60,6 +60,8 @@ class RunOutcome:
     request_id: str | None = None
     fatal: bool = False
     from_store: bool = False
+    requests: int = 1  # API requests the run made (retries, a CLI's follow-ups), all paid for
+    model: str | None = None  # the model that answered, when the backend learns it
 
     @property
     def triggered(self) -> bool:
@@ -74,6 +76,8 @@ class RunOutcome:
             "request_id": self.request_id,
             "fatal": self.fatal,
             "from_store": self.from_store,
+            "requests": self.requests,
+            "model": self.model,
         }
 
     @classmethod
@@ -86,6 +90,8 @@ class RunOutcome:
             request_id=data.get("request_id"),
             fatal=bool(data.get("fatal")),
             from_store=bool(data.get("from_store")),
+            requests=int(data.get("requests", 1)),
+            model=data.get("model"),
         )
 
 
@@ -152,8 +158,9 @@ class QueryResult:
 
     @cached_property
     def calls(self) -> int:
-        """API calls this result cost now (stored runs are free)."""
-        return sum(1 for o in self.outcomes if not o.from_store)
+        """API requests this result cost now: every attempt of every run, failed ones too
+        (stored runs are free)."""
+        return sum(o.requests for o in self.outcomes if not o.from_store)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,11 +15,11 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard
+from pytest_skilltrigger.engine.cost import CostGuard, format_usd
 from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import runs_still_needed
@@ -40,6 +40,9 @@ class SamplingPlan:
     threshold: float = 0.5
     curtail: bool = True
     fresh: bool = False
+    # what the calls are counted under (see ``cost.PHASES``); not part of what makes two
+    # samplings the same: a later submission that joins a sampling pays nothing
+    phase: str = field(default="items", compare=False)
 
 
 BUDGET_REACHED = "cost budget"  # how a skip for the budget starts (reports count them)
@@ -201,27 +204,29 @@ class Sampler:
         outcome: RunOutcome | None = None
         reserved = 0.0
         if self.fatal:
-            outcome = RunOutcome("error", error=self.fatal, fatal=True)
+            outcome = RunOutcome("error", error=self.fatal, fatal=True, requests=0)
         elif self.guard is not None:
-            allowed = self.guard.reserve()
-            if allowed is None:
+            reserved = self.guard.estimate_usd(self.backend.estimate(state.context, state.query))
+            if not self.guard.reserve(reserved):
                 with self._lock:
                     state.skipped = (
-                        f"{BUDGET_REACHED} of ${self.guard.budget_usd:.2f} reached; no new calls"
+                        f"{BUDGET_REACHED} of {format_usd(self.guard.budget_usd)} reached; "
+                        "no new calls"
                     )
                     state.pending -= 1
                     done = self._advance(state)
                 if done:
                     self._finish(state)
                 return
-            reserved = allowed
         if outcome is None:
             try:
                 outcome = self.backend.run(state.context, state.query)
             except Exception as exc:  # a backend bug must not hang the item
                 outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
             if self.guard is not None:
-                self.guard.settle(reserved, outcome.usage)
+                self.guard.settle(
+                    reserved, outcome.usage, outcome.requests, state.plan.phase, outcome.model
+                )
             if outcome.fatal and not self.fatal:
                 self.fatal = outcome.error or "fatal backend error"
         with self._lock:

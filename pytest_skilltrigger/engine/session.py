@@ -24,7 +24,7 @@ from pytest_skilltrigger.backends import (
     make_backend,
 )
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard, load_prices, price_of
+from pytest_skilltrigger.engine.cost import CostGuard, Spend, load_prices
 from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
 from pytest_skilltrigger.engine.settings import Settings
@@ -70,9 +70,7 @@ class TriggerSession:
         self.guard: CostGuard | None = None
         self.sampler: Sampler | None = None
         if self.backend is not None:
-            self.guard = CostGuard(
-                price_of(self.backend.model, self.prices), self.settings.budget_usd
-            )
+            self.guard = CostGuard(self.backend.model, self.prices, self.settings.budget_usd)
             self.sampler = Sampler(
                 self.backend,
                 concurrency=self.settings.concurrency or self._default_concurrency(),
@@ -117,7 +115,9 @@ class TriggerSession:
         """Take in a result sampled by another process (an xdist worker): its calls count
         against the session's one budget, and its new runs are stored here."""
         if self.guard is not None:
-            self.guard.add(result.usage, result.calls)
+            for outcome in result.outcomes:
+                if not outcome.from_store:
+                    self.guard.add(outcome.usage, outcome.requests, "items", outcome.model)
         if context_key and not result.skipped:
             self.record(context_key, result.query, result.outcomes)
 
@@ -129,7 +129,15 @@ class TriggerSession:
             raise BackendUnavailable(self.unavailable or "no backend")
         if self._asker is None:
             self._asker = make_asker(self.settings, self.backend)
-        return self._asker.ask(prompt, model=model)
+        text, usage = self._asker.ask(prompt, model=model)
+        if self.guard is not None:
+            self.guard.add(usage, 1, "improve", model or self._asker.model)
+        return text, usage
+
+    def spending(self) -> dict[str, Spend]:
+        """What this process's calls cost so far, by phase (``cost.PHASES``), including what
+        it absorbed from xdist workers."""
+        return dict(self.guard.by_phase) if self.guard is not None else {}
 
     def submit(
         self, context: TriggerContext, entry: EvalEntry, plan: SamplingPlan | None = None

@@ -296,7 +296,7 @@ def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
     on = "test" if run.test_entries else "train"
     entries = run.test_entries or run.train_entries
     start, best = run.evaluated()[0], run.best()
-    plan = replace(session.plan, fresh=True)
+    plan = replace(session.plan, fresh=True, phase="confirmation")
 
     def submit(description: str) -> list[Future[QueryResult]]:
         context = run.target.context(description)
@@ -320,5 +320,8 @@ def _evaluate(
 ) -> list[QueryResult]:
     """Results for every entry, in order: known ones reused, the rest sampled concurrently."""
     context = target.context(description)
-    futures = {e.index: session.submit(context, e) for e in entries if e.index not in known}
+    plan = replace(session.plan, phase="rounds")
+    futures = {
+        e.index: session.submit(context, e, plan) for e in entries if e.index not in known
+    }
     return [known[e.index] if e.index in known else futures[e.index].result() for e in entries]

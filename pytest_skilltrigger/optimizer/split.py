@@ -15,6 +15,7 @@ from typing import TypeVar
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 T = TypeVar("T", bound=EvalEntry)
+KINDS = ((True, "should-trigger"), (False, "should-not-trigger"))
 
 
 def split_entries(
@@ -37,3 +38,23 @@ def split_entries(
         test.extend(group[:n_test])
         train.extend(group[n_test:])
     return train, test
+
+
+def split_problem(entries: Sequence[EvalEntry], holdout: float, seed: int = 42) -> str | None:
+    """Why this split cannot measure an improvement, or None when it can.
+
+    The proposer learns from train failures of both kinds, and a candidate is accepted on
+    test: each side needs a query that should trigger and one that should not, else every
+    round scores ``0/0`` on a side and nothing can win while the rounds still spend.
+    """
+    train, test = split_entries(entries, holdout, seed)
+    for side, chosen in (("train", train), ("test", test)):
+        kinds = {e.should_trigger for e in chosen}
+        missing = [label for value, label in KINDS if value not in kinds]
+        if missing:
+            return (
+                f"--holdout {holdout:g} leaves no {' and no '.join(missing)} query in the "
+                f"{side} set; the improvement rounds need both kinds on both sides (a holdout "
+                "between 0 and 1, and at least two queries of each kind)"
+            )
+    return None

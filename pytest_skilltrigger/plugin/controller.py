@@ -42,6 +42,7 @@ class Controller(Role):
         if not self.targets:
             return
         self._check_store()
+        self._check_split()
         for target in self.targets:
             for warning in target.warnings:  # shown in the warnings summary, also with -q
                 config.issue_config_time_warning(pytest.PytestConfigWarning(warning), 3)
@@ -66,6 +67,19 @@ class Controller(Role):
             ResultStore(path).close()
         except (OSError, sqlite3.Error) as exc:
             raise InputError(path, f"cannot use as the result store: {exc}") from None
+
+    def _check_split(self) -> None:
+        """With --optimize-description, every skill's split must be able to measure."""
+        if self.optimize is None:
+            return
+        from pytest_skilltrigger.optimizer.split import split_problem
+
+        for target in self.targets:
+            problem = split_problem(
+                target.eval_set.entries, self.optimize.holdout, self.optimize.seed
+            )
+            if problem:
+                raise InputError(target.eval_set.path, problem)
 
     # -- results -------------------------------------------------------------------------
     @cached_property
@@ -158,6 +172,7 @@ class Controller(Role):
             threshold=self.settings.threshold,
             extra_by_skill=extra_by_skill,
             prices=engine.prices if engine else None,
+            spending=engine.spending() if engine else None,
         )
 
     def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
@@ -232,6 +247,7 @@ class Controller(Role):
     def _report_budget(self, reporter: Any) -> None:
         if not self.targets:
             return
+        from pytest_skilltrigger.engine.cost import format_usd
         from pytest_skilltrigger.engine.sampler import BUDGET_REACHED
 
         over_budget = sum(
@@ -239,7 +255,8 @@ class Controller(Role):
         )
         if over_budget:
             reporter.write_line(
-                f"skilltrigger: the cost budget (${self.settings.budget_usd:.4f}) was reached; "
+                f"skilltrigger: the cost budget ({format_usd(self.settings.budget_usd)}) was "
+                "reached; "
                 f"{over_budget} queries were skipped without a call",
                 yellow=True,
             )

@@ -107,6 +107,7 @@ class ItemRunner(Role):
             self.settings.runs_per_query if runs is None else runs,
             self.settings.threshold if threshold is None else threshold,
             self.settings.curtail,
+            phase="checks",
         )
         if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
             raise ValueError("runs must be >= 1 and threshold within 0..1")

@@ -7,8 +7,10 @@ additions (errors, chosen, tokens, cost) alongside.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
+from pytest_skilltrigger.engine.cost import PHASES, Spend
 from pytest_skilltrigger.reports.summary import SessionResults, summarize
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
@@ -24,8 +26,15 @@ def build_report(
     threshold: float,
     extra_by_skill: dict[str, dict[str, Any]] | None = None,
     prices: dict | None = None,
+    spending: Mapping[str, Spend] | None = None,
 ) -> dict[str, Any]:
-    """The whole report as plain JSON values."""
+    """The whole report as plain JSON values.
+
+    Each skill's ``summary`` covers its items (the eval entries run as tests); ``totals``
+    covers every call of the session, by phase: the items, the ``skill_trigger`` fixture's
+    checks, the improvement rounds' trigger runs, the proposals (``improve``) and the
+    confirmation runs.
+    """
     skills = []
     for skill in results.ordered():
         entry: dict[str, Any] = {
@@ -33,7 +42,7 @@ def build_report(
             "skill_path": skill.target.skill.path,
             "description": skill.target.description,
             "results": skill.report_rows(),
-            "summary": summarize(skill.results(), model, prices),
+            "summary": {"covers": "items", **summarize(skill.results(), model, prices)},
         }
         entry.update((extra_by_skill or {}).get(skill.target.skill.path, {}))
         skills.append(entry)
@@ -44,7 +53,18 @@ def build_report(
         "runs_per_query": runs_per_query,
         "trigger_threshold": threshold,
         "skills": skills,
+        "totals": totals(spending or {}),
     }
+
+
+def totals(spending: Mapping[str, Spend]) -> dict[str, Any]:
+    """The session's calls, tokens and cost, in all and by phase (phases in a fixed order)."""
+    by_phase = {p: spending[p] for p in PHASES if p in spending}
+    by_phase.update({p: s for p, s in spending.items() if p not in by_phase})
+    whole = Spend()
+    for spend in by_phase.values():
+        whole = whole + spend
+    return {**whole.to_dict(), "by_phase": {p: s.to_dict() for p, s in by_phase.items()}}
 
 
 def write_report(path: str, report: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_skilltrigger.engine.context import one_line
+from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
 
 
@@ -23,7 +24,7 @@ def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -
     lines.append("|---|---|---|---|---|---|---|---|")
     for skill in report.get("skills", []):
         s = skill["summary"]
-        cost = f"${s['cost_usd']:.4f}" if "cost_usd" in s else "n/a"
+        cost = format_usd(s["cost_usd"]) if "cost_usd" in s else "n/a"
         lines.append(
             f"| {_cell(skill['skill_name'])} | {s['passed']} | {s['failed']} | {s['errors']} | "
             f"{format_ratio(s['accuracy'])} | {format_ratio(s['precision'])} | "

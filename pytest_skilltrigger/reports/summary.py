@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.cost import cost_usd, price_of
+from pytest_skilltrigger.engine.cost import maybe_cost_usd, price_of
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage
 
 if TYPE_CHECKING:
@@ -51,7 +51,8 @@ def summarize(
         **usage.to_dict(),
     }
     if model is not None:
-        summary["cost_usd"] = round(cost_usd(usage, price_of(model, prices)), 6)
+        cost = maybe_cost_usd(usage, price_of(model, prices))
+        summary["cost_usd"] = None if cost is None else round(cost, 6)
     return summary
 
 

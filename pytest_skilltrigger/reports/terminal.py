@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import format_ratio
 
 
@@ -13,7 +14,7 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     lines = []
     for skill in report["skills"]:
         s = skill["summary"]
-        cost = f", ~${s['cost_usd']:.4f}" if "cost_usd" in s else ""
+        cost = _cost(s)
         skipped = f", {s['skipped']} skipped" if s["skipped"] else ""
         lines.append(
             f"{skill['skill_name']}: {s['passed']} passed, {s['failed']} failed, "
@@ -23,4 +24,21 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"cache write {s['cache_creation_input_tokens']:,} "
             f"read {s['cache_read_input_tokens']:,}{cost}"
         )
+    totals = report.get("totals") or {}
+    phases = totals.get("by_phase") or {}
+    if phases:
+        parts = [f"{name} {spend['calls']} calls{_cost(spend)}" for name, spend in phases.items()]
+        lines.append(
+            f"session total: {totals['calls']} calls{_cost(totals)} ({'; '.join(parts)})"
+        )
     return lines
+
+
+def _cost(spend: dict[str, Any]) -> str:
+    """``, ~$0.0042``; ``, cost unknown`` for a model missing from the price table."""
+    if "cost_usd" not in spend:
+        return ""
+    cost = spend["cost_usd"]
+    return ", cost unknown (model not in the price table)" if cost is None else (
+        f", ~{format_usd(cost)}"
+    )

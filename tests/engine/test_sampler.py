@@ -19,12 +19,109 @@ from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.sampler import BUDGET_REACHED, Sampler, SamplingPlan
+from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import passes
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
 
 
-'''"$(cat /tmp/work/moved_sampler.py)"'''
+class ScriptedBackend:
+    """A backend whose answers a test sets; counts its calls."""
+
+    name = "scripted"
+    model = "claude-test"
+
+    def __init__(self, status: str = "triggered") -> None:
+        self.status = status
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def context_key(self, context: TriggerContext) -> str:
+        return context.key(backend=self.name)
+
+    def run(self, context: TriggerContext, query: str) -> RunOutcome:
+        with self._lock:
+            self.calls += 1
+        chosen = "skill:pdf-tools" if self.status == "triggered" else "text"
+        return RunOutcome(self.status, chosen=chosen, usage=Usage(10, 1))  # type: ignore[arg-type]
+
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        return Usage(10, 1)
+
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
+    backend = ScriptedBackend("not_triggered")
+    sampler = Sampler(backend, concurrency=2)
+    plan = SamplingPlan(3, 0.5)
+    as_positive = sampler.submit(CONTEXT, "merge these", True, plan).result()
+    as_negative = sampler.submit(CONTEXT, "merge these", False, plan).result()
+    sampler.close()
+    assert backend.calls == 2  # sampled once
+    assert as_positive.should_trigger is True and as_positive.passed is False
+    assert as_negative.should_trigger is False and as_negative.passed is True
+
+
+def test_threshold_zero_still_measures_a_rate() -> None:
+    backend = ScriptedBackend("not_triggered")
+    sampler = Sampler(backend, concurrency=1)
+    result = sampler.submit(CONTEXT, "anything", True, SamplingPlan(3, 0.0)).result()
+    sampler.close()
+    assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
+
+
+def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> Sampler:
+    """A sampler wired to a store as a session wires it: read with ``use``, always written."""
+    return Sampler(
+        backend,
+        concurrency=1,
+        store=store if mode == "use" else None,
+        record=lambda key, query, outcomes: store.record(
+            backend.name, backend.model, key, query, outcomes
+        ),
+    )
+
+
+def test_refresh_replaces_what_later_runs_read(tmp_path: Path) -> None:
+    store = ResultStore(str(tmp_path / "store.sqlite"))
+    backend = ScriptedBackend("triggered")
+    plan = SamplingPlan(2, 0.5)
+
+    def sample(mode: str) -> tuple[int, int]:
+        sampler = storing_sampler(backend, store, mode)
+        result = sampler.submit(CONTEXT, "merge these", True, plan).result()
+        sampler.close()
+        return result.triggers, result.calls
+
+    assert sample("use") == (1, 1)  # 1/1 decides at k=2, t=0.5
+    backend.status = "not_triggered"
+    assert sample("refresh") == (0, 2)
+    assert sample("use") == (0, 0)  # the refreshed runs, not the stale ones
+    store.close()
+
+
+def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> None:
+    """The optimizer's re-measurement must be independent of stored runs and must not become
+    what a later cached rerun of the description reuses."""
+    store = ResultStore(str(tmp_path / "store.sqlite"))
+    backend = ScriptedBackend("triggered")
+    plan = SamplingPlan(2, 0.5)
+    sampler = storing_sampler(backend, store, "use")
+    first = sampler.submit(CONTEXT, "merge these", True, plan).result()
+    backend.status = "not_triggered"
+    fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, fresh=True)).result()
+    sampler.close()
+    assert (first.triggers, fresh.triggers, fresh.calls) == (1, 0, 2)  # really sampled again
+    sampler = storing_sampler(backend, store, "use")
+    later = sampler.submit(CONTEXT, "merge these", True, plan).result()
+    sampler.close()
+    store.close()
+    assert (later.triggers, later.calls) == (1, 0)  # the stored runs, untouched by the fresh ones
 
 
 class SequenceBackend:
@@ -52,6 +149,9 @@ class SequenceBackend:
             chosen="skill:pdf-tools" if hit else "text",
             usage=Usage(100, 10),
         )
+
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        return Usage(100, 10)
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         raise NotImplementedError
@@ -128,14 +228,17 @@ def test_a_fatal_error_stops_every_later_call() -> None:
 
 def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
     backend = SequenceBackend({"a": [True] * 3, "b": [True] * 3})
-    guard = CostGuard({"input": 1.0, "output": 1.0}, budget_usd=0.00025)  # a call costs $0.00011
+    guard = CostGuard("m", {"m": {"input": 1.0, "output": 1.0}}, budget_usd=0.00025)
     sampler = Sampler(backend, concurrency=1, guard=guard)
     first = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5)).result()
     second = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5)).result()
     sampler.close()
+    # each run is estimated (and costs) $0.00011: two fit, the third would not
     assert first.runs == 2 and not first.skipped
     assert second.skipped and second.skipped.startswith(BUDGET_REACHED)
+    assert "$0.00025" in second.skipped  # the budget, with the digits that say it
     assert backend.calls["b"] == 0
+    assert guard.total().calls == 2
 
 
 def test_closing_abandons_what_is_queued_as_interrupted() -> None:

@@ -74,6 +74,9 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
     for skill in out["skills"]:
         for key in VOLATILE_SUMMARY_KEYS:
             skill["summary"].pop(key, None)
+    for spend in [out["totals"], *out["totals"]["by_phase"].values()]:
+        for key in VOLATILE_SUMMARY_KEYS:  # the calls stay: the same on both sides
+            spend.pop(key, None)
     return out
 
 

@@ -18,7 +18,8 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pytest_skilltrigger.backends.api.request import build_request, request_body
@@ -33,6 +34,8 @@ from pytest_skilltrigger.support.redact import redact
 
 STREAM_RETRIES = 4
 ASK_TIMEOUT = 120.0
+DECISION_OUTPUT_TOKENS = 300  # a budget estimate of the output before a decision
+DEAD_ENDPOINT_FAILURES = 3  # refused connections in a row, never a success: stop
 DRAIN_BYTES = 16 * 1024
 # The SDK's own switch (what ``with_streaming_response`` sets): hand back the unread response.
 RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
@@ -73,6 +76,9 @@ class AnthropicBackend:
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
         self._closed = threading.Event()
+        self._local = threading.local()  # the run in progress on this thread
+        self._reachable = False  # set once the endpoint has answered
+        self._dead_streak = 0  # connections refused in a row before it ever answered
 
     def context_key(self, context: TriggerContext) -> str:
         return context.key(
@@ -81,37 +87,101 @@ class AnthropicBackend:
             request=build_request(context, "", self.model),
         )
 
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        """What one run is expected to cost before it is sent: the request's size in tokens
+        (about a token per three bytes, all counted as uncached input) and the output a
+        decision takes."""
+        body = request_body(context, query, self.model)
+        return Usage(input_tokens=len(body) // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
+
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
-        """One run; statuses are retried by the SDK, stream failures by this loop."""
-        deadline = time.monotonic() + self.timeout * (STREAM_RETRIES + 1)
+        """One run within ``timeout`` seconds, retries included: statuses and connection
+        errors are retried by the SDK, stream failures by this loop; every request sent is
+        counted on the outcome."""
+        state = _RunState(time.monotonic() + self.timeout)
+        self._local.run = state
+        try:
+            outcome = self._attempts(context, query, state)
+        finally:
+            self._local.run = None
+        return replace(outcome, requests=state.sent, model=self.model)
+
+    def _attempts(self, context: TriggerContext, query: str, state: _RunState) -> RunOutcome:
         for attempt in range(STREAM_RETRIES + 1):
-            outcome, retryable = self._attempt(context, query)
-            if not retryable or attempt == STREAM_RETRIES or time.monotonic() >= deadline:
+            outcome, retryable = self._attempt(context, query, state)
+            if not retryable or attempt == STREAM_RETRIES:
                 return outcome
-            if self._closed.wait(self._backoff(attempt)):
-                return outcome  # the session is shutting down: no more retries
+            pause = self._backoff(attempt)
+            if state.remaining() <= pause or self._closed.wait(pause):
+                return outcome  # out of time, or the session is shutting down
         raise AssertionError("unreachable")
 
     def _connect(self) -> Any:
-        """The shared client (and the SDK's own connection pool), created on first use."""
+        """The shared client on the SDK's own HTTP client and pool, created on first use.
+
+        Its event hooks see every attempt the SDK makes, its own retries included: the
+        request hook counts it for the run in progress and gives it only the run's remaining
+        time; the response hook keeps the SDK from waiting out a ``retry-after`` longer than
+        that.
+        """
         with self._client_lock:
             if self._client is None:
                 import anthropic
 
                 self._sdk = anthropic
+                http_client = anthropic.DefaultHttpxClient(
+                    event_hooks={"request": [self._on_request], "response": [self._on_response]}
+                )
                 self._client = anthropic.Anthropic(
-                    max_retries=self.max_retries, timeout=self.timeout
+                    max_retries=self.max_retries, timeout=self.timeout, http_client=http_client
                 )
                 _warn_if_deprecated(self.model)
             return self._client
+
+    def _on_request(self, request: Any) -> None:
+        state: _RunState | None = getattr(self._local, "run", None)
+        if state is None:
+            return  # not a trigger run (a proposal): the SDK's own timeout applies
+        state.sent += 1
+        left = max(state.remaining(), 0.001)
+        timeout = dict(request.extensions.get("timeout") or {})
+        request.extensions["timeout"] = {
+            k: left if v is None else min(float(v), left)
+            for k, v in {**dict.fromkeys(("connect", "read", "write", "pool")), **timeout}.items()
+        }
+
+    def _on_response(self, response: Any) -> None:
+        state: _RunState | None = getattr(self._local, "run", None)
+        if state is None or response.status_code < 400:
+            return
+        wait = _retry_after(response.headers)
+        if wait is not None and wait >= state.remaining():
+            response.headers["x-should-retry"] = "false"  # the SDK obeys this header
+            state.gave_up_waiting = wait
+
+    def _sdk_retries(self, state: _RunState) -> int:
+        """How many retries the SDK may make in the time left: its back-off waits (0.5 s,
+        doubling, at most 8 s) may take at most half of it. Before the endpoint has ever
+        answered, one: a refused connection is not worth minutes of waiting."""
+        budget = state.remaining() / 2
+        retries, waited = 0, 0.0
+        while retries < self.max_retries:
+            waited += min(0.5 * 2**retries, 8.0)
+            if waited > budget:
+                break
+            retries += 1
+        return retries if self._reachable else min(retries, 1)
 
     def _backoff(self, attempt: int) -> float:
         with self._rng_lock:
             jitter = self._rng.uniform(0.75, 1.25)
         return min(8.0, 0.25 * (2**attempt)) * jitter
 
-    def _attempt(self, context: TriggerContext, query: str) -> tuple[RunOutcome, bool]:
-        """One HTTP request; returns the outcome and whether a failure is worth retrying."""
+    def _attempt(
+        self, context: TriggerContext, query: str, state: _RunState
+    ) -> tuple[RunOutcome, bool]:
+        """One request, with the SDK's retries; the outcome and whether a failure is worth
+        another try."""
         client = self._connect()
         sdk = self._sdk
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
@@ -122,7 +192,10 @@ class AnthropicBackend:
                 "/v1/messages",
                 cast_to=object,
                 content=request_body(context, query, self.model),
-                options={"headers": {RAW_STREAM_HEADER: "stream"}},
+                options={
+                    "headers": {RAW_STREAM_HEADER: "stream"},
+                    "max_retries": self._sdk_retries(state),
+                },
             )
         except fatal as exc:
             outcome = RunOutcome(
@@ -131,11 +204,20 @@ class AnthropicBackend:
             return outcome, False
         except sdk.APIStatusError as exc:
             # the SDK has already retried this status with back-off (honouring retry-after)
-            return RunOutcome("error", error=_describe(exc), request_id=exc.request_id), False
+            message = _describe(exc)
+            if state.gave_up_waiting is not None:
+                message += (
+                    f" (not retried: the server asked to wait {state.gave_up_waiting:g}s, "
+                    "past the run's --trigger-timeout)"
+                )
+            return RunOutcome("error", error=message, request_id=exc.request_id), False
+        except sdk.APITimeoutError:
+            message = f"timed out after {self.timeout:g}s (--trigger-timeout), retries included"
+            return RunOutcome("error", error=message), False
         except sdk.APIError as exc:
-            # connection errors and timeouts, after the SDK's own retries
-            message = f"{type(exc).__name__}: {redact(str(exc))}"
-            return RunOutcome("error", error=message), True
+            # a refused connection or a failed name lookup, after the SDK's own retries
+            return self._unreachable(exc), True
+        self._reachable = True
         request_id = response.headers.get("request-id")
         raw = response.http_response
         try:
@@ -158,6 +240,21 @@ class AnthropicBackend:
             status, chosen=decision.chosen, usage=decision.usage, request_id=request_id
         )
         return outcome, False
+
+    def _unreachable(self, exc: Exception) -> RunOutcome:
+        """A connection that could not be made. Before the endpoint has ever answered, a few
+        of these in a row stop the session (fatal), naming the endpoint."""
+        message = f"{type(exc).__name__}: {redact(str(exc))}"
+        with self._rng_lock:
+            if not self._reachable:
+                self._dead_streak += 1
+            dead = not self._reachable and self._dead_streak >= DEAD_ENDPOINT_FAILURES
+        if not dead:
+            return RunOutcome("error", error=message)
+        endpoint = redact(str(self._client.base_url))
+        return RunOutcome(
+            "error", error=f"cannot reach the Messages API at {endpoint}: {message}", fatal=True
+        )
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """One plain request (the optimizer's proposals) on the same client and pool, with a
@@ -222,3 +319,28 @@ def _describe(exc: Any) -> str:
 
 def _with_id(message: str, request_id: str | None) -> str:
     return f"{message} (request id {request_id})" if request_id else message
+
+
+@dataclass
+class _RunState:
+    """One run in progress on a thread: its deadline and the requests it has sent."""
+
+    deadline: float
+    sent: int = 0
+    gave_up_waiting: float | None = None  # a retry-after the run had no time for
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a response asks to wait before a retry (``retry-after-ms`` or a number of
+    seconds in ``retry-after``), as the SDK reads them; None when it does not say."""
+    try:
+        if headers.get("retry-after-ms"):
+            return float(headers["retry-after-ms"]) / 1000
+        if headers.get("retry-after"):
+            return float(headers["retry-after"])
+    except ValueError:
+        return None
+    return None

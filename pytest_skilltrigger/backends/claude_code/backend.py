@@ -41,7 +41,9 @@ from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import trap_sigterm
 from pytest_skilltrigger.support.redact import redact, register_secret
 
-DEFAULT_MODEL = "claude-code-default"
+DEFAULT_MODEL = "claude-code-default"  # until a run's init event names the CLI's default
+CLI_BASE_TOKENS = 15_000  # budget estimate: the CLI's system prompt and tool definitions
+DECISION_OUTPUT_TOKENS = 300
 STDERR_LINES = 20
 ASK_TIMEOUT = 300.0  # a proposal is one long answer, not a quick first choice
 SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -69,8 +71,13 @@ class ClaudeCodeBackend:
             )
         self.claude_bin = os.path.abspath(found)  # runs start in their own folder
         self.timeout = timeout
+        # The model the CLI will use: --trigger-model, else the CLI's own ANTHROPIC_MODEL,
+        # else its default, which only the version pins (the store key says so) and the
+        # first run's init event names (then ``model`` names it, and prices use it).
         self._model_arg = model or None
-        self.model = model or DEFAULT_MODEL
+        resolved = model or os.environ.get("ANTHROPIC_MODEL") or None
+        self._key_model = resolved or "cli-default"
+        self.model = resolved or DEFAULT_MODEL
         self.cli_version = self._version()
         #: The skill names each run's init event listed, in completion order (for tests and
         #: diagnostics: a run that saw no copy, or a stray one, shows up here).
@@ -112,7 +119,20 @@ class ClaudeCodeBackend:
         return done.stdout.split()[0]
 
     def context_key(self, context: TriggerContext) -> str:
-        return context.key(backend=self.name, model=self.model, cli_version=self.cli_version)
+        return context.key(
+            backend=self.name, model=self._key_model, cli_version=self.cli_version
+        )
+
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        """What one run is expected to cost before it starts: the CLI's own prompt and tools
+        (about :data:`CLI_BASE_TOKENS`), the listing and the query, all as uncached input."""
+        listed = len(context.description) + sum(
+            len(s.name) + len(s.description) for s in context.siblings
+        )
+        return Usage(
+            input_tokens=CLI_BASE_TOKENS + (listed + len(query)) // 3,
+            output_tokens=DECISION_OUTPUT_TOKENS,
+        )
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -251,9 +271,18 @@ class ClaudeCodeBackend:
         if verdict.skills is not None:
             with self._lock:
                 self.observed_listings.append(verdict.skills)
+        if verdict.model and self._model_arg is None:
+            self.model = verdict.model  # what the CLI really used: reports and prices say so
+        requests = verdict.requests
         if verdict.chosen is not None and not timed_out.is_set():
             status = "triggered" if verdict.chosen == f"skill:{skill_name}" else "not_triggered"
-            return RunOutcome(status, chosen=verdict.chosen, usage=verdict.usage)
+            return RunOutcome(
+                status,
+                chosen=verdict.chosen,
+                usage=verdict.usage,
+                requests=requests,
+                model=verdict.model or self.model,
+            )
         if timed_out.is_set():
             message = f"claude timed out after {self.timeout:g}s"
             if verdict.error and not verdict.undecided:
@@ -273,6 +302,8 @@ class ClaudeCodeBackend:
             usage=verdict.usage,
             request_id=verdict.request_id,
             fatal=verdict.fatal,
+            requests=requests,
+            model=verdict.model or self.model,
         )
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:

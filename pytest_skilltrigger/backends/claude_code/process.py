@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Iterator
 from typing import IO
 
-KILL_GRACE = 0.3  # SIGTERM first (it tidies up), but a decided run must not wait long
+KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
 
 
 def read_lines(stream: IO[str]) -> Iterator[str]:
@@ -22,7 +22,11 @@ def read_lines(stream: IO[str]) -> Iterator[str]:
 
 
 def kill_group(proc: subprocess.Popen[str]) -> None:
-    """Stop the CLI and anything it started: SIGTERM to its group, SIGKILL if it lingers."""
+    """Stop the CLI and everything it started at once (SIGKILL to its process group).
+
+    Not SIGTERM first: a run decided at a ``Skill`` call is followed within moments by the
+    CLI's next request, which a grace period lets it send (and the user pay for).
+    """
     if proc.poll() is not None:
         return
     killpg = getattr(os, "killpg", None)
@@ -30,11 +34,6 @@ def kill_group(proc: subprocess.Popen[str]) -> None:
         if killpg is None:
             proc.kill()
         else:
-            killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(KILL_GRACE)
-                return
-            except subprocess.TimeoutExpired:
-                killpg(proc.pid, signal.SIGKILL)
+            killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass

@@ -37,6 +37,8 @@ class CliVerdict:
     skills: tuple[str, ...] | None = None
     cli_version: str | None = None
     undecided: bool = False  # the output ended before a decision (the error says so)
+    requests: int = 0  # API requests the stream showed (one ``message_start`` each)
+    model: str | None = None  # the model the init event named
     last_problem: str | None = None  # what went wrong last before that, if anything
 
 
@@ -52,6 +54,7 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
     """
     verdict = CliVerdict()
     choice = FirstChoice(INSPECTED_TOOLS)
+    earlier = Usage()  # the usage of requests before the current one
     for raw in lines:
         line = raw.strip()
         if not line.startswith("{"):
@@ -70,6 +73,8 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 if isinstance(skills, list):
                     verdict.skills = tuple(str(s) for s in skills)
                 verdict.cli_version = msg.get("claude_code_version")
+                if isinstance(msg.get("model"), str):
+                    verdict.model = msg["model"]
             elif subtype == "api_retry":
                 status = msg.get("error_status")
                 verdict.last_problem = (
@@ -88,6 +93,9 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 continue
             name = str(event.get("type"))
             if name == "message_start":
+                # another request (a retry, a follow-up): count it, keep what it cost so far
+                verdict.requests += 1
+                earlier = earlier + choice.usage
                 choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
             if not choice.wants(name):
                 continue
@@ -98,7 +106,7 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 choice = FirstChoice(INSPECTED_TOOLS)
                 continue
             if decision is not None:
-                verdict.usage = decision.usage
+                verdict.usage = earlier + decision.usage
                 verdict.chosen = _chosen(decision.chosen, decision.tool_input)
                 return verdict
         elif kind == "assistant":
@@ -118,9 +126,10 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                     tool = str(block.get("name"))
                     verdict.chosen = _chosen(choice_of(tool, tool_input), tool_input)
                     streamed = choice.usage != Usage()
-                    verdict.usage = (
+                    verdict.usage = earlier + (
                         choice.usage if streamed else Usage.from_dict(message.get("usage"))
                     )
+                    verdict.requests = max(verdict.requests, 1)
                     return verdict
         elif kind == "result":
             if msg.get("is_error") or msg.get("subtype") != "success":
@@ -134,8 +143,10 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 return verdict
             verdict.chosen = "text"
             verdict.usage = Usage.from_dict(msg.get("usage"))
+            verdict.requests = max(verdict.requests, 1)
             return verdict
     verdict.undecided = True
+    verdict.usage = earlier + choice.usage
     verdict.error = UNDECIDED
     if verdict.last_problem:
         verdict.error += f" (last: {verdict.last_problem})"
