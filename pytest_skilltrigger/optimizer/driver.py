@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
 from pytest_skilltrigger.optimizer.options import OptimizeOptions
-from pytest_skilltrigger.optimizer.proposer import DescriptionProposer
-from pytest_skilltrigger.reports.rounds import RoundFiles
+from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
+
+
+class RoundsObserver(Protocol):
+    """Told of every iteration (the files that follow the run)."""
+
+    def save_proposal(self, skill_name: str, number: int, proposal: Proposal) -> None: ...
+
+    def publish(self, runs: list[Optimization]) -> None: ...
 
 
 class OptimizationDriver:
@@ -30,7 +38,7 @@ class OptimizationDriver:
         session: TriggerSession,
         options: OptimizeOptions,
         log: Callable[[str], None],
-        files: RoundFiles | None = None,
+        files: RoundsObserver | None = None,
     ) -> None:
         self.session = session
         self.options = options

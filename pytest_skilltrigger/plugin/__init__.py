@@ -2,12 +2,12 @@
 
 Every module that imports pytest lives in this subpackage. The configure hook registers one
 role object for the process, whose methods are the hooks (see :mod:`.role`); the functions
-here are only the hooks that must exist before a role does, and the fixture.
+here are only the hooks that must exist before a role does. (The ``skill_trigger`` fixture is
+a method of the roles that run tests.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,10 +15,8 @@ import pytest
 from pytest_skilltrigger.plugin import options
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.outcome import TriggerCheck
     from pytest_skilltrigger.plugin.role import Role
 
-ROLE_KEY = pytest.StashKey["Role"]()
 ROLE_PLUGIN = "skilltrigger-role"
 
 
@@ -35,7 +33,6 @@ def pytest_configure(config: pytest.Config) -> None:
         role = _role_class(config)(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.stash[ROLE_KEY] = role
     config.pluginmanager.register(role, ROLE_PLUGIN)
 
 
@@ -55,14 +52,3 @@ def _role_class(config: pytest.Config) -> type[Role]:
         and not config.getoption("collectonly")
     )
     return DistController if distributing else LocalController
-
-
-@pytest.fixture
-def skill_trigger(request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:
-    """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
-    triggered, chosen; shares the session's backend, store, concurrency and budget."""
-    role = request.config.stash[ROLE_KEY]
-    check = getattr(role, "check", None)
-    if check is None:  # the xdist controller runs no test; this is for completeness
-        pytest.skip("skill_trigger runs where tests run")
-    return check

@@ -105,7 +105,9 @@ class Controller(Role):
         record = wire.decode(report)
         if record is None:
             return
-        target = self.by_skill_md[record.skill_md]
+        target = self.by_skill_md.get(record.skill_md)
+        if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
+            return
         self._by_node[report.nodeid] = (target, record.result)
         report.user_properties.extend(junit_properties(record.result))
         self.results.add(target, record.index, record.result)
@@ -117,8 +119,7 @@ class Controller(Role):
         """Take in a result this process did not sample (nothing to do when it did)."""
 
     # -- end of session ------------------------------------------------------------------
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    def finish(self, session: pytest.Session) -> None:
         """Improvement rounds, the JSON report and the gates."""
         if not self.targets:
             return
@@ -138,6 +139,7 @@ class Controller(Role):
         from pytest_skilltrigger.optimizer.accept import accept_all
         from pytest_skilltrigger.optimizer.driver import OptimizationDriver
         from pytest_skilltrigger.reports.rounds import RoundFiles
+        from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
         assert self.optimize is not None  # the caller checked
         if self.engine.unavailable:
@@ -152,7 +154,12 @@ class Controller(Role):
         if driver.interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         else:
-            accept_all(runs.values(), self._log)
+            with sigterm_as_interrupt():
+                try:
+                    accept_all(runs.values(), self._log)
+                except KeyboardInterrupt:  # each write is atomic: a file is old or new
+                    self._log("interrupted while writing: some SKILL.md files may be rewritten")
+                    session.exitstatus = pytest.ExitCode.INTERRUPTED
         return {path: run.to_dict() for path, run in runs.items()}
 
     def _log(self, line: str) -> None:

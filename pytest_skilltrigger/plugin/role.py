@@ -77,10 +77,25 @@ class Role:
         """The engine if anything has used it yet (reports say so when nothing ran)."""
         return self.__dict__.get("engine")
 
-    def pytest_unconfigure(self, config: pytest.Config) -> None:
-        engine = self.started_engine
-        if engine is not None:
-            engine.close(wait=False)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """With skills in play the engine is made now, before collection and the run loop:
+        every later hook finds it ready (a run that only collects does without)."""
+        if self.targets and not self.config.option.collectonly:
+            _ = self.engine
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Finish this role's work, then stop sampling: runs still queued (after ``-x``, a
+        fatal error or Ctrl-C) are abandoned, not left running through the summary."""
+        try:
+            self.finish(session)
+        finally:
+            engine = self.started_engine
+            if engine is not None:
+                engine.close(wait=False)
+
+    def finish(self, session: pytest.Session) -> None:
+        """What this role does at the end of the session (nothing, but on a controller)."""
 
 
 def default_store(config: pytest.Config) -> str | None:

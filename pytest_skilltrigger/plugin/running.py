@@ -6,6 +6,7 @@ and the xdist worker.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
@@ -91,6 +92,12 @@ class ItemRunner(Role):
             )
             wire.attach(report, record)
         return report
+
+    @pytest.fixture
+    def skill_trigger(self) -> Callable[..., TriggerCheck]:
+        """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
+        triggered, chosen; shares the session's backend, store, concurrency and budget."""
+        return self.check
 
     def check(
         self, path: str, query: str, runs: int | None = None, threshold: float | None = None

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_skilltrigger.engine.cost import PHASES, Spend
-from pytest_skilltrigger.reports.summary import SessionResults, summarize
+from pytest_skilltrigger.reports.summary import SessionResults, models_used, summarize
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
 REPORT_VERSION = 1
@@ -35,6 +35,8 @@ def build_report(
     checks, the improvement rounds' trigger runs, the proposals (``improve``) and the
     confirmation runs.
     """
+    used = models_used(results.all_results())
+    model = used[0] if used else model  # the model that really answered, when runs say so
     skills = []
     for skill in results.ordered():
         entry: dict[str, Any] = {

@@ -51,9 +51,34 @@ def summarize(
         **usage.to_dict(),
     }
     if model is not None:
-        cost = maybe_cost_usd(usage, price_of(model, prices))
+        cost = _cost(results, model, prices)
         summary["cost_usd"] = None if cost is None else round(cost, 6)
     return summary
+
+
+def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float | None:
+    """What the runs made now cost, each at the price of the model that answered it (the
+    session's model when a run does not say); None when any price is unknown."""
+    total = 0.0
+    for r in results:
+        for o in r.outcomes:
+            if o.from_store:
+                continue
+            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices))
+            if cost is None:
+                return None
+            total += cost
+    return total
+
+
+def models_used(results: Iterable[QueryResult]) -> list[str]:
+    """The models that answered these runs, most runs first."""
+    counts: dict[str, int] = {}
+    for r in results:
+        for o in r.outcomes:
+            if o.model:
+                counts[o.model] = counts.get(o.model, 0) + 1
+    return sorted(counts, key=lambda m: (-counts[m], m))
 
 
 @dataclass

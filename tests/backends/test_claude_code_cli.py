@@ -223,12 +223,23 @@ def test_plugin_under_xdist_with_concurrent_cli_runs(
         "off",
         "--skill-path",
         str(skills),
+        "--trigger-json",
+        str(pytester.path / "out.json"),
         timeout=240,
     )
     result.assert_outcomes(passed=6)
     bodies = first_turns(fake_api)
     assert len(bodies) == 6 * 2
     assert_one_copy_each(bodies)
+    # every request the CLI sent is counted and priced, and none follows a decision: the
+    # process group is killed at once (a grace period lets it send its next request)
+    report = json.loads((pytester.path / "out.json").read_text())
+    assert fake_api.stats["calls"] == 6 * 2
+    assert report["totals"]["calls"] == fake_api.stats["calls"]
+    assert report["totals"]["by_phase"]["items"]["calls"] == 12
+    # the model the CLI really used names the results and prices them
+    assert report["model"] == fake_api.requests[0]["model"]
+    assert report["totals"]["cost_usd"] is not None and report["totals"]["cost_usd"] > 0
     # every request came from the real CLI, not from the Messages API backend
     agents = {h.get("user-agent", "").split(" ")[0] for h in fake_api.request_headers}
     assert agents == {"claude-cli/2.1.328"}
@@ -257,3 +268,25 @@ def test_optimizer_proposals_through_the_cli(
     assert proposal.error is None, proposal.error
     assert proposal.description == "Merge, split and tidy PDF reports for the quarterly batch."
     assert fake_api.stats["decisions"].get("improve", 0) >= 1
+
+
+def test_the_model_the_cli_will_use_keys_the_store(
+    claude_bin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ANTHROPIC_MODEL`` changes the CLI's model, so results stored for the default model
+    must not be reused for it."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    context = TriggerContext(SKILL, DESCRIPTION)
+    keys = []
+    for env_model in (None, "claude-haiku-4-5", "claude-sonnet-5"):
+        if env_model is None:
+            monkeypatch.delenv("ANTHROPIC_MODEL", raising=False)
+        else:
+            monkeypatch.setenv("ANTHROPIC_MODEL", env_model)
+        backend = ClaudeCodeBackend(timeout=60, claude_bin=claude_bin)
+        try:
+            keys.append(backend.context_key(context))
+            assert backend.model == (env_model or "claude-code-default")
+        finally:
+            backend.close()
+    assert len(set(keys)) == 3

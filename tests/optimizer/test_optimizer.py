@@ -16,7 +16,7 @@ import yaml
 
 from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.optimizer.loop import Confirmation
-from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.optimizer.split import split_entries, split_problem
 from pytest_skilltrigger.skills.evalset import load_eval_set
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
@@ -335,3 +335,55 @@ def test_under_xdist_the_budget_left_after_the_items_still_funds_the_rounds(
     assert second["status"] == "evaluated"
     assert [r["query"] for r in rows if r["skipped"]] == []
     assert report["skills"][0]["best_description"] == GOOD
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")])
+def test_totals_count_every_call_of_the_session_by_phase(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, workers: tuple[str, ...]
+) -> None:
+    """The JSON totals and the terminal's session line cover the items, the rounds' trigger
+    runs, the proposals and the confirmation runs, and equal what the server saw."""
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [BAD, GOOD]
+    result, report = run(pytester, folder, *workers)
+    totals = report["totals"]
+    phases = totals["by_phase"]
+    assert set(phases) == {"items", "rounds", "improve", "confirmation"}
+    assert phases["improve"]["calls"] == fake_api.stats["improve_calls"] == 2
+    trigger = sum(phases[p]["calls"] for p in ("items", "rounds", "confirmation"))
+    assert trigger == fake_api.stats["trigger_calls"]
+    assert totals["calls"] == fake_api.stats["calls"]
+    assert report["skills"][0]["summary"]["covers"] == "items"
+    assert report["skills"][0]["summary"]["calls"] == phases["items"]["calls"]
+    parts = sum(p["cost_usd"] for p in phases.values())
+    assert totals["cost_usd"] == pytest.approx(parts, abs=1e-5)
+    result.stdout.fnmatch_lines([f"session total: {totals['calls']} calls, ~$*(items *"])
+
+
+def test_a_split_needs_both_kinds_on_both_sides(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path)
+    entries = load_eval_set(folder / "evals" / "trigger-eval.json").entries
+    assert split_problem(entries, 0.4) is None
+    assert "no should-trigger and no should-not-trigger query in the test set" in (
+        split_problem(entries, 0.0) or ""
+    )
+    one_positive = [e for e in entries if not e.should_trigger] + [entries[0]]
+    assert "no should-trigger query in the train set" in (split_problem(one_positive, 0.4) or "")
+
+
+@pytest.mark.parametrize("holdout", ["0"])
+def test_a_holdout_that_leaves_a_side_without_both_kinds_is_a_usage_error(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, holdout: str
+) -> None:
+    folder = make_skill(pytester.path)
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, "--trigger-json", str(out)),
+        "--optimize-description",
+        "--holdout",
+        holdout,
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*trigger-eval.json: --holdout {holdout} leaves no *query*"])
+    assert "Traceback" not in result.stderr.str()
+    assert fake_api.stats["calls"] == 0 and not out.exists()

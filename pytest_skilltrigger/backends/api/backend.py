@@ -215,8 +215,9 @@ class AnthropicBackend:
             message = f"timed out after {self.timeout:g}s (--trigger-timeout), retries included"
             return RunOutcome("error", error=message), False
         except sdk.APIError as exc:
-            # a refused connection or a failed name lookup, after the SDK's own retries
-            return self._unreachable(exc), True
+            # a refused connection or a failed name lookup, after the SDK's own retries; not
+            # tried again here unless the endpoint has answered before (a passing blip)
+            return self._unreachable(exc), self._reachable
         self._reachable = True
         request_id = response.headers.get("request-id")
         raw = response.http_response
