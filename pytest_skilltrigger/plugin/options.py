@@ -50,8 +50,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "trigger_timeout",
         "float",
         30.0,
-        "seconds a run may take: per HTTP attempt for the API, per CLI process for "
-        "claude-code (default 30)",
+        "seconds a run may take, retries included (a CLI process for claude-code) "
+        "(default 30)",
     ),
     (
         "--trigger-backend",
@@ -101,7 +101,7 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "trigger_budget_usd",
         "float",
         None,
-        "stop making calls once the session would cost more than this (estimate)",
+        "never send a call whose estimated cost would take the session past this",
     ),
     (
         "--trigger-prices",

@@ -761,3 +761,27 @@ def test_tiny_budget_stops_calls_and_skips_the_rest(
     assert trigger_calls(fake_api) == 0
     result.assert_outcomes(skipped=4)
     result.stdout.fnmatch_lines(["SKIPPED*cost budget of $0.0000001 reached*"])
+
+
+def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurrency(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Each call's cost is estimated from its request before it is sent: with room for two
+    estimates, at most two calls reach the server, even with ten in flight at once."""
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+    from pytest_skilltrigger.engine.cost import CostGuard, load_prices
+    from pytest_skilltrigger.skills.catalog import load_targets
+
+    skills = standard_skill(pytester, fake_api)
+    target = load_targets([str(skills)])[0]
+    backend = AnthropicBackend()
+    guard = CostGuard(backend.model, load_prices(None))
+    estimates = [
+        guard.estimate_usd(backend.estimate(target.context(), e.query))
+        for e in target.eval_set.entries
+    ]
+    budget = 2.5 * max(estimates)
+    result = run(pytester, "--skill-path", str(skills), "--trigger-budget-usd", f"{budget:.8f}")
+    assert 1 <= trigger_calls(fake_api) <= 2
+    assert sum(sorted(estimates)[: trigger_calls(fake_api)]) <= budget
+    result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
