@@ -28,6 +28,15 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
         yield api
 
 
+@pytest.fixture(autouse=True)
+def _private_user_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The default result store lives in the user's cache folder: every test gets its own
+    (pytester also gives each inner run a HOME of its own), never the developer's."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Register ``slow``: the tests that drive the real Claude Code CLI take tens of seconds,
     so they must be easy to deselect (``-m "not slow"``)."""

@@ -12,6 +12,13 @@ PROXY_VARIABLES = (
 
 
 def plugin_args(folder: Path, *more: str) -> list[str]:
-    """Arguments of a trigger run on one skill folder without pytest's cache (no default store
-    carried over between runs of one test)."""
-    return ["--skill-path", str(folder), "-p", "no:cacheprovider", *more]
+    """Arguments of a trigger run on one skill folder without pytest's cache, and without the
+    default store unless the test names a store or a cache mode (no runs carried over between
+    runs of one test)."""
+    return [f"--skill-path={folder}", "-p", "no:cacheprovider", *no_store(more), *more]
+
+
+def no_store(args: tuple[str, ...] | list[str]) -> list[str]:
+    """``--trigger-cache off`` unless ``args`` already say which store or cache mode to use."""
+    named = any(a.startswith(("--trigger-store", "--trigger-cache")) for a in args)
+    return [] if named else ["--trigger-cache", "off"]

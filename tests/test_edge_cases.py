@@ -36,16 +36,22 @@ def make_skill(root: Path, entries: list[tuple[str, bool]]) -> Path:
     return folder
 
 
-def test_default_store_lives_in_the_pytest_cache(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+def test_default_store_lives_in_the_user_cache_whatever_rootdir_and_cache_plugin(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    user_cache = pytester.path / "user-cache"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user_cache))
     folder = make_skill(pytester.path, [("merge these PDF documents", True)])
-    first = pytester.runpytest_subprocess("--skill-path", str(folder))
+    first = pytester.runpytest_subprocess(f"--skill-path={folder}")
     first.assert_outcomes(passed=1)
     calls = fake_api.stats["calls"]
     assert calls >= 1
-    assert list((pytester.path / ".pytest_cache").rglob("results.sqlite"))
-    second = pytester.runpytest_subprocess("--skill-path", str(folder))
+    store = user_cache / "pytest-skilltrigger" / "results.sqlite"
+    assert store.is_file()
+    assert not list((pytester.path / ".pytest_cache").rglob("*.sqlite"))
+    first.stdout.fnmatch_lines([f"skilltrigger: *store {store}*"])
+    # without pytest's cache plugin the store is the same one
+    second = pytester.runpytest_subprocess(f"--skill-path={folder}", "-p", "no:cacheprovider")
     second.assert_outcomes(passed=1)
     assert fake_api.stats["calls"] == calls  # served from the default store
 
@@ -56,7 +62,7 @@ def test_budget_is_per_session_under_xdist(
     entries = [(f"merge PDF documents batch {i}", True) for i in range(12)]
     folder = make_skill(pytester.path, entries)
     common = plugin_args(
-        folder, "--no-early-stop", "--trigger-concurrency", "1", "--trigger-json", "out.json"
+        folder, "--no-early-stop", "--trigger-concurrency", "1", "--trigger-json=out.json"
     )
     pytester.runpytest_subprocess(*common, "--runs-per-query", "1")
     per_call = json.loads((pytester.path / "out.json").read_text())["skills"][0]["summary"]
@@ -87,8 +93,8 @@ def test_spending_counted_from_elsewhere_counts_against_the_budget_by_phase() ->
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--trigger-prices", "missing.json"], "*missing.json: cannot read price table*"),
-        (["--trigger-store", "/proc/no/store.sqlite"], "*cannot use as the result store*"),
+        (["--trigger-prices=missing.json"], "*missing.json: cannot read price table*"),
+        (["--trigger-store=/proc/no/store.sqlite"], "*cannot use as the result store*"),
         (["--trigger-timeout", "nan"], "*--trigger-timeout: must be positive*"),
         (["--trigger-budget-usd", "nan"], "*--trigger-budget-usd: must be a number >= 0*"),
     ],
@@ -98,7 +104,7 @@ def test_bad_options_are_usage_errors(
 ) -> None:
     folder = make_skill(pytester.path, [("merge these PDF documents", True)])
     result = pytester.runpytest_subprocess(
-        "--skill-path", str(folder), "--trigger-json", "out.json", *args
+        f"--skill-path={folder}", "--trigger-json=out.json", *args
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
@@ -113,7 +119,7 @@ def test_skill_warnings_show_in_the_warnings_summary(
     (folder / "SKILL.md").write_text(
         "---\nname: Other_Name\ndescription: Merge and split PDF documents.\n---\n"
     )
-    result = pytester.runpytest_subprocess("--skill-path", str(folder), "-q")
+    result = pytester.runpytest_subprocess(f"--skill-path={folder}", "-q")
     result.stdout.fnmatch_lines(["*PytestConfigWarning*", "*Other_Name*"])
 
 

@@ -18,6 +18,23 @@ CACHE_MODES = ("use", "refresh", "off")
 # Claude Code's own default model: trigger behaviour is measured on the model users meet.
 DEFAULT_MODEL = "claude-opus-5-5"
 MODEL_ENV = "SKILLTRIGGER_MODEL"
+STORE_FILE = "results.sqlite"
+
+
+def default_store_path() -> str:
+    """The result store's default: one file in the user's cache folder.
+
+    Not inside the project: pytest's cache folder follows rootdir, which an unlucky command
+    line can move (even to ``/``); and results are keyed by the whole request (backend,
+    model, context, query), so sharing them across projects and checkouts is safe and saves
+    calls. ``XDG_CACHE_HOME`` is honoured (``~/.cache`` otherwise; ``LOCALAPPDATA`` on
+    Windows).
+    """
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.environ.get("LOCALAPPDATA") if os.name == "nt" else None
+    )
+    root = base or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(root, "pytest-skilltrigger", STORE_FILE)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ class Controller(Role):
     """What both controllers do with results, whoever ran the items."""
 
     def __init__(self, config: pytest.Config) -> None:
+        # (workers run with the arguments and rootdir the controller settled: checked here)
+        options.check_values_not_taken_for_paths(config)
         super().__init__(config)
         self.gate_failures: list[str] = []
         self.regressions: list[Change] = []
@@ -219,9 +221,15 @@ class Controller(Role):
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.targets:
             return []
+        store = (
+            "off"
+            if self.settings.cache_mode == "off" or not self.settings.store_path
+            else self.settings.store_path
+        )
         return [
             f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
-            f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}"
+            f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}, "
+            f"store {store}"
         ]
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

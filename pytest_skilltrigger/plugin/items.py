@@ -85,10 +85,15 @@ class SkillFile(pytest.File):
         self.soft_misses = soft_misses
 
     def collect(self) -> Iterator[TriggerItem]:
+        """One item per entry, with the id of a parametrized test (``skill[params]``), so
+        ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k`` treat it as one."""
+        base = safe_name(self.target.name)
         for entry in self.target.eval_set.entries:
+            name = f"{base}[{entry.index:02d}-{slug(entry.query)}]"
             yield TriggerItem.from_parent(
                 self,
-                name=f"{safe_name(self.target.name)}[{entry.index:02d}-{slug(entry.query)}]",
+                name=name,
+                nodeid=f"{self.nodeid}::{name}",  # parsed by pytest into name and params
                 entry=entry,
                 target=self.target,
                 source=self.source,

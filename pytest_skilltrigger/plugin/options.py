@@ -260,3 +260,56 @@ def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
         report_path=_path(config, "--trigger-report"),
         results_dir=_path(config, "--trigger-results-dir"),
     ).validated()
+
+
+def check_values_not_taken_for_paths(config: pytest.Config) -> None:
+    """Refuse a run whose rootdir or config file pytest chose from one of our option values.
+
+    pytest settles rootdir and the config file before plugin options are known, so in
+    ``--trigger-json /tmp/out/r.json`` it reads ``/tmp/out/r.json`` as a test path once that
+    path exists. The run would then lose the project's config file (its ``skill_paths`` and
+    gates) and put pytest's cache under another rootdir. Recomputing the setup from the
+    arguments pytest really ran with tells whether that happened; the ``--opt=value`` form
+    never has the problem.
+    """
+    spaced = _spaced_values(config.invocation_params.args)
+    if not spaced:
+        return
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        rootpath, inipath, *_ = determine_setup(
+            inifile=config.option.inifilename,
+            override_ini=config.option.override_ini,
+            args=[str(a) for a in config.option.file_or_dir or []],
+            rootdir_cmd_arg=config.option.rootdir or None,
+            invocation_dir=config.invocation_params.dir,
+        )
+    except (ImportError, TypeError, AttributeError):  # another pytest: nothing to compare
+        return
+    except pytest.UsageError:
+        return
+    if (rootpath, inipath) == (config.rootpath, config.inipath):
+        return
+    flag, value = spaced[0]
+    raise InputError(
+        f"{flag} {value}",
+        f"pytest took this value for a test path before plugin options were known, so it "
+        f"chose rootdir {config.rootpath} and {_ini_text(config.inipath)} instead of "
+        f"{rootpath} and {_ini_text(inipath)}; write {flag}={value}",
+    )
+
+
+def _ini_text(path: object) -> str:
+    return f"config file {path}" if path else "no config file"
+
+
+def _spaced_values(args: tuple[str, ...] | list[str]) -> list[tuple[str, str]]:
+    """Our value-taking options written as two arguments (``--flag value``), in order."""
+    takes_value = {flag for flag, _ini, kind, _d, _h in OPTIONS if kind != "bool"}
+    args = [str(a) for a in args]
+    return [
+        (arg, args[i + 1])
+        for i, arg in enumerate(args[:-1])
+        if arg in takes_value and not args[i + 1].startswith("-")
+    ]

@@ -11,13 +11,12 @@ is used: a project that has the plugin installed and collects no skill pays for 
 
 from __future__ import annotations
 
-import os
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.engine.settings import Settings, default_store_path
 from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
@@ -39,7 +38,7 @@ class Role:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.settings = self.adjust_settings(
-            options.settings_from_config(config, default_store(config))
+            options.settings_from_config(config, default_store_path())
         )
         if self.settings.prices_path:
             from pytest_skilltrigger.engine.cost import load_prices
@@ -96,11 +95,3 @@ class Role:
 
     def finish(self, session: pytest.Session) -> None:
         """What this role does at the end of the session (nothing, but on a controller)."""
-
-
-def default_store(config: pytest.Config) -> str | None:
-    """The store's default path, inside pytest's cache folder (None without the cache)."""
-    cache = getattr(config, "cache", None)
-    if cache is None:
-        return None
-    return os.path.join(str(cache.mkdir("skilltrigger")), "results.sqlite")

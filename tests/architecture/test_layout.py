@@ -82,7 +82,7 @@ def test_no_import_cycles() -> None:
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycles.append([*trail[trail.index(nxt):], nxt] if nxt in trail else [node, nxt])
+                cycles.append([*trail[trail.index(nxt) :], nxt] if nxt in trail else [node, nxt])
             elif nxt not in state:
                 walk(nxt, [*trail, nxt])
         state[node] = 2

@@ -38,9 +38,7 @@ def backend(fake_api: FakeMessagesAPI) -> Iterator[AnthropicBackend]:
     b.close()
 
 
-def test_runs_keep_one_connection(
-    backend: AnthropicBackend, fake_api: FakeMessagesAPI
-) -> None:
+def test_runs_keep_one_connection(backend: AnthropicBackend, fake_api: FakeMessagesAPI) -> None:
     statuses = [backend.run(CONTEXT, QUERY).status for _ in range(6)]
     assert statuses == ["triggered", "not_triggered"] * 3
     assert fake_api.stats["connections"] == 1  # keep-alive: every run reused the connection

@@ -210,8 +210,7 @@ def test_plugin_under_xdist_with_concurrent_cli_runs(
         "-v",
         "--trigger-backend",
         "claude-code",
-        "--claude-bin",
-        claude_bin,
+        f"--claude-bin={claude_bin}",
         "--trigger-concurrency",
         "3",
         "--trigger-timeout",
@@ -221,10 +220,8 @@ def test_plugin_under_xdist_with_concurrent_cli_runs(
         "--no-early-stop",
         "--trigger-cache",
         "off",
-        "--skill-path",
-        str(skills),
-        "--trigger-json",
-        str(pytester.path / "out.json"),
+        f"--skill-path={skills}",
+        f"--trigger-json={pytester.path / 'out.json'}",
         timeout=240,
     )
     result.assert_outcomes(passed=6)

@@ -675,8 +675,11 @@ def test_login_key_reaches_the_cli_only_through_its_environment(
     key = "sk-ant-api03-LOGINKEYloginkeyLOGINKEY-0123456789"
     home = tmp_path / "home"
     home.mkdir()
-    account = {"oauthAccount": {"emailAddress": "a@example.org"}, "primaryApiKey": key,
-               "customApiKeyResponses": {"approved": [key[-20:]]}}
+    account = {
+        "oauthAccount": {"emailAddress": "a@example.org"},
+        "primaryApiKey": key,
+        "customApiKeyResponses": {"approved": [key[-20:]]},
+    }
     (home / ".claude.json").write_text(json.dumps(account), encoding="utf-8")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -74,7 +74,7 @@ def make_skill(root: Path) -> Path:
 def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.RunResult, dict]:
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, "--trigger-json", str(out)),
+        *plugin_args(folder, f"--trigger-json={out}"),
         "--optimize-description",
         *args,
     )
@@ -243,7 +243,7 @@ def test_reports_and_results_folder(pytester: pytest.Pytester, fake_api: FakeMes
     page = pytester.path / "report.html"
     results = pytester.path / "results"
     _r, report = run(
-        pytester, folder, "--trigger-report", str(page), "--trigger-results-dir", str(results)
+        pytester, folder, f"--trigger-report={page}", f"--trigger-results-dir={results}"
     )
     html = page.read_text()
     assert GOOD in html and "http-equiv" not in html  # finished: no auto-refresh
@@ -294,7 +294,7 @@ def test_iteration_one_reuses_the_items_results(
 ) -> None:
     folder = make_skill(pytester.path)
     pytester.runpytest_subprocess(
-        "--skill-path", str(folder), "-p", "no:cacheprovider", "--trigger-cache", "off"
+        f"--skill-path={folder}", "-p", "no:cacheprovider", "--trigger-cache", "off"
     )
     items_only = fake_api.stats["trigger_calls"]
     _result, report = run(pytester, folder, "--max-iterations", "1", "--trigger-cache", "off")
@@ -378,7 +378,7 @@ def test_a_holdout_that_leaves_a_side_without_both_kinds_is_a_usage_error(
     folder = make_skill(pytester.path)
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, "--trigger-json", str(out)),
+        *plugin_args(folder, f"--trigger-json={out}"),
         "--optimize-description",
         "--holdout",
         holdout,

@@ -54,11 +54,11 @@ def test_faults_give_exactly_the_fault_free_verdicts(
     folder = make_skill(pytester.path)
     common = plugin_args(folder, "--no-early-stop", "--trigger-cache", "off")
     clean = pytester.path / "clean.json"
-    pytester.runpytest_subprocess(*common, "--trigger-json", str(clean))
+    pytester.runpytest_subprocess(*common, f"--trigger-json={clean}")
     fake_api.retry_after_ms = 1
     fake_api.faults = {"429": 0.08, "529": 0.06, "500": 0.06, "stream_error": 0.05, "drop": 0.05}
     faulty = pytester.path / "faulty.json"
-    result = pytester.runpytest_subprocess(*common, "--trigger-json", str(faulty))
+    result = pytester.runpytest_subprocess(*common, f"--trigger-json={faulty}")
     assert sum(fake_api.stats["faults_injected"].values()) > 0
     assert verdicts(json.loads(faulty.read_text())) == verdicts(json.loads(clean.read_text()))
     result.assert_outcomes(passed=len(ENTRIES))
@@ -72,7 +72,7 @@ def test_an_outage_is_an_error_not_a_pass(
     fake_api.faults = {"drop": 1.0}
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, "--trigger-json", str(out), "--runs-per-query", "1")
+        *plugin_args(folder, f"--trigger-json={out}", "--runs-per-query", "1")
     )
     result.assert_outcomes(errors=len(ENTRIES))
     summary = json.loads(out.read_text())["skills"][0]["summary"]
@@ -94,21 +94,16 @@ def test_no_secret_in_any_output_or_file(pytester: pytest.Pytester) -> None:
                     sys.executable,
                     "-m",
                     "pytest",
-                    "--skill-path",
-                    str(folder),
+                    f"--skill-path={folder}",
                     "--optimize-description",
                     "--max-iterations",
                     "2",
-                    "--trigger-json",
-                    "out.json",
-                    "--trigger-report",
-                    "report.html",
-                    "--trigger-results-dir",
-                    "results",
+                    "--trigger-json=out.json",
+                    "--trigger-report=report.html",
+                    "--trigger-results-dir=results",
                     "--junitxml",
                     "junit.xml",
-                    "--trigger-store",
-                    "store.sqlite",
+                    "--trigger-store=store.sqlite",
                     "--trigger-cache",
                     cache,
                     "--html",
@@ -142,8 +137,7 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
                 sys.executable,
                 "-m",
                 "pytest",
-                "--skill-path",
-                str(folder),
+                f"--skill-path={folder}",
                 "-p",
                 "no:cacheprovider",
                 "--optimize-description",
@@ -151,10 +145,8 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
                 "9",
                 "--holdout",
                 "0.34",
-                "--trigger-json",
-                str(tmp_path / "out.json"),
-                "--trigger-results-dir",
-                str(results),
+                f"--trigger-json={tmp_path / 'out.json'}",
+                f"--trigger-results-dir={results}",
                 "--trigger-concurrency",
                 "2",
             ],

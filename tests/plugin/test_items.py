@@ -17,6 +17,7 @@ import pytest
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.engine.context import DEFAULT_COMPETITORS, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
+from tests.helpers import no_store
 
 SKILL = "csv-tidy"
 DESCRIPTION = (
@@ -93,7 +94,7 @@ def standard_skill(pytester: pytest.Pytester, api: FakeMessagesAPI) -> Path:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(*BASE_ARGS, *args)
+    return pytester.runpytest(*BASE_ARGS, *no_store(args), *args)
 
 
 def outcomes_by_id(result: pytest.RunResult) -> dict[str, str]:
@@ -119,7 +120,7 @@ def test_one_item_per_entry_in_file_order_with_readable_ids(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, "--skill-path", str(skills.parent), "--collect-only", "-q")
+    result = run(pytester, f"--skill-path={skills.parent}", "--collect-only", "-q")
     assert result.ret == 0
     ids = [line.split("::", 1)[1] for line in result.outlines if "::" in line]
     assert ids == [
@@ -138,8 +139,8 @@ def test_one_item_per_entry_in_file_order_with_readable_ids(
 
 def test_ids_are_stable_between_runs(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    first = run(pytester, "--skill-path", str(skills), "--collect-only", "-q").outlines
-    second = run(pytester, "--skill-path", str(skills), "--collect-only", "-q").outlines
+    first = run(pytester, f"--skill-path={skills}", "--collect-only", "-q").outlines
+    second = run(pytester, f"--skill-path={skills}", "--collect-only", "-q").outlines
     assert [x for x in first if "::" in x] == [x for x in second if "::" in x]
     assert len([x for x in first if "::" in x]) == 4
 
@@ -147,7 +148,7 @@ def test_ids_are_stable_between_runs(pytester: pytest.Pytester, fake_api: FakeMe
 def test_marker_selects_and_deselects(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
     pytester.makepyfile(test_plain="def test_ordinary():\n    assert True\n")
-    both = (str(pytester.path / "test_plain.py"), "--skill-path", str(skills))
+    both = (str(pytester.path / "test_plain.py"), f"--skill-path={skills}")
     result = run(pytester, *both, "-m", "skill_trigger")
     result.assert_outcomes(passed=2, failed=2, deselected=1)
     result = run(pytester, *both, "-m", "not skill_trigger")
@@ -159,7 +160,7 @@ def test_marker_selects_and_deselects(pytester: pytest.Pytester, fake_api: FakeM
 
 def test_keyword_selection(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, "--skill-path", str(skills), "-k", "dedupe or pie", "-v")
+    result = run(pytester, f"--skill-path={skills}", "-k", "dedupe or pie", "-v")
     result.assert_outcomes(passed=1, failed=1, deselected=2)
     assert outcomes_by_id(result) == {
         "csv-tidy[01-draw-a-pie-chart-of-market-share]": "PASSED",
@@ -182,14 +183,14 @@ def test_reportinfo_points_at_the_eval_file(
                 print("INFO", str(path), line, desc)
         """
     )
-    result = run(pytester, "--skill-path", str(skills), "--collect-only", "-s")
+    result = run(pytester, f"--skill-path={skills}", "--collect-only", "-s")
     infos = [line for line in result.outlines if line.startswith("INFO ")]
     assert len(infos) == 4
     eval_file = str(skills / "evals" / "trigger-eval.json")
     assert all(line.startswith(f"INFO {eval_file} None ") for line in infos)
     assert infos[0].endswith(Q_YES)
     # -vv shows where each item comes from: the eval file
-    result = run(pytester, "--skill-path", str(skills), "-k", "dedupe", "-vv")
+    result = run(pytester, f"--skill-path={skills}", "-k", "dedupe", "-vv")
     result.stdout.fnmatch_lines(
         ["*csv-tidy[[]02-dedupe-leads-csv-by-email[]] <- skills/csv-tidy/evals/trigger-eval.json*"]
     )
@@ -202,7 +203,7 @@ def test_reportinfo_points_at_the_eval_file(
 
 def test_verdicts_of_the_four_kinds(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, "--skill-path", str(skills), "-v")
+    result = run(pytester, f"--skill-path={skills}", "-v")
     assert outcomes_by_id(result) == {
         "csv-tidy[00-please-fix-the-broken-delimiters-in-orde]": "PASSED",
         "csv-tidy[01-draw-a-pie-chart-of-market-share]": "PASSED",
@@ -222,8 +223,7 @@ def test_boundary_rate_equal_to_threshold_counts_as_triggered(
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, should)])
     result = run(
         pytester,
-        "--skill-path",
-        str(skills),
+        f"--skill-path={skills}",
         "--runs-per-query",
         "2",
         "--trigger-threshold",
@@ -243,14 +243,14 @@ def test_runs_and_threshold_as_ini_keys(
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text", "text", "text"])
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True)])
     pytester.makeini("[pytest]\nruns_per_query = 4\ntrigger_threshold = 0.25\n")
-    result = run(pytester, "--skill-path", str(skills), "--no-early-stop")
+    result = run(pytester, f"--skill-path={skills}", "--no-early-stop")
     result.assert_outcomes(passed=1)
     assert trigger_calls(fake_api) == 4
     result.stdout.fnmatch_lines(["*4 runs per query, threshold 0.25*"])
     # the command line wins over the ini file
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text", "text", "text"])
     result = run(
-        pytester, "--skill-path", str(skills), "--no-early-stop", "--trigger-threshold", "0.5"
+        pytester, f"--skill-path={skills}", "--no-early-stop", "--trigger-threshold", "0.5"
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*triggered 1/4 runs, rate 0.25 < threshold 0.50*"])
@@ -273,7 +273,7 @@ def test_failure_explains_query_expectation_rate_and_choice(
             entry(Q_WRONG, False),
         ],
     )
-    result = run(pytester, "--skill-path", str(skills), "--no-early-stop")
+    result = run(pytester, f"--skill-path={skills}", "--no-early-stop")
     result.assert_outcomes(failed=4)
     out = result.stdout.str()
     assert "Traceback" not in out
@@ -308,14 +308,14 @@ def test_early_stop_makes_fewer_calls_with_identical_verdicts(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, "--skill-path", str(skills), "-v", "--runs-per-query", "5")
+    result = run(pytester, f"--skill-path={skills}", "-v", "--runs-per-query", "5")
     early = outcomes_by_id(result)
     early_calls = trigger_calls(fake_api)
     # clear-cut queries stop once 3 of 5 runs agree
     assert early_calls == 4 * 3
 
     result = run(
-        pytester, "--skill-path", str(skills), "-v", "--runs-per-query", "5", "--no-early-stop"
+        pytester, f"--skill-path={skills}", "-v", "--runs-per-query", "5", "--no-early-stop"
     )
     assert trigger_calls(fake_api) - early_calls == 4 * 5
     assert outcomes_by_id(result) == early
@@ -328,7 +328,7 @@ def test_early_stop_still_decides_mixed_queries_exactly(
     # alternating outcomes: 2 of 3 trigger, so the query needs all three runs
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text"])
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True)])
-    result = run(pytester, "--skill-path", str(skills))
+    result = run(pytester, f"--skill-path={skills}")
     result.assert_outcomes(passed=1)
     assert trigger_calls(fake_api) == 3
 
@@ -348,12 +348,10 @@ def test_failed_api_call_errors_the_item(
     report = pytester.path / "report.json"
     result = run(
         pytester,
-        "--skill-path",
-        str(skills),
+        f"--skill-path={skills}",
         "--runs-per-query",
         "1",
-        "--trigger-json",
-        str(report),
+        f"--trigger-json={report}",
     )
     # an outage never makes a should-not query pass, nor fails it: it is an error
     result.assert_outcomes(errors=1)
@@ -383,7 +381,7 @@ def test_wrong_key_stops_the_session_with_one_message(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
     queries = [f"query number {i} about csv files" for i in range(6)]
     skills = make_skill(pytester.path / "skills", entries=[entry(q, True) for q in queries])
-    result = run(pytester, "--skill-path", str(skills), "--trigger-concurrency", "1")
+    result = run(pytester, f"--skill-path={skills}", "--trigger-concurrency", "1")
     out = result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1
@@ -419,7 +417,7 @@ def test_no_credentials_and_no_cli_skips_with_a_reason(
     monkeypatch.setenv("APPDATA", str(home))
     monkeypatch.setenv("PATH", str(empty_bin))
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True), entry(Q_NO, False)])
-    result = run(pytester, "--skill-path", str(skills), "-rs")
+    result = run(pytester, f"--skill-path={skills}", "-rs")
     result.assert_outcomes(skipped=2)
     out = result.stdout.str()
     assert "ANTHROPIC_API_KEY" in out
@@ -436,7 +434,7 @@ def test_user_properties_on_reports_via_junitxml(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     xml = pytester.path / "junit.xml"
-    run(pytester, "--skill-path", str(skills), f"--junitxml={xml}", "--no-early-stop")
+    run(pytester, f"--skill-path={skills}", f"--junitxml={xml}", "--no-early-stop")
     cases = ET.parse(xml).getroot().iter("testcase")
     props = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -471,7 +469,7 @@ def test_user_properties_are_plain_values(
                     f.write(json.dumps([name, dict(report.user_properties)]) + "\\n")
         """
     )
-    run(pytester, "--skill-path", str(skills))
+    run(pytester, f"--skill-path={skills}")
     lines = (pytester.path / "props.jsonl").read_text(encoding="utf-8").splitlines()
     props = dict(json.loads(line) for line in lines)
     assert len(props) == 4
@@ -520,9 +518,7 @@ def test_trigger_json_structure(pytester: pytest.Pytester, fake_api: FakeMessage
         ],
     )
     out = pytester.path / "report.json"
-    result = run(
-        pytester, "--skill-path", str(skills), "--trigger-json", str(out), "--no-early-stop"
-    )
+    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}", "--no-early-stop")
     result.assert_outcomes(passed=2, failed=2)
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["version"] == 1
@@ -583,7 +579,7 @@ GOOD_MD = f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n---\nBody\n"
 def _bad_eval(text: str):
     def build(root: Path) -> tuple[list[str], str]:
         folder = make_skill(root, eval_text=text)
-        return ["--skill-path", str(folder)], str(folder / "evals" / "trigger-eval.json")
+        return [f"--skill-path={folder}"], str(folder / "evals" / "trigger-eval.json")
 
     return build
 
@@ -591,24 +587,24 @@ def _bad_eval(text: str):
 def _bad_md(text: str):
     def build(root: Path) -> tuple[list[str], str]:
         folder = make_skill(root, skill_md=text)
-        return ["--skill-path", str(folder)], str(folder / "SKILL.md")
+        return [f"--skill-path={folder}"], str(folder / "SKILL.md")
 
     return build
 
 
 def _missing_path(root: Path) -> tuple[list[str], str]:
-    return ["--skill-path", str(root / "nowhere")], str(root / "nowhere")
+    return [f"--skill-path={root / 'nowhere'}"], str(root / "nowhere")
 
 
 def _no_skills(root: Path) -> tuple[list[str], str]:
     (root / "empty" / "sub").mkdir(parents=True)
-    return ["--skill-path", str(root / "empty")], str(root / "empty")
+    return [f"--skill-path={root / 'empty'}"], str(root / "empty")
 
 
 def _option(*args: str):
     def build(root: Path) -> tuple[list[str], str]:
         folder = make_skill(root)
-        return ["--skill-path", str(folder), *args], args[0]
+        return [f"--skill-path={folder}", *args], args[0]
 
     return build
 
@@ -637,7 +633,7 @@ def test_bad_input_is_a_one_line_usage_error(
 ) -> None:
     args, where = build(pytester.path / "skills")
     out = pytester.path / "report.json"
-    result = run(pytester, *args, "--trigger-json", str(out))
+    result = run(pytester, *args, f"--trigger-json={out}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     text = result.stdout.str() + "\n" + result.stderr.str()
     assert "Traceback" not in text
@@ -662,7 +658,7 @@ def test_folder_of_skills_collects_all_and_lists_siblings(
     make_skill(root, "beta-skill", [entry("beta query one", False)], "Beta does beta things.")
     fake_api.script("alpha query one", ["skill:alpha-skill"])
     fake_api.script("beta query one", ["text"])
-    result = run(pytester, "--skill-path", str(root), "-v")
+    result = run(pytester, f"--skill-path={root}", "-v")
     assert outcomes_by_id(result) == {
         "alpha-skill[00-alpha-query-one]": "PASSED",
         "beta-skill[00-beta-query-one]": "PASSED",
@@ -698,7 +694,7 @@ def test_result_store_reuses_runs(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     store = tmp_path / "store.sqlite"
-    args = ("--skill-path", str(skills), "-v", "--trigger-store", str(store))
+    args = (f"--skill-path={skills}", "-v", f"--trigger-store={store}")
     first = run(pytester, *args)
     verdicts = outcomes_by_id(first)
     assert len(verdicts) == 4
@@ -727,7 +723,7 @@ def test_result_store_depends_on_the_description(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     store = tmp_path / "store.sqlite"
-    args = ("--skill-path", str(skills), "--trigger-store", str(store))
+    args = (f"--skill-path={skills}", f"--trigger-store={store}")
     run(pytester, *args)
     calls = trigger_calls(fake_api)
     run(pytester, *args, "--skill-description", "A different description of csv tidying.")
@@ -738,7 +734,7 @@ def test_zero_budget_skips_items_naming_the_budget(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, "--skill-path", str(skills), "--trigger-budget-usd", "0", "-rs")
+    result = run(pytester, f"--skill-path={skills}", "--trigger-budget-usd", "0", "-rs")
     result.assert_outcomes(skipped=4)
     assert "budget" in result.stdout.str()
     assert trigger_calls(fake_api) == 0
@@ -750,8 +746,7 @@ def test_tiny_budget_stops_calls_and_skips_the_rest(
     skills = standard_skill(pytester, fake_api)
     result = run(
         pytester,
-        "--skill-path",
-        str(skills),
+        f"--skill-path={skills}",
         "--trigger-budget-usd",
         "0.0000001",
         "-rs",
@@ -781,7 +776,7 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
         for e in target.eval_set.entries
     ]
     budget = 2.5 * max(estimates)
-    result = run(pytester, "--skill-path", str(skills), "--trigger-budget-usd", f"{budget:.8f}")
+    result = run(pytester, f"--skill-path={skills}", "--trigger-budget-usd", f"{budget:.8f}")
     assert 1 <= trigger_calls(fake_api) <= 2
     assert sum(sorted(estimates)[: trigger_calls(fake_api)]) <= budget
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])

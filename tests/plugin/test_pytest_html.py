@@ -93,7 +93,7 @@ def run_report(
     skills = make_project(pytester, api)
     runpytest = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     result = runpytest(
-        "-p", "no:cacheprovider", "test_plain.py", "--skill-path", str(skills),
+        "-p", "no:cacheprovider", "test_plain.py", f"--skill-path={skills}",
         "--html", "report.html", "--self-contained-html", "--no-early-stop", *more,
     )  # fmt: skip
     result.assert_outcomes(passed=4)

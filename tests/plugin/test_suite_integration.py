@@ -27,7 +27,7 @@ def project(pytester: pytest.Pytester) -> Path:
     root = pytester.path
     (root / "pyproject.toml").write_text(
         '[tool.pytest.ini_options]\nskill_paths = ["skills"]\ntestpaths = ["tests"]\n'
-        'addopts = "-p no:cacheprovider"\n'
+        'addopts = "-p no:cacheprovider"\ntrigger_cache = "off"\n'
     )
     (root / "app").mkdir()
     (root / "app" / "__init__.py").write_text("def add(a, b):\n    return a + b\n")
@@ -129,15 +129,14 @@ def test_baseline_regressions_junit_and_step_summary(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     baseline = project / "baseline.json"
-    pytester.runpytest_subprocess("skills", "--trigger-json", str(baseline))
+    pytester.runpytest_subprocess("skills", f"--trigger-json={baseline}")
     fake_api.script("split this PDF into separate pages", ["tool:Bash"])
     fake_api.script("write a limerick about cats", ["skill:pdf-tools"])
     summary = project / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
         "skills",
-        "--trigger-baseline",
-        str(baseline),
+        f"--trigger-baseline={baseline}",
         "--trigger-fail-on-regression",
         "--junitxml",
         "junit.xml",
@@ -165,6 +164,6 @@ def test_baseline_regressions_junit_and_step_summary(
     fake_api.script("split this PDF into separate pages", ["skill:pdf-tools"])
     fake_api.script("write a limerick about cats", ["text"])
     clean = pytester.runpytest_subprocess(
-        "skills", "--trigger-baseline", str(baseline), "--trigger-fail-on-regression"
+        "skills", f"--trigger-baseline={baseline}", "--trigger-fail-on-regression"
     )
     assert clean.ret == 0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import no_store
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
 # token counts depend on the fake's prompt-cache state and response shapes, cost on tokens
@@ -66,7 +67,7 @@ def script(api: FakeMessagesAPI) -> None:
 
 def run_args(root: Path, *more: str) -> tuple[str, ...]:
     """Command-line arguments of one run of the skills under ``root``."""
-    return ("-p", "no:cacheprovider", "--skill-path", str(root), *more)
+    return ("-p", "no:cacheprovider", f"--skill-path={root}", *no_store(more), *more)
 
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +116,7 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     log = pytester.path / "writers.log"
     plain_json = pytester.path / "plain.json"
     plain = pytester.runpytest(
-        *run_args(root, "--trigger-cache", "off", "--trigger-json", str(plain_json))
+        *run_args(root, "--trigger-cache", "off", f"--trigger-json={plain_json}")
     )
     plain.assert_outcomes(passed=5, failed=3)
     plain_calls = fake_api.stats["trigger_calls"]
@@ -126,7 +127,7 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     store = tmp_path / "store.sqlite"
     dist_json = pytester.path / "dist.json"
     dist = pytester.runpytest_subprocess(
-        "-n", "2", *run_args(root, "--trigger-store", str(store), "--trigger-json", str(dist_json))
+        "-n", "2", *run_args(root, f"--trigger-store={store}", f"--trigger-json={dist_json}")
     )
     dist.assert_outcomes(passed=5, failed=3)
     assert "INTERNALERROR" not in dist.stdout.str() + dist.stderr.str()
@@ -143,7 +144,7 @@ def test_xdist_gives_the_same_verdicts_json_and_store_as_a_plain_run(
     script(fake_api)
     again_json = pytester.path / "again.json"
     again = pytester.runpytest(
-        *run_args(root, "--trigger-store", str(store), "--trigger-json", str(again_json))
+        *run_args(root, f"--trigger-store={store}", f"--trigger-json={again_json}")
     )
     again.assert_outcomes(passed=5, failed=3)
     assert fake_api.stats["trigger_calls"] == 2 * plain_calls
