@@ -111,13 +111,13 @@ class TriggerSession:
             return
         self.store.record(self.backend.name, self.backend.model, context_key, query, outcomes)
 
-    def absorb(self, context_key: str | None, result: QueryResult) -> None:
+    def absorb(self, context_key: str | None, result: QueryResult, phase: str = "items") -> None:
         """Take in a result sampled by another process (an xdist worker): its calls count
         against the session's one budget, and its new runs are stored here."""
         if self.guard is not None:
             for outcome in result.outcomes:
                 if not outcome.from_store:
-                    self.guard.add(outcome.usage, outcome.requests, "items", outcome.model)
+                    self.guard.add(outcome.usage, outcome.requests, phase, outcome.model)
         if context_key and not result.skipped:
             self.record(context_key, result.query, result.outcomes)
 

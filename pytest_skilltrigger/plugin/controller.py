@@ -43,11 +43,12 @@ class Controller(Role):
         self.html = None
         if not self.targets:
             return
-        self._check_store()
+        self._check_outputs()
         self._check_split()
+        self._check_store()
         for target in self.targets:
             for warning in target.warnings:  # shown in the warnings summary, also with -q
-                config.issue_config_time_warning(pytest.PytestConfigWarning(warning), 3)
+                warn_at(config, target.skill.skill_md, warning)
         manager = config.pluginmanager
         if manager.hasplugin("html") and config.getoption("htmlpath", None):
             from pytest_skilltrigger.plugin.html import HtmlColumns
@@ -55,9 +56,34 @@ class Controller(Role):
             self.html = HtmlColumns(self.result_of)
             manager.register(self.html, HTML_PLUGIN)
 
+    def _check_outputs(self) -> None:
+        """Every file this run may write, checked now without creating anything: a path it
+        cannot write is a usage error before any call, not a traceback after all of them."""
+        from pytest_skilltrigger.support.atomic import write_problem
+
+        files = [("--trigger-json", options.json_path(self.config))]
+        if self.settings.cache_mode != "off":
+            files.append(("--trigger-store", self.settings.store_path))
+        files.append(("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY") or None))
+        folders: list[tuple[str, str | None]] = []
+        if self.optimize is not None:
+            files.append(("--trigger-report", self.optimize.report_path))
+            folders.append(("--trigger-results-dir", self.optimize.results_dir))
+            # a rewritten SKILL.md goes through a temporary file beside it
+            files += [("SKILL.md", t.skill.skill_md) for t in self.targets]
+            folders += [("SKILL.md", t.skill.path) for t in self.targets]
+        for label, path in files:
+            problem = path and write_problem(path)
+            if problem:
+                raise InputError(path, f"{problem} ({label})")
+        for label, path in folders:
+            problem = path and write_problem(path, folder=True)
+            if problem:
+                raise InputError(path, f"{problem} ({label})")
+
     def _check_store(self) -> None:
-        """Create (or check) the result store now, in this process only, so that a path
-        that cannot hold it is a usage error, and xdist workers find it ready to read."""
+        """Create (or check) the result store now, once every other input is known good, in
+        this process only, so that xdist workers find it ready to read."""
         path = self.settings.store_path
         if self.settings.cache_mode == "off" or not path:
             return
@@ -104,6 +130,8 @@ class Controller(Role):
             if found is not None:  # junitxml reads an item's properties from its teardown
                 report.user_properties.extend(junit_properties(found[1]))
             return
+        for key, result in wire.decode_checks(report):
+            self.absorb(key, result, "checks")
         record = wire.decode(report)
         if record is None:
             return
@@ -113,17 +141,18 @@ class Controller(Role):
         self._by_node[report.nodeid] = (target, record.result)
         report.user_properties.extend(junit_properties(record.result))
         self.results.add(target, record.index, record.result)
-        self.absorb(record)
+        self.absorb(record.context_key, record.result, "items")
         if self.html is not None:
             self.html.add_extras(report, target, record.index, record.result)
 
-    def absorb(self, record: wire.ItemRecord) -> None:
+    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         """Take in a result this process did not sample (nothing to do when it did)."""
 
     # -- end of session ------------------------------------------------------------------
     def finish(self, session: pytest.Session) -> None:
-        """Improvement rounds, the JSON report and the gates."""
-        if not self.targets:
+        """Improvement rounds, the JSON report and the gates (the report also when only the
+        ``skill_trigger`` fixture made calls: its totals say what they cost)."""
+        if not self.targets and self.started_engine is None:
             return
         from pytest_skilltrigger.reports.json_report import write_report
 
@@ -166,8 +195,13 @@ class Controller(Role):
 
     def _log(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
-            reporter.write_line(line)
+        if reporter is None:
+            return
+        # after the last progress mark (``[100%]``) the cursor is still on that line, which
+        # write_line does not know under -q: start a line of our own
+        if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+            reporter.write("\n")
+        reporter.write_line(line)
 
     def _build_report(self, extra_by_skill: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
         from pytest_skilltrigger.reports.json_report import build_report
@@ -190,15 +224,13 @@ class Controller(Role):
         if gates.min_accuracy is not None:
             for skill in report["skills"]:
                 s = skill["summary"]
-                counted = s["total"] - s["skipped"]
-                if not counted:
-                    continue
-                accuracy = s["passed"] / counted
-                if accuracy < gates.min_accuracy:
+                rate = s["query_pass_rate"]
+                if rate is not None and rate < gates.min_accuracy:
+                    counted = s["total"] - s["skipped"]
                     self.gate_failures.append(
-                        f"{skill['skill_name']}: query accuracy {accuracy:.2f} "
+                        f"{skill['skill_name']}: queries passed {rate:.4g} "
                         f"({s['passed']}/{counted}) is below --trigger-min-accuracy "
-                        f"{gates.min_accuracy:.2f}"
+                        f"{gates.min_accuracy:g}"
                     )
         if gates.baseline is not None:
             from pytest_skilltrigger.reports.baseline import compare
@@ -214,6 +246,7 @@ class Controller(Role):
         if summary_file and report["skills"]:
             from pytest_skilltrigger.reports.markdown import render_markdown
 
+            os.makedirs(os.path.dirname(os.path.abspath(summary_file)), exist_ok=True)
             with open(summary_file, "a", encoding="utf-8") as handle:
                 handle.write(render_markdown(report, gates.min_accuracy))
 
@@ -293,8 +326,8 @@ class LocalController(Controller, ItemRunner):
 class DistController(Controller):
     """The xdist controller: runs no item; counts and stores what workers sampled."""
 
-    def absorb(self, record: wire.ItemRecord) -> None:
-        self.engine.absorb(record.context_key, record.result)
+    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
+        self.engine.absorb(context_key, result, phase)
 
 
 def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
@@ -308,3 +341,30 @@ def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
         ("runs", result.runs),
         ("chosen", json.dumps(dict(result.chosen), sort_keys=True, ensure_ascii=False)),
     ]
+
+
+def warn_at(config: pytest.Config, path: str, text: str) -> None:
+    """A configuration warning located at the file it is about (a SKILL.md), not at this
+    module: as ``Config.issue_config_time_warning`` does it, with pytest's warning filters
+    (``-W``, ``filterwarnings``) applied, but with an explicit location."""
+    import warnings
+
+    from _pytest.config import apply_warning_filters
+
+    if config.pluginmanager.is_blocked("warnings"):
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always", pytest.PytestConfigWarning)
+        apply_warning_filters(
+            config.getini("filterwarnings"), config.known_args_namespace.pythonwarnings or []
+        )
+        warnings.warn_explicit(pytest.PytestConfigWarning(text), None, filename=path, lineno=1)
+    if records:
+        config.hook.pytest_warning_recorded.call_historic(
+            kwargs={
+                "warning_message": records[0],
+                "when": "config",
+                "nodeid": "",
+                "location": (path, 1, "SKILL.md"),
+            }
+        )

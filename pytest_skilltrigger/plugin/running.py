@@ -31,6 +31,8 @@ class ItemRunner(Role):
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
         self._submitted: dict[str, Future[QueryResult]] = {}
+        # the skill_trigger fixture's results per test, until its report carries them
+        self._checks: dict[str, list[tuple[str | None, QueryResult]]] = {}
 
     def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
         """Items this process will run after ``item``, whose runs can start now."""
@@ -79,8 +81,12 @@ class ItemRunner(Role):
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        """Put the item's result on its report (call, or a setup that did not pass)."""
+        """Put the item's result on its report (call, or a setup that did not pass), and a
+        test's fixture results on its call report."""
         report = yield
+        checks = self._checks.pop(item.nodeid, None) if report.when == "call" else None
+        if checks:
+            wire.attach_checks(report, checks)
         if isinstance(item, TriggerItem) and item.result is not None and (
             report.when == "call" or (report.when == "setup" and not report.passed)
         ):
@@ -94,15 +100,23 @@ class ItemRunner(Role):
         return report
 
     @pytest.fixture
-    def skill_trigger(self) -> Callable[..., TriggerCheck]:
+    def skill_trigger(self, request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:
         """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
         triggered, chosen; shares the session's backend, store, concurrency and budget."""
-        return self.check
+        nodeid = request.node.nodeid
+        return lambda *args, **kwargs: self.check(*args, nodeid=nodeid, **kwargs)
 
     def check(
-        self, path: str, query: str, runs: int | None = None, threshold: float | None = None
+        self,
+        path: str,
+        query: str,
+        runs: int | None = None,
+        threshold: float | None = None,
+        *,
+        nodeid: str | None = None,
     ) -> TriggerCheck:
-        """The ``skill_trigger`` fixture's work: sample one query for one skill."""
+        """The ``skill_trigger`` fixture's work: sample one query for one skill. A relative
+        ``path`` is read from rootdir (where the ``skill_paths`` ini key's are read from)."""
         from pytest_skilltrigger.engine.outcome import TriggerCheck
         from pytest_skilltrigger.engine.sampler import SamplingPlan
         from pytest_skilltrigger.skills.catalog import load_context
@@ -118,12 +132,15 @@ class ItemRunner(Role):
         )
         if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
             raise ValueError("runs must be >= 1 and threshold within 0..1")
-        try:
-            context = load_context(os.path.abspath(path))
+        try:  # a relative path is the project's, wherever pytest was started
+            context = load_context(os.path.join(self.config.rootpath, path))
         except InputError as exc:
             raise ValueError(str(exc)) from None
         entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})
         result = self.engine.submit(context, entry, plan).result()
+        if nodeid is not None:
+            key = self.engine.context_key(context)
+            self._checks.setdefault(nodeid, []).append((key, result))
         if result.skipped:
             pytest.skip(result.skipped)
         if result.errors:

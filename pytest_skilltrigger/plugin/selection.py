@@ -70,8 +70,16 @@ def adjust_args(config: pytest.Config, selection: Selection) -> None:
 
 
 def explicit(config: pytest.Config) -> bool:
-    """True when the command line named what to run (pytest's own selection applies)."""
-    return config.args_source == pytest.Config.ArgsSource.ARGS
+    """True when pytest's own selection names what to run: the command line's paths, or the
+    folder pytest was started in when that is not rootdir (``cd skills/pdf && pytest``
+    collects that skill, as it would collect the tests there)."""
+    source = config.args_source
+    if source == pytest.Config.ArgsSource.ARGS:
+        return True
+    return (
+        source == pytest.Config.ArgsSource.INVOCATION_DIR
+        and config.invocation_params.dir != config.rootpath
+    )
 
 
 def arg_paths(args: list[str]) -> list[str]:

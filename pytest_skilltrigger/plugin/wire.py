@@ -40,10 +40,30 @@ def attach(report: Any, record: ItemRecord) -> None:
     setattr(report, ATTRIBUTE, encode(record))
 
 
-def decode(report: Any) -> ItemRecord | None:
-    """The record a report carries, or None for reports of other tests."""
+def attach_checks(report: Any, checks: list[tuple[str | None, QueryResult]]) -> None:
+    """Put the ``skill_trigger`` fixture's results of a test on its report, as plain values
+    (the controller stores their runs and counts their calls)."""
+    setattr(
+        report,
+        ATTRIBUTE,
+        {"checks": [{"context_key": k, "result": r.to_dict()} for k, r in checks]},
+    )
+
+
+def decode_checks(report: Any) -> list[tuple[str | None, QueryResult]]:
+    """The fixture results a test's report carries (empty for other reports)."""
     data = getattr(report, ATTRIBUTE, None)
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or "checks" not in data:
+        return []
+    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a check ran
+
+    return [(c.get("context_key"), QueryResult.from_dict(c["result"])) for c in data["checks"]]
+
+
+def decode(report: Any) -> ItemRecord | None:
+    """The item record a report carries, or None for reports of other tests."""
+    data = getattr(report, ATTRIBUTE, None)
+    if not isinstance(data, dict) or "skill_md" not in data:
         return None
     from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
 

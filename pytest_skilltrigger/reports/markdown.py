@@ -18,21 +18,30 @@ def _cell(text: Any) -> str:
 
 
 def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -> str:
-    """One section per skill: accuracy, precision, recall, cost and the failing queries."""
+    """One section per skill: the share of queries passed (what the gate compares), run
+    accuracy, precision, recall, cost and the failing queries."""
     lines = ["## Skill trigger results", ""]
-    lines.append("| skill | passed | failed | errors | accuracy | precision | recall | cost |")
-    lines.append("|---|---|---|---|---|---|---|---|")
+    lines.append(
+        "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
+        "recall | cost |"
+    )
+    lines.append("|---|---|---|---|---|---|---|---|---|")
     for skill in report.get("skills", []):
         s = skill["summary"]
         cost = format_usd(s["cost_usd"]) if "cost_usd" in s else "n/a"
         lines.append(
             f"| {_cell(skill['skill_name'])} | {s['passed']} | {s['failed']} | {s['errors']} | "
+            f"{format_ratio(s.get('query_pass_rate'))} | "
             f"{format_ratio(s['accuracy'])} | {format_ratio(s['precision'])} | "
             f"{format_ratio(s['recall'])} | "
             f"{cost} |"
         )
     if min_accuracy is not None:
-        lines += ["", f"Required query accuracy per skill: {min_accuracy:.2f}"]
+        lines += [
+            "",
+            f"Required share of queries passed per skill (--trigger-min-accuracy): "
+            f"{min_accuracy:g}",
+        ]
     for skill in report.get("skills", []):
         failing = [r for r in skill["results"] if r.get("pass") is not True]
         if not failing:

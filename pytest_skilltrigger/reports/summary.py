@@ -1,8 +1,10 @@
 """Per-skill results and their summary numbers.
 
-Precision, recall and accuracy are computed over all runs, as the reference tool does: a run of
-a should-trigger query that triggered is a true positive, and so on. Errored and skipped
-queries are counted apart and never enter these numbers.
+Precision, recall and ``accuracy`` (run accuracy) are computed over all runs, as the reference
+tool does: a run of a should-trigger query that triggered is a true positive, and so on.
+Errored and skipped queries are counted apart and never enter these numbers.
+``query_pass_rate`` is the share of the (not skipped) queries that passed: the number the
+``--trigger-min-accuracy`` gate compares.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def summarize(
         else:
             fp, tn = fp + r.triggers, tn + misses
     decided = [r for r in results if r.passed is not None]
+    counted = len(results) - sum(1 for r in results if r.skipped)
     total_runs = tp + fp + fn + tn
     summary: dict[str, Any] = {
         "total": len(results),
@@ -47,6 +50,10 @@ def summarize(
         "precision": round(tp / (tp + fp), 4) if tp + fp else None,
         "recall": round(tp / (tp + fn), 4) if tp + fn else None,
         "accuracy": round((tp + tn) / total_runs, 4) if total_runs else None,
+        # what --trigger-min-accuracy gates: the share of queries (not runs) that passed
+        "query_pass_rate": (
+            round(sum(1 for r in decided if r.passed) / counted, 4) if counted else None
+        ),
         "calls": calls,
         **usage.to_dict(),
     }

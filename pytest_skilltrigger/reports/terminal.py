@@ -16,10 +16,13 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         s = skill["summary"]
         cost = _cost(s)
         skipped = f", {s['skipped']} skipped" if s["skipped"] else ""
+        counted = s["total"] - s["skipped"]
         lines.append(
             f"{skill['skill_name']}: {s['passed']} passed, {s['failed']} failed, "
-            f"{s['errors']} errors{skipped} | precision {format_ratio(s['precision'])}, "
-            f"recall {format_ratio(s['recall'])}, accuracy {format_ratio(s['accuracy'])} | "
+            f"{s['errors']} errors{skipped} | queries passed {s['passed']}/{counted} "
+            f"({format_ratio(s['query_pass_rate'])}) | precision "
+            f"{format_ratio(s['precision'])}, recall {format_ratio(s['recall'])}, "
+            f"run accuracy {format_ratio(s['accuracy'])} | "
             f"{s['calls']} calls, tokens in {s['input_tokens']:,} out {s['output_tokens']:,} "
             f"cache write {s['cache_creation_input_tokens']:,} "
             f"read {s['cache_read_input_tokens']:,}{cost}"

@@ -82,8 +82,9 @@ def load_targets(
     seen: set[str] = set()
     for path in paths:
         for skill in discover_skills(path):
-            if skill.skill_md not in seen:
-                seen.add(skill.skill_md)
+            real = os.path.realpath(skill.skill_md)  # the same skill through a symlink: once
+            if real not in seen:
+                seen.add(real)
                 skills.append(skill)
     if eval_set is not None and len(skills) != 1:
         raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")

@@ -32,8 +32,9 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        # a replaced file keeps its mode; a new one gets what the user's umask allows, as any
+        # other program's new file would (mkstemp alone would leave it 0600)
+        os.chmod(tmp, mode if mode is not None else 0o666 & ~current_umask())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -44,3 +45,39 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
     """Encode ``text`` and write it atomically (see :func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, text.encode(encoding))
+
+
+def current_umask() -> int:
+    """The process's umask (reading it means setting it: set it straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def write_problem(path: str | os.PathLike[str], *, folder: bool = False) -> str | None:
+    """Why ``path`` could not be written (a file, or with ``folder`` a folder to write into),
+    or None when it could. Nothing is created: the nearest existing ancestor must be a folder
+    this process may create entries in, and an existing path must be of the right kind and
+    writable."""
+    target = os.path.abspath(os.fspath(path))
+    if os.path.exists(target):
+        if folder and not os.path.isdir(target):
+            return "exists and is not a folder"
+        if not folder and os.path.isdir(target):
+            return "is a folder, not a file"
+        if not os.access(target, os.W_OK | (os.X_OK if folder else 0)):
+            return "is not writable"
+        if not folder and not os.access(os.path.dirname(target), os.W_OK | os.X_OK):
+            return f"its folder {os.path.dirname(target)} is not writable"
+        return None
+    probe = os.path.dirname(target)
+    while not os.path.exists(probe):
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    if not os.path.isdir(probe):
+        return f"cannot be created: {probe} is a file, not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"cannot be created: {probe} is not writable"
+    return None
