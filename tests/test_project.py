@@ -26,7 +26,7 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
     commands = quick_start_commands()
     assert len(commands) == 2
-    assert "--skill-path example_skills" in commands[0]
+    assert "--skill-path=example_skills" in commands[0]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1] in ci.splitlines()
 

@@ -94,7 +94,7 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "trigger_store",
         "path",
         None,
-        "SQLite result store (default: inside .pytest_cache)",
+        "SQLite result store (default: ~/.cache/pytest-skilltrigger/results.sqlite)",
     ),
     (
         "--trigger-budget-usd",
