@@ -198,3 +198,22 @@ def test_atomic_write_keeps_a_symlinked_file_a_symlink(tmp_path: Path) -> None:
     atomic_write_text(link, "new")
     assert link.is_symlink() and real.read_text() == "new"
     assert sorted(p.name for p in real.parent.iterdir()) == ["SKILL.md"]
+
+
+def test_an_unknown_model_stops_the_session(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A 404 for the model is fatal: the first answer stops the session instead of erroring
+    every item after its own calls."""
+    fake_api.known_models = {"claude-opus-5-5"}
+    folder = make_skill(
+        pytester.path,
+        [(f"merge these PDF documents, part {i}", True) for i in range(12)],
+    )
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, "--trigger-model=claude-nonexistent-1", "--trigger-concurrency=1")
+    )
+    result.stdout.fnmatch_lines(["*stopping: 404 not_found_error*claude-nonexistent-1*"])
+    assert fake_api.stats["calls"] == 1
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("errors", outcomes.get("error")) == 1 and "passed" not in outcomes

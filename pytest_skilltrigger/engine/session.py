@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 
 from pytest_skilltrigger.backends import (
     BackendUnavailable,
@@ -41,6 +42,9 @@ class TriggerSession:
     ``backend`` may be passed in (tests, custom backends); otherwise it is chosen from the
     settings. When none is available, :attr:`unavailable` holds the reason and nothing runs.
     ``write_store`` is false in xdist workers, which hand their runs to the controller.
+    ``share`` is ``(index, count)`` for one of ``count`` processes running one session: this
+    one then keeps its part of the session's requests in flight and of its budget, so the
+    limits the user set hold for the whole session.
     """
 
     def __init__(
@@ -49,8 +53,13 @@ class TriggerSession:
         *,
         backend: TriggerBackend | None = None,
         write_store: bool = True,
+        share: tuple[int, int] | None = None,
     ) -> None:
-        self.settings = (settings or Settings()).validated()
+        settings = (settings or Settings()).validated()
+        if share is not None and settings.budget_usd is not None:
+            settings = replace(settings, budget_usd=settings.budget_usd / max(1, share[1]))
+        self.settings = settings
+        self.share = share
         self.unavailable: str | None = None
         self.backend: TriggerBackend | None = backend
         if self.backend is None:
@@ -73,11 +82,20 @@ class TriggerSession:
             self.guard = CostGuard(self.backend.model, self.prices, self.settings.budget_usd)
             self.sampler = Sampler(
                 self.backend,
-                concurrency=self.settings.concurrency or self._default_concurrency(),
+                concurrency=self._concurrency(),
                 store=self.store if self.settings.cache_mode == "use" else None,
                 record=self.record,
                 guard=self.guard,
             )
+
+    def _concurrency(self) -> int:
+        """Requests in flight here: the setting (or the backend's default) for the whole
+        session, this process's part of it when it is one of several (at least one each)."""
+        total = self.settings.concurrency or self._default_concurrency()
+        if self.share is None:
+            return total
+        index, count = self.share
+        return max(1, total // count + (1 if index < total % count else 0))
 
     def _default_concurrency(self) -> int:
         if self.backend is not None and self.backend.name == "claude-code":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import Settings, default_store_path
+from pytest_skilltrigger.engine.settings import default_store_path
 from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
@@ -37,9 +37,7 @@ class Role:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.settings = self.adjust_settings(
-            options.settings_from_config(config, default_store_path())
-        )
+        self.settings = options.settings_from_config(config, default_store_path())
         if self.settings.prices_path:
             from pytest_skilltrigger.engine.cost import load_prices
 
@@ -60,16 +58,15 @@ class Role:
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
         adjust_args(config, selection)
 
-    def adjust_settings(self, settings: Settings) -> Settings:
-        """This process's share of the settings (all of them, but on a worker)."""
-        return settings
+    #: ``(index, count)`` when this process is one of several running the session
+    share: tuple[int, int] | None = None
 
     @cached_property
     def engine(self) -> TriggerSession:
         """The engine's front door for this process, made on first use."""
         from pytest_skilltrigger.engine.session import TriggerSession
 
-        return TriggerSession(self.settings, write_store=self.writes_store)
+        return TriggerSession(self.settings, write_store=self.writes_store, share=self.share)
 
     @property
     def started_engine(self) -> TriggerSession | None:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from pytest_skilltrigger.engine.settings import Settings
 from pytest_skilltrigger.plugin.items import TriggerItem
 from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
@@ -15,16 +12,17 @@ from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
 class DistWorker(ItemRunner):
     """An xdist worker: runs the items handed to it and stores nothing (the controller
     stores what the reports carry); starts the runs of the items queued behind the current
-    one, and spends only its share of the session's budget."""
+    one, and keeps only its share of the session's requests in flight and of its budget."""
 
     writes_store = False
 
-    def adjust_settings(self, settings: Settings) -> Settings:
-        if settings.budget_usd is None:
-            return settings
-        # every worker keeps its own guard: each gets an equal share of the budget
-        workers = max(1, int(self.config.workerinput.get("workercount", 1)))
-        return dataclasses.replace(settings, budget_usd=settings.budget_usd / workers)
+    @property
+    def share(self) -> tuple[int, int]:
+        """This worker's place among the session's workers: ``gw3`` of 4 is ``(3, 4)``."""
+        info = self.config.workerinput
+        workerid = str(info.get("workerid", "gw0"))
+        index = int(workerid[2:]) if workerid[2:].isdigit() else 0
+        return index, max(1, int(info.get("workercount", 1)))
 
     def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
         return upcoming_items(item)

@@ -342,11 +342,17 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     return dataclasses.replace(skill, warnings=tuple(all_warnings))
 
 
-def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
-    """Skills at ``path``: the skill folder itself, or its direct subfolders holding SKILL.md.
+# Folders never searched for skills: tooling and dependencies, not the user's skills.
+SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
 
-    Subfolders are sorted by name so that runs and reports are reproducible. A path to a
-    SKILL.md file is accepted as its folder, since that is what users tab-complete to.
+
+def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
+    """Skills at ``path``: the skill folder itself, or every folder below it holding SKILL.md.
+
+    The search goes to any depth, as pytest looks for tests (``plugins/*/skills/*`` works),
+    but not into a skill's own folders, hidden folders, virtualenvs or ``node_modules``.
+    Folders are visited sorted by name so that runs and reports are reproducible. A path to
+    a SKILL.md file is accepted as its folder, since that is what users tab-complete to.
     """
     root = os.path.abspath(os.fspath(path))
     if not os.path.exists(root):
@@ -357,18 +363,30 @@ def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
         raise InputError(root, "is a file, not a skill folder or a folder of skills")
     if os.path.isfile(os.path.join(root, SKILL_FILE)):
         return [read_skill(root)]
+    skills = [read_skill(folder) for folder in _skill_folders(root)]
+    if not skills:
+        raise InputError(root, "holds no skill (no SKILL.md in it or in any folder below it)")
+    return skills
+
+
+def _skill_folders(root: str) -> list[str]:
+    """The folders below ``root`` that hold a SKILL.md, depth first, sorted by name."""
     try:
         names = sorted(os.listdir(root))
     except OSError as exc:
         raise InputError(root, f"cannot be listed ({exc.strerror or exc})") from None
-    skills = [
-        read_skill(os.path.join(root, name))
-        for name in names
-        if os.path.isfile(os.path.join(root, name, SKILL_FILE))
-    ]
-    if not skills:
-        raise InputError(root, "holds no skill (no SKILL.md here or in its direct subfolders)")
-    return skills
+    found: list[str] = []
+    for name in names:
+        folder = os.path.join(root, name)
+        if name.startswith(".") or name in SKIPPED_FOLDERS or not os.path.isdir(folder):
+            continue
+        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+            continue  # a virtualenv, whatever its name
+        if os.path.isfile(os.path.join(folder, SKILL_FILE)):
+            found.append(folder)  # a skill: its own folders are its resources
+        else:
+            found += _skill_folders(folder)
+    return found
 
 
 def description_problems(description: str) -> list[str]:

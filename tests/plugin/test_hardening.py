@@ -177,3 +177,42 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
     report = json.loads((tmp_path / "out.json").read_text())["skills"][0]
     assert report["interrupted"] is True and "interrupted" in report["exit_reason"]
     assert proc.returncode == 2, output
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_in_a_later_skills_rounds_leaves_every_skill_md_as_it_was(
+    tmp_path: Path, signum: int
+) -> None:
+    """The rule: descriptions are written only after all rounds end. Skill a's rounds find a
+    winner; b's are interrupted (Ctrl-C, or a CI cancellation's SIGTERM): a's SKILL.md is
+    not rewritten either, and the output says so."""
+    first = make_skill(tmp_path, name="a-invoices", description="Spreadsheet helper.")
+    second = make_skill(tmp_path, name="b-invoices", description="Spreadsheet helper.")
+    originals = {p: (p / "SKILL.md").read_bytes() for p in (first, second)}
+    with FakeMessagesAPI(latency=0.3) as api:
+        api.proposals = [DESCRIPTION] + [f"Proposal {i} about seeds and tools." for i in range(9)]
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
+        results = tmp_path / "results"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", f"--skill-path={tmp_path / 'skills'}",
+             "-p", "no:cacheprovider", "--trigger-cache=off", "--optimize-description",
+             "--max-iterations=9", "--holdout=0.34", f"--trigger-results-dir={results}",
+             "--trigger-concurrency=2"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            if list(results.glob("*/b-invoices/iteration-2/description.txt")):
+                break
+            time.sleep(0.1)
+        else:
+            proc.kill()
+            pytest.fail(f"b's rounds never reached iteration 2:\n{proc.communicate()[0]}")
+        proc.send_signal(signum)
+        output, _ = proc.communicate(timeout=30)
+    snapshot = json.loads(next(results.glob("*/results.json")).read_text())["skills"]
+    assert snapshot[0]["skill_name"] == "a-invoices" and snapshot[0]["improved"] is True
+    for folder, text in originals.items():
+        assert (folder / "SKILL.md").read_bytes() == text, folder
+    assert "interrupted: every SKILL.md is left unchanged" in output
+    assert proc.returncode == 2, output

@@ -169,3 +169,14 @@ def test_baseline_regressions_junit_and_step_summary(
         "skills", f"--trigger-baseline={baseline}", "--trigger-fail-on-regression"
     )
     assert clean.ret == 0
+
+    # against the failing run's report, the same clean run lists what improved
+    worse = project / "worse.json"
+    fake_api.script("split this PDF into separate pages", ["tool:Bash"])
+    pytester.runpytest_subprocess("skills", f"--trigger-json={worse}")
+    fake_api.script("split this PDF into separate pages", ["skill:pdf-tools"])
+    better = pytester.runpytest_subprocess("skills", f"--trigger-baseline={worse}")
+    better.stdout.fnmatch_lines(
+        ["*improved pdf-tools: 'split this PDF into separate pages' (fail -> pass)*"]
+    )
+    assert "REGRESSED" not in better.stdout.str()

@@ -167,3 +167,22 @@ def test_xdist_wrong_key_stops_the_session(
     # at most the first item of each worker errors; the rest never runs
     assert 1 <= outcomes.get("errors", outcomes.get("error", 0)) <= 2
     assert "invalid x-api-key" in out
+
+
+def test_the_concurrency_set_is_the_whole_sessions_under_xdist(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """``--trigger-concurrency 4`` with ``-n 2`` keeps at most 4 requests in flight at the
+    server, not 4 per worker."""
+    with FakeMessagesAPI(latency=0.3) as api, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ANTHROPIC_BASE_URL", api.url)
+        mp.setenv("ANTHROPIC_API_KEY", "test-key")
+        root = pytester.path / "skills"
+        queries = [(f"alpha tidy batch {i} csv file", True) for i in range(16)]
+        description = "Alpha: tidy any batch of csv files."
+        make_skill(root, "alpha-skill", [entry(q, s) for q, s in queries], description)
+        result = pytester.runpytest_subprocess(
+            "-n", "2", *run_args(root, "--trigger-concurrency=4", "--no-early-stop")
+        )
+        result.assert_outcomes(passed=16)
+        assert 2 <= api.stats["in_flight_max"] <= 4

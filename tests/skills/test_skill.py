@@ -295,8 +295,9 @@ def test_discover_folder_of_skills_sorted(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("hello")
     make_skill(tmp_path / "deeper", "inner", skill_text("description: d\n", "inner"))
     skills = discover_skills(str(tmp_path))
-    assert [s.name for s in skills] == ["alpha", "mid", "zeta"]
-    assert [os.path.basename(s.path) for s in skills] == ["alpha", "mid", "zeta"]
+    # folders in name order, depth first: deeper/inner comes between alpha and mid
+    assert [s.name for s in skills] == ["alpha", "inner", "mid", "zeta"]
+    assert [os.path.basename(s.path) for s in skills] == ["alpha", "inner", "mid", "zeta"]
 
 
 def test_discover_missing_path(tmp_path: Path) -> None:
@@ -317,3 +318,24 @@ def test_discover_propagates_bad_skill(tmp_path: Path) -> None:
     make_skill(tmp_path, "bad", "no frontmatter\n")
     with pytest.raises(InputError, match="bad"):
         discover_skills(tmp_path)
+
+
+def test_skills_are_found_at_any_depth_but_not_in_tooling_folders(tmp_path: Path) -> None:
+    """As pytest finds tests: ``plugins/*/skills/*`` works; hidden folders, virtualenvs,
+    node_modules and a skill's own folders are not searched."""
+
+    def skill(path: Path, name: str) -> None:
+        path.mkdir(parents=True)
+        (path / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Does {name}.\n---\n")
+
+    skill(tmp_path / "plugins" / "a" / "skills" / "alpha", "alpha")
+    skill(tmp_path / "plugins" / "b" / "skills" / "beta", "beta")
+    skill(tmp_path / "top", "top")
+    skill(tmp_path / "top" / "resources" / "inner", "inner")  # inside a skill: its resource
+    skill(tmp_path / ".hidden" / "gamma", "gamma")
+    skill(tmp_path / "node_modules" / "pkg" / "delta", "delta")
+    (tmp_path / "env2").mkdir()
+    (tmp_path / "env2" / "pyvenv.cfg").write_text("home = /usr\n")
+    skill(tmp_path / "env2" / "lib" / "epsilon", "epsilon")
+    found = [s.name for s in discover_skills(tmp_path)]
+    assert found == ["alpha", "beta", "top"]
