@@ -10,93 +10,135 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+# How Claude Code lists a skill (observed with the pinned CLI): ``- <name>: <text>``, the text
+# being the description plus `` - <when_to_use>`` when the frontmatter has one, newlines shown
+# as spaces, ``<`` and ``>`` as ``&lt;`` and ``&gt;``, and cut at this many characters (the
+# last one then ``…``).
+LISTED_LIMIT = 1536
+ELLIPSIS = "\u2026"
+
+
+def _uncut(description: str, when_to_use: str | None) -> str:
+    text = description if not when_to_use else f"{description} - {when_to_use}"
+    text = text.replace("\r\n", "\n").replace("\n", " ").replace("\r", " ")
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+def listed_text(description: str, when_to_use: str | None = None) -> str:
+    """The text Claude Code shows after a skill's name in its listing.
+
+    As the CLI does it: folded and escaped first, then cut (so an escaped ``&lt;`` counts four
+    characters towards the limit).
+    """
+    text = _uncut(description, when_to_use)
+    if len(text) > LISTED_LIMIT:
+        text = text[: LISTED_LIMIT - 1] + ELLIPSIS
+    return text
+
+
+def cut_point(description: str, when_to_use: str | None = None) -> tuple[int, str] | None:
+    """Where the listing cuts the text: (the first character of the escaped text not shown,
+    the shown text just before it), or None when it fits."""
+    text = _uncut(description, when_to_use)
+    if len(text) <= LISTED_LIMIT:
+        return None
+    cut = LISTED_LIMIT - 1
+    return cut, text[max(0, cut - 30) : cut]
 
 
 @dataclass(frozen=True)
 class ListedSkill:
-    """One line of the skill listing."""
+    """One skill of the listing, as its SKILL.md gives it.
+
+    ``skill_md`` is the file's text when the skill is a real one (a backend that installs
+    skills writes it as it is); built-in competitors have none.
+    """
 
     name: str
     description: str
+    when_to_use: str | None = None
+    skill_md: str | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def line(self) -> str:
+        """The listing line the model sees."""
+        return f"- {self.name}: {listed_text(self.description, self.when_to_use)}"
 
 
-# Generic skills of the kinds Claude Code lists as built-ins, written for this project. They make
-# the skill under test compete the way it will in real use; the wording is ours.
+# Generic skills of the kinds Claude Code lists as built-ins (charts, settings, key bindings,
+# code review, simplifying code, permission prompts, loops, API reference, workflows, running
+# the app, plugins, project set-up, security review), written for this project: the skill
+# under test competes the way it will in real use. The wording is ours.
 DEFAULT_COMPETITORS: tuple[ListedSkill, ...] = (
-    ListedSkill(
-        "data-charts",
-        "Turn tables or numbers into a chart image or an interactive plot. Use when the user "
-        "asks for a graph, a visualisation or a dashboard of some data.",
-    ),
-    ListedSkill(
-        "assistant-settings",
-        "Change how this coding assistant behaves: permissions, hooks, environment variables, "
-        "default model and the settings files. Use when the user wants to configure the tool.",
-    ),
-    ListedSkill(
-        "code-review",
-        "Review a diff, branch or pull request for bugs, security problems and style, and "
-        "report findings with file and line. Use when the user asks for a review.",
-    ),
-    ListedSkill(
-        "api-reference",
-        "Answer questions about the Anthropic API and SDKs with exact parameter names and "
-        "examples. Use when the user is writing code that calls the Claude API.",
-    ),
-    ListedSkill(
-        "skill-authoring",
-        "Create a new Agent Skill or improve an existing one: folder layout, SKILL.md "
-        "frontmatter and instructions. Use when the user wants to build a skill.",
-    ),
-    ListedSkill(
-        "document-drafting",
-        "Draft and iteratively refine long prose documents such as proposals, specs and "
-        "reports together with the user. Use for writing tasks longer than a page.",
-    ),
-    ListedSkill(
-        "web-page-builder",
-        "Build small self-contained web pages and front-end components with HTML, CSS and "
-        "JavaScript. Use when the user wants a page, widget or UI prototype.",
-    ),
-    ListedSkill(
-        "spreadsheet-files",
-        "Create, read and edit spreadsheet files (.xlsx, .ods) with formulas and formatting. "
-        "Use when the task is about a workbook rather than plain data.",
-    ),
-)
+    ListedSkill("charts", "Turn data into a chart, plot or small dashboard. Use when the user "
+                "asks to visualise numbers or a table."),
+    ListedSkill("settings", "Change how this assistant is configured: permissions, hooks, "
+                "environment variables, model and settings files."),
+    ListedSkill("key-bindings", "Customise the assistant's keyboard shortcuts and key chords."),
+    ListedSkill("review", "Review a diff, branch or pull request for bugs and risky changes, "
+                "reporting findings by file and line."),
+    ListedSkill("simplify", "Simplify recently changed code: remove duplication and needless "
+                "complexity without changing behaviour."),
+    ListedSkill("permission-rules", "Work out which tool permissions to allow or deny so the "
+                "assistant asks fewer questions."),
+    ListedSkill("loop", "Run a prompt or command again and again on an interval, for polling "
+                "or babysitting a long task."),
+    ListedSkill("claude-api", "Answer questions about building with the Claude API and SDKs, "
+                "with exact parameters and examples."),
+    ListedSkill("workflows", "Write or fix automation workflow files such as CI pipelines."),
+    ListedSkill("run-app", "Start the project's app or dev server and check that it works."),
+    ListedSkill("plugin-authoring", "Create or package a plugin for this assistant: commands, "
+                "agents, skills and hooks."),
+    ListedSkill("project-init", "Set up a memory file describing this project's layout, "
+                "commands and conventions."),
+    ListedSkill("security-review", "Review the pending changes for security problems such as "
+                "injection, secrets and unsafe input handling."),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class TriggerContext:
-    """The skill under test, the description being tested, and what it competes with."""
+    """The skill under test, the description being tested, and what it competes with.
+
+    ``model_invocable`` is false for a skill with ``disable-model-invocation: true``: Claude
+    Code does not list it, so it can never trigger and no run is made.
+    """
 
     skill_name: str
     description: str
     siblings: tuple[ListedSkill, ...] = ()
     generic_competitors: tuple[ListedSkill, ...] = DEFAULT_COMPETITORS
+    when_to_use: str | None = None
+    model_invocable: bool = True
+    skill_md: str | None = field(default=None, compare=False, repr=False)
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
-        return TriggerContext(self.skill_name, description, self.siblings, self.generic_competitors)
+        return replace(self, description=description)
+
+    @property
+    def tested(self) -> ListedSkill:
+        """The skill under test as the listing shows it (whether or not it is listed)."""
+        return ListedSkill(self.skill_name, self.description, self.when_to_use, self.skill_md)
 
     def listing(self) -> list[ListedSkill]:
-        """Every listed skill: generic ones first, then the project's skills by name.
-
-        A generic skill that has the name of a project skill is dropped, as Claude Code lets
-        a project skill shadow a built-in of the same name.
-        """
+        """Every listed skill, in Claude Code's order: the project's skills sorted by name,
+        then the built-ins. A built-in with the name of a project skill is dropped (a project
+        skill shadows it); a skill that may not be invoked by the model is not listed."""
         project = {s.name: s for s in self.siblings if s.name != self.skill_name}
-        project[self.skill_name] = ListedSkill(self.skill_name, self.description)
+        if self.model_invocable:
+            project[self.skill_name] = self.tested
         generic = [s for s in self.generic_competitors if s.name not in project]
-        return generic + [project[name] for name in sorted(project)]
+        return [project[name] for name in sorted(project)] + generic
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics."""
         payload = {
             "skill": self.skill_name,
-            "listing": [[s.name, s.description] for s in self.listing()],
+            "listing": [s.line for s in self.listing()],
             **extra,
         }
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)

@@ -109,6 +109,9 @@ class QueryResult:
     threshold: float
     outcomes: tuple[RunOutcome, ...]
     skipped: str | None = None
+    # why the model never sees the skill (it is not listed): no run is made, and the verdict
+    # is what never triggering gives
+    unlisted: str | None = None
 
     @cached_property
     def runs(self) -> int:
@@ -136,6 +139,8 @@ class QueryResult:
     @cached_property
     def passed(self) -> bool | None:
         """The verdict, or None when the query errored or was skipped."""
+        if self.unlisted:
+            return not self.should_trigger
         if self.errors or self.skipped or not self.runs:
             return None
         return passes(self.should_trigger, self.trigger_rate, self.threshold)
@@ -170,6 +175,7 @@ class QueryResult:
             "threshold": self.threshold,
             "outcomes": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
+            "unlisted": self.unlisted,
         }
 
     @classmethod
@@ -181,6 +187,7 @@ class QueryResult:
             threshold=float(data["threshold"]),
             outcomes=tuple(RunOutcome.from_dict(o) for o in data["outcomes"]),
             skipped=data.get("skipped"),
+            unlisted=data.get("unlisted"),
         )
 
     def summary_row(self) -> dict[str, Any]:

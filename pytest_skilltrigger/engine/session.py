@@ -34,6 +34,10 @@ from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 DEFAULT_API_CONCURRENCY = 10
+UNLISTED = (
+    "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill to the "
+    "model, so it can never trigger"
+)
 
 
 class TriggerSession:
@@ -160,10 +164,19 @@ class TriggerSession:
     def submit(
         self, context: TriggerContext, entry: EvalEntry, plan: SamplingPlan | None = None
     ) -> Future[QueryResult]:
-        """Start sampling one entry; the future resolves to its QueryResult."""
+        """Start sampling one entry; the future resolves to its QueryResult. A skill the
+        model is never shown resolves at once, without a call."""
+        plan = plan or self.plan
+        if not context.model_invocable:
+            done: Future[QueryResult] = Future()
+            result = QueryResult(
+                entry.query, entry.should_trigger, plan.runs, plan.threshold, (), unlisted=UNLISTED
+            )
+            done.set_result(result)
+            return done
         if self.sampler is None:
             raise BackendUnavailable(self.unavailable or "no backend")
-        return self.sampler.submit(context, entry.query, entry.should_trigger, plan or self.plan)
+        return self.sampler.submit(context, entry.query, entry.should_trigger, plan)
 
     def evaluate(
         self,

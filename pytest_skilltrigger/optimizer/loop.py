@@ -248,6 +248,7 @@ def optimize(
                     base.description,
                     base.train,
                     attempts,
+                    when_to_use=target.skill.when_to_use,
                 )
                 proposal = proposer.propose(prompt)
                 if proposal.description is None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from pytest_skilltrigger.engine.context import LISTED_LIMIT
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.reports.formatting import describe_chosen
 from pytest_skilltrigger.skills.skill import description_problems
@@ -51,8 +52,7 @@ def _result_line(result: QueryResult) -> str:
     status = "PASS" if result.passed else "FAIL"
     expected = "should trigger" if result.should_trigger else "should not trigger"
     return (
-        f"[{status}] {expected}, triggered {result.triggers}/{result.runs} times: "
-        f"{result.query!r}"
+        f"[{status}] {expected}, triggered {result.triggers}/{result.runs} times: {result.query!r}"
     )
 
 
@@ -62,6 +62,7 @@ def build_prompt(
     current: str,
     train_results: Sequence[QueryResult],
     attempts: Sequence[Attempt],
+    when_to_use: str | None = None,
 ) -> str:
     """The proposer prompt. Only train data goes in; see the module docstring."""
     missed = [r for r in train_results if r.should_trigger and r.passed is False]
@@ -83,9 +84,7 @@ def build_prompt(
         ]
         parts.append("Requests that SHOULD have used the skill but did not:\n" + "\n".join(lines))
     if false_hits:
-        lines = [
-            f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits
-        ]
+        lines = [f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits]
         parts.append("Requests that should NOT have used the skill but did:\n" + "\n".join(lines))
     if attempts:
         blocks = []
@@ -100,10 +99,11 @@ def build_prompt(
         "Write a better description. Rules:\n"
         "- Generalise from the failures to the kinds of user intent the skill serves and "
         "the near-misses it must not claim; do not list the example requests.\n"
-        "- Write in the imperative, addressed to the assistant (\"Use this skill when ...\").\n"
+        '- Write in the imperative, addressed to the assistant ("Use this skill when ...").\n'
         "- Aim for about 100-200 words; the hard limit is 1024 characters.\n"
         "- Do not use the characters < or >.\n"
-        "Answer with the new description inside <new_description></new_description> tags."
+        + _listing_rules(when_to_use)
+        + "Answer with the new description inside <new_description></new_description> tags."
     )
     return "\n\n".join(parts)
 
@@ -168,3 +168,19 @@ class DescriptionProposer:
         if description is None:
             return ["no <new_description> tags in the answer"]
         return description_problems(description)
+
+
+def _listing_rules(when_to_use: str | None) -> str:
+    """What Claude Code's listing does to the text, so the proposal is written for the line
+    the assistant really reads."""
+    suffix = (
+        f" followed by ' - ' and the skill's when_to_use text, which stays as it is: "
+        f"{when_to_use!r}"
+        if when_to_use
+        else ""
+    )
+    return (
+        f"- The assistant reads the skill as one line, '- name: ' and the description{suffix}. "
+        "Newlines become spaces, and the line is cut after "
+        f"{LISTED_LIMIT} characters, so put what decides use first.\n"
+    )

@@ -42,11 +42,14 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^\w.-]+", "-", name).strip("-") or "skill"
 
 
-def failure_message(result: QueryResult, skill_name: str) -> str:
-    """What a failing item prints: query, expectation, observed rate and what was chosen."""
+def failure_message(result: QueryResult, skill_name: str, listed: str | None = None) -> str:
+    """What a failing item prints: query, expectation, observed rate, what was chosen, and
+    the exact listing line the model saw for the skill."""
     from pytest_skilltrigger.reports.formatting import describe_chosen
 
     expected = "trigger" if result.should_trigger else "not trigger"
+    if result.unlisted:
+        return f"query: {result.query!r}\nexpected {skill_name!r} to {expected}: {result.unlisted}"
     relation = ">=" if result.trigger_rate >= result.threshold else "<"
     lines = [
         f"query: {result.query!r}",
@@ -58,6 +61,8 @@ def failure_message(result: QueryResult, skill_name: str) -> str:
         lines.append(f"the model chose instead: {instead}")
     else:
         lines.append(f"the model chose: {describe_chosen(result.chosen)}")
+    if listed:
+        lines.append(f"listed to the model as: {listed}")
     return "\n".join(lines)
 
 
@@ -135,7 +140,9 @@ class TriggerItem(pytest.Item):
     def runtest(self) -> None:
         assert self.result is not None  # setup either set it or did not let runtest happen
         if not self.result.passed:
-            message = failure_message(self.result, self.target.name)
+            context = self.target.context()
+            listed = context.tested.line if context.model_invocable else None
+            message = failure_message(self.result, self.target.name, listed)
             if self.soft_misses:
                 pytest.xfail(message.replace("\n", "; "))
             raise TriggerMismatch(message)

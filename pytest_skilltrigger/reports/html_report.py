@@ -260,6 +260,8 @@ def _skill_section(skill: dict[str, Any]) -> str:
         ("Best", _best_scores(skill)),
         ("Queries", sizes),
     ]
+    if skill.get("listed_as"):  # the exact line the model saw for the skill
+        meta.append(("Listed as", f"<code>{_e(skill['listed_as'])}</code>"))
     confirmation = skill.get("confirmation")
     if isinstance(confirmation, dict):
         meta.append((

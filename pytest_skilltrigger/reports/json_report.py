@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_skilltrigger.engine.cost import PHASES, Spend
 from pytest_skilltrigger.reports.summary import SessionResults, models_used, summarize
+from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
 REPORT_VERSION = 1
@@ -43,6 +44,8 @@ def build_report(
             "skill_name": skill.target.name,
             "skill_path": skill.target.skill.path,
             "description": skill.target.description,
+            # the exact text after "- name: " that Claude Code lists (null: never listed)
+            "listed_description": listed_description(skill.target),
             "results": skill.report_rows(),
             "summary": {"covers": "items", **summarize(skill.results(), model, prices)},
         }
@@ -72,3 +75,11 @@ def totals(spending: Mapping[str, Spend]) -> dict[str, Any]:
 def write_report(path: str, report: dict[str, Any]) -> None:
     """Write the report atomically, pretty-printed, non-ASCII kept readable."""
     atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+
+
+def listed_description(target: Target) -> str | None:
+    """What the model sees of the skill's description, or None when it is not listed."""
+    context = target.context()
+    if not context.model_invocable:
+        return None
+    return context.tested.line.split(": ", 1)[1]

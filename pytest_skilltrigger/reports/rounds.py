@@ -44,7 +44,12 @@ class RoundFiles:
     def publish(self, runs: list[Optimization]) -> None:
         """Rewrite the HTML report and the results folder's report and JSON."""
         skills = [
-            {"skill_name": run.target.name, "skill_path": run.target.skill.path, **run.to_dict()}
+            {
+                "skill_name": run.target.name,
+                "skill_path": run.target.skill.path,
+                "listed_as": run.target.context().tested.line,
+                **run.to_dict(),
+            }
             for run in runs
         ]
         running = not all(run.exit_reason for run in runs)

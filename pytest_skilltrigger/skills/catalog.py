@@ -12,14 +12,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.engine.context import (
+    LISTED_LIMIT,
+    ListedSkill,
+    TriggerContext,
+    cut_point,
+)
+from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.evalset import (
     EvalSet,
     find_eval_set,
     is_valid_unicode,
     load_eval_set,
 )
-from pytest_skilltrigger.skills.skill import Skill, discover_skills, read_skill
+from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 
 
@@ -41,13 +47,47 @@ class Target:
     def start_context(self) -> TriggerContext:
         """The context of the starting description, built once: every item of the skill uses
         it, and the sampler keys its store lookups by it."""
-        return TriggerContext(self.skill.name, self.description, self.siblings)
+        return context_of(self.skill, self.description, self.siblings)
 
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
         if description is None or description == self.description:
             return self.start_context
         return self.start_context.with_description(description)
+
+
+def context_of(
+    skill: Skill, description: str, siblings: tuple[ListedSkill, ...]
+) -> TriggerContext:
+    """The trigger context of a skill (its listing keys, its file) with a description."""
+    return TriggerContext(
+        skill.name,
+        description,
+        siblings,
+        when_to_use=skill.when_to_use,
+        model_invocable=skill.model_invocable,
+        skill_md=skill.text,
+    )
+
+
+def listing_warnings(skill: Skill, description: str) -> list[str]:
+    """What keeps the model from seeing the description as written, one line each."""
+    where = skill.skill_md
+    if not skill.model_invocable:
+        return [
+            f"{where}: disable-model-invocation: true: Claude Code does not list this skill "
+            "to the model, so it can never trigger; its should-trigger queries fail without "
+            "a call"
+        ]
+    found = cut_point(description, skill.when_to_use)
+    if found is None:
+        return []
+    cut, before = found
+    return [
+        f"{where}: the listed text (description plus when_to_use, '<' and '>' counted as "
+        f"'&lt;' and '&gt;') is longer than {LISTED_LIMIT} characters; Claude Code cuts it, "
+        f"so the model never sees what follows {before!r} (from character {cut + 1} on)"
+    ]
 
 
 def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
@@ -64,7 +104,10 @@ def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
         except InputError as exc:
             warnings.append(f"{exc} (sibling skipped)")
             continue
-        listed.append(ListedSkill(other.name, other.description))
+        if other.model_invocable:  # an unlisted sibling competes with nothing
+            listed.append(
+                ListedSkill(other.name, other.description, other.when_to_use, other.text)
+            )
     return tuple(listed), warnings
 
 
@@ -103,6 +146,8 @@ def load_targets(
             )
         evals = load_eval_set(found)
         siblings, sibling_warnings = _siblings(skill)
+        start = description if description is not None else skill.description
+        sibling_warnings += listing_warnings(skill, start)
         targets.append(
             Target(
                 skill=skill,
@@ -122,4 +167,4 @@ def load_context(path: str) -> TriggerContext:
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]
     siblings, _warnings = _siblings(skill)
-    return TriggerContext(skill.name, skill.description, siblings)
+    return context_of(skill, skill.description, siblings)

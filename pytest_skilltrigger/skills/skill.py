@@ -22,7 +22,11 @@ from pytest_skilltrigger.support.errors import InputError
 SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024
 MAX_NAME = 64
-ALLOWED_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
+ALLOWED_KEYS = (
+    "name", "description", "license", "allowed-tools", "metadata", "compatibility",
+    # read by Claude Code: appended to the listed description / keeps the skill unlisted
+    "when_to_use", "disable-model-invocation",
+)  # fmt: skip
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 _BOM = "\ufeff"
 # A top-level ``key:`` line, as read leniently (optionally quoted key).
@@ -48,6 +52,23 @@ class Skill:
     body: str
     warnings: tuple[str, ...]
     raw: bytes
+
+    @property
+    def when_to_use(self) -> str | None:
+        """The ``when_to_use`` text Claude Code appends to the listed description."""
+        value = self.frontmatter.get("when_to_use")
+        return value if isinstance(value, str) and value.strip() else None
+
+    @property
+    def model_invocable(self) -> bool:
+        """False with ``disable-model-invocation: true``: Claude Code does not list the
+        skill to the model, so it never triggers (a user can still run it by name)."""
+        return self.frontmatter.get("disable-model-invocation") is not True
+
+    @property
+    def text(self) -> str:
+        """The file as read, decoded (what a backend that installs skills writes)."""
+        return self.raw.decode("utf-8", errors="replace").removeprefix(_BOM)
 
 
 @dataclass(frozen=True)
@@ -340,53 +361,6 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     )
     all_warnings = [*warnings, *name_warnings, *validation_warnings(skill)]
     return dataclasses.replace(skill, warnings=tuple(all_warnings))
-
-
-# Folders never searched for skills: tooling and dependencies, not the user's skills.
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
-
-
-def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
-    """Skills at ``path``: the skill folder itself, or every folder below it holding SKILL.md.
-
-    The search goes to any depth, as pytest looks for tests (``plugins/*/skills/*`` works),
-    but not into a skill's own folders, hidden folders, virtualenvs or ``node_modules``.
-    Folders are visited sorted by name so that runs and reports are reproducible. A path to
-    a SKILL.md file is accepted as its folder, since that is what users tab-complete to.
-    """
-    root = os.path.abspath(os.fspath(path))
-    if not os.path.exists(root):
-        raise InputError(root, "path does not exist")
-    if os.path.isfile(root):
-        if os.path.basename(root) == SKILL_FILE:
-            return [read_skill(os.path.dirname(root))]
-        raise InputError(root, "is a file, not a skill folder or a folder of skills")
-    if os.path.isfile(os.path.join(root, SKILL_FILE)):
-        return [read_skill(root)]
-    skills = [read_skill(folder) for folder in _skill_folders(root)]
-    if not skills:
-        raise InputError(root, "holds no skill (no SKILL.md in it or in any folder below it)")
-    return skills
-
-
-def _skill_folders(root: str) -> list[str]:
-    """The folders below ``root`` that hold a SKILL.md, depth first, sorted by name."""
-    try:
-        names = sorted(os.listdir(root))
-    except OSError as exc:
-        raise InputError(root, f"cannot be listed ({exc.strerror or exc})") from None
-    found: list[str] = []
-    for name in names:
-        folder = os.path.join(root, name)
-        if name.startswith(".") or name in SKIPPED_FOLDERS or not os.path.isdir(folder):
-            continue
-        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-            continue  # a virtualenv, whatever its name
-        if os.path.isfile(os.path.join(folder, SKILL_FILE)):
-            found.append(folder)  # a skill: its own folders are its resources
-        else:
-            found += _skill_folders(folder)
-    return found
 
 
 def description_problems(description: str) -> list[str]:

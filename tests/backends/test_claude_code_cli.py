@@ -290,3 +290,70 @@ def test_the_model_the_cli_will_use_keys_the_store(
         finally:
             backend.close()
     assert len(set(keys)) == 3
+
+
+def listing_lines(body: dict[str, Any]) -> dict[str, str]:
+    """Every ``- name: text`` line of the listing in one request, by name."""
+    texts = [t for m in body["messages"] for t in _texts(m.get("content"))]
+    texts += _texts(body.get("system"))
+    found: dict[str, str] = {}
+    for text in texts:
+        for line in text.splitlines():
+            if line.startswith("- ") and ": " in line:
+                name, _, rest = line[2:].partition(": ")
+                found.setdefault(name, rest)
+    return found
+
+
+def test_the_cli_lists_the_real_skill_md_as_our_listing_rules_say(
+    fake_api: FakeMessagesAPI, claude_bin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backend installs the real SKILL.md (every key, only the description replaced), so
+    the CLI applies its own rules; the line it lists is exactly the line our rules give
+    (when_to_use suffix, folded newlines, escaped brackets, the cut at 1,536 characters), and
+    a sibling with disable-model-invocation is not listed at all."""
+    from pytest_skilltrigger.skills.catalog import load_targets
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_path / "skills"
+    long_when = "Use it for quarterly <reports> & ledgers, " * 40  # pushes past 1,536
+    skills = {
+        SKILL: (
+            "---\nname: pdf-tools\ndescription: |\n  Merge and split <PDF> files.\n"
+            f"  Second line of the description.\nwhen_to_use: {json.dumps(long_when)}\n"
+            "license: MIT\n---\n\n# PDF tools\n\nReal body.\n"
+        ),
+        SIBLING: f"---\nname: {SIBLING}\ndescription: {SIBLING_DESCRIPTION}\n"
+        "when_to_use: When a CSV file is broken.\n---\n\n# CSV\n",
+        "hidden-tool": "---\nname: hidden-tool\ndescription: Never listed.\n"
+        "disable-model-invocation: true\n---\n\n# Hidden\n",
+    }
+    for name, text in skills.items():
+        (root / name / "evals").mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(text, encoding="utf-8")
+        (root / name / "evals" / "trigger-eval.json").write_text(
+            json.dumps([{"query": "merge the reports", "should_trigger": True}])
+        )
+    target = next(t for t in load_targets([str(root)]) if t.name == SKILL)
+    tested = "Merge, split and rotate PDF documents.\nA second line."
+    context = target.context(tested)
+    fake_api.script("merge the quarterly reports", ["text"])
+    backend = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    try:
+        outcome = backend.run(context, "merge the quarterly reports")
+    finally:
+        backend.close()
+    assert outcome.status == "not_triggered", outcome.error
+    (body,) = first_turns(fake_api)
+    lines = listing_lines(body)
+    ours = {s.name: s.line.split(": ", 1)[1] for s in context.listing()}
+    assert lines[SKILL] == ours[SKILL]
+    assert lines[SKILL].endswith("\u2026") and "&lt;reports&gt;" in lines[SKILL]
+    assert lines[SIBLING] == ours[SIBLING]
+    assert "hidden-tool" not in lines and "hidden-tool" not in ours
+    texts = [t for m in body["messages"] for t in _texts(m.get("content"))]
+    block = next(t for t in texts if f"- {SKILL}: " in t)  # the skill listing
+    names = [ln[2:].split(": ", 1)[0] for ln in block.splitlines() if ln.startswith("- ")]
+    names = names[names.index(SIBLING) :]  # (the agent listing may come first)
+    # the project's skills first, sorted by name, then the built-ins
+    assert names[:2] == [SIBLING, SKILL] and len(names) > 2

@@ -780,3 +780,49 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
     assert 1 <= trigger_calls(fake_api) <= 2
     assert sum(sorted(estimates)[: trigger_calls(fake_api)]) <= budget
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
+
+
+def test_a_skill_the_model_may_not_invoke_fails_its_positives_without_a_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    skills = make_skill(
+        pytester.path / "skills",
+        entries=[entry(Q_YES, True), entry(Q_NO, False)],
+        skill_md=(
+            f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n"
+            "disable-model-invocation: true\n---\n# Body\n"
+        ),
+    )
+    out = pytester.path / "out.json"
+    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}")
+    result.assert_outcomes(passed=1, failed=1)
+    assert trigger_calls(fake_api) == 0
+    result.stdout.fnmatch_lines(
+        ["*disable-model-invocation: true in SKILL.md: Claude Code does not list this skill*",
+         f"*{SKILL}/SKILL.md:1: PytestConfigWarning: *disable-model-invocation: true*"]
+    )  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["skills"][0]["listed_description"] is None
+
+
+def test_the_exact_listed_line_is_in_the_failure_and_the_json_and_a_cut_is_warned(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    api = fake_api
+    api.script(Q_MISS, ["tool:Bash"])
+    long_when = "Also for <tsv> files and every other kind of table. " * 40
+    skills = make_skill(
+        pytester.path / "skills",
+        entries=[entry(Q_MISS, True)],
+        skill_md=(
+            f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n"
+            f"when_to_use: {json.dumps(long_when)}\n---\n# Body\n"
+        ),
+    )
+    out = pytester.path / "out.json"
+    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}")
+    result.assert_outcomes(failed=1)
+    listed = json.loads(out.read_text())["skills"][0]["listed_description"]
+    assert listed.startswith(DESCRIPTION + " - Also for &lt;tsv&gt;") and listed.endswith("\u2026")
+    assert f"listed to the model as: - {SKILL}: {listed}" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*Claude Code cuts it, so the model never sees what follows*"])

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.skill import (
     Skill,
     description_problems,
-    discover_skills,
     parse_frontmatter,
     read_skill,
     validation_warnings,

@@ -13,7 +13,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from pytest_skilltrigger.engine.context import TriggerContext, one_line
+from pytest_skilltrigger.engine.context import TriggerContext
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "
@@ -91,7 +91,7 @@ LISTING_HEADER = "The following skills are available through the Skill tool:"
 
 def listing_text(context: TriggerContext) -> str:
     """The listing block: a header line, then ``- name: description`` per skill."""
-    lines = [f"- {s.name}: {one_line(s.description)}" for s in context.listing()]
+    lines = [s.line for s in context.listing()]
     return (
         "<system-reminder>\n" + LISTING_HEADER + "\n\n" + "\n".join(lines) + "\n</system-reminder>"
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import json
 import os
 import re
@@ -31,8 +32,8 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     SECRET_ACCOUNT_KEY,
     credential_store_dir,
     empty_workspace,
+    installed_text,
     remove_stale_roots,
-    skill_file,
     user_account,
 )
 from pytest_skilltrigger.engine.context import TriggerContext
@@ -176,15 +177,16 @@ class ClaudeCodeBackend:
         project = run_dir / "project"
         (project / ".git").mkdir(parents=True)
         skills = project / ".claude" / "skills"
-        entries = {s.name: s.description for s in context.siblings} if context else {}
+        entries = {s.name: s for s in context.siblings} if context else {}
         if context is not None:
-            entries[context.skill_name] = context.description
-        for name, description in entries.items():
+            entries[context.skill_name] = context.tested
+        for name, listed in entries.items():
             if not SAFE_NAME_RE.fullmatch(name):
                 continue  # a sibling we cannot place safely is left out, not written elsewhere
             folder = skills / name
             folder.mkdir(parents=True)
-            (folder / "SKILL.md").write_text(skill_file(name, description), encoding="utf-8")
+            tested = context is not None and name == context.skill_name
+            (folder / "SKILL.md").write_text(installed_text(listed, tested), encoding="utf-8")
         config = run_dir / "config"
         config.mkdir()
         seed = {"hasCompletedOnboarding": True, **self._account}
@@ -213,6 +215,10 @@ class ClaudeCodeBackend:
         )
         cmd = [self.claude_bin, "-p", "--output-format", *output]
         cmd += ["--setting-sources", "project", "--no-session-persistence"]
+        if streaming:
+            # one model turn: after choosing a tool the CLI stops instead of running it and
+            # sending its next request (the kill at the decision may come a moment too late)
+            cmd += ["--max-turns", "1"]
         if model or self._model_arg:
             cmd += ["--model", str(model or self._model_arg)]
         return cmd
@@ -349,6 +355,9 @@ class ClaudeCodeBackend:
             procs = [p for p in self._live.values() if p is not None]
         for proc in procs:
             kill_group(proc)
+        for proc in procs:  # reap them: a killed child nobody waits for stays a zombie
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(KILL_GRACE)
         shutil.rmtree(self._root, ignore_errors=True)
         atexit.unregister(self.close)
         self._untrap_sigterm()

@@ -49,6 +49,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pytest_skilltrigger.engine.context import ListedSkill
+from pytest_skilltrigger.skills.rewrite import replace_description
+from pytest_skilltrigger.support.errors import InputError
+
 ROOT_PREFIX = "skilltrigger-cc-"
 # Keys of the user's global config that carry the login's account, copied into each run.
 # Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
@@ -60,13 +64,14 @@ ACCOUNT_KEYS = (
 SECRET_ACCOUNT_KEY = "primaryApiKey"
 
 
-def skill_file(name: str, description: str) -> str:
+def skill_file(name: str, description: str, when_to_use: str | None = None) -> str:
     """A minimal SKILL.md; ``json.dumps`` of a string is a valid YAML double-quoted scalar,
     so any description (colons, quotes, newlines, leading dashes) survives the frontmatter."""
     body = f"# {name}\n\nPlaceholder body: trigger tests never get this far.\n"
+    extra = f"when_to_use: {json.dumps(when_to_use, ensure_ascii=False)}\n" if when_to_use else ""
     return (
         f"---\nname: {json.dumps(name)}\n"
-        f"description: {json.dumps(description, ensure_ascii=False)}\n---\n\n{body}"
+        f"description: {json.dumps(description, ensure_ascii=False)}\n{extra}---\n\n{body}"
     )
 
 
@@ -122,3 +127,18 @@ def remove_stale_roots() -> None:
             shutil.rmtree(folder, ignore_errors=True)
         except OSError:
             continue  # alive but not ours to signal, or unreadable: leave it
+
+
+def installed_text(skill: ListedSkill, tested: bool) -> str:
+    """The SKILL.md a run installs: the real file, every key and the body, so the CLI lists
+    the skill by its own rules (``when_to_use``, ``disable-model-invocation``, ...); for the
+    skill under test with only the description replaced (every other byte kept). A skill
+    known only by name and description (a built-in, a test's) gets a minimal file."""
+    if skill.skill_md is None:
+        return skill_file(skill.name, skill.description, skill.when_to_use)
+    if not tested:
+        return skill.skill_md
+    try:
+        return replace_description(skill.skill_md, skill.description, skill.name)
+    except InputError:  # a description no rendering reads back exactly: the minimal file
+        return skill_file(skill.name, skill.description, skill.when_to_use)
