@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.claude_code.capture import Captures
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -33,7 +37,11 @@ def make_backend(settings: Settings) -> TriggerBackend:
     if choice == "anthropic":
         from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 
-        return AnthropicBackend(settings.resolved_model(DEFAULT_MODEL), timeout=settings.timeout)
+        return AnthropicBackend(
+            settings.resolved_model(DEFAULT_MODEL),
+            timeout=settings.timeout,
+            captures=_captures(settings),
+        )
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
     return ClaudeCodeBackend(
@@ -41,6 +49,35 @@ def make_backend(settings: Settings) -> TriggerBackend:
         timeout=settings.timeout,
         claude_bin=settings.claude_bin,
     )
+
+
+def _captures(settings: Settings) -> Captures | None:
+    """The installed CLI's requests to replay (``--trigger-context``), or None for the
+    builtin context: ``auto`` captures when a ``claude`` binary is found."""
+    wanted = settings.trigger_context
+    found = shutil.which(settings.claude_bin or "claude")
+    if wanted == "builtin" or (wanted == "auto" and not found):
+        return None
+    if not found:
+        wanted_bin = settings.claude_bin or "claude"
+        raise BackendUnavailable(
+            f"--trigger-context claude-code: no claude CLI found ({wanted_bin} on PATH or "
+            "--claude-bin)"
+        )
+    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+    from pytest_skilltrigger.backends.claude_code.capture import Captures
+
+    store = None
+    if settings.cache_mode != "off" and settings.store_path:
+        from pytest_skilltrigger.engine.store import ResultStore
+
+        store = ResultStore(settings.store_path)
+    capturer = ClaudeCodeBackend(
+        model=settings.resolved_model("") or None,
+        timeout=settings.timeout,
+        claude_bin=settings.claude_bin,
+    )
+    return Captures(capturer, store)
 
 
 def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:

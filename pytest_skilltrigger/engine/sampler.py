@@ -157,7 +157,17 @@ class Sampler:
         self, context: TriggerContext, query: str, should_trigger: bool, plan: SamplingPlan
     ) -> Future[QueryResult]:
         """Start sampling one query (or join the sampling already under way)."""
-        key = self.context_key(context)
+        try:
+            key = self.context_key(context)
+        except Exception as exc:  # the context cannot be prepared (a capture that failed)
+            message = f"cannot prepare the request: {type(exc).__name__}: {exc}"
+            self.fatal = self.fatal or message
+            failed: Future[QueryResult] = Future()
+            outcome = RunOutcome("error", error=message, fatal=True, requests=0)
+            failed.set_result(
+                QueryResult(query, should_trigger, plan.runs, plan.threshold, (outcome,))
+            )
+            return failed
         ident = (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
         with self._lock:
             existing = self._queries.get(ident)

@@ -107,6 +107,11 @@ class TriggerSession:
         return DEFAULT_API_CONCURRENCY
 
     @property
+    def context_label(self) -> str | None:
+        """Which context the runs send (captured from the CLI, builtin, the CLI itself)."""
+        return getattr(self.backend, "context_label", None) if self.backend else None
+
+    @property
     def backend_name(self) -> str | None:
         return self.backend.name if self.backend else None
 

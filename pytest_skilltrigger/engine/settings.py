@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from pytest_skilltrigger.support.errors import InputError
 
 BACKENDS = ("auto", "anthropic", "claude-code")
+# which context API runs send: the installed CLI's captured request, our builtin one, or the
+# captured one when a claude binary is found
+CONTEXTS = ("auto", "claude-code", "builtin")
 # use: reuse stored runs and store new ones; refresh: only store; off: neither
 CACHE_MODES = ("use", "refresh", "off")
 # Claude Code's own default model: trigger behaviour is measured on the model users meet.
@@ -53,6 +56,7 @@ class Settings:
     budget_usd: float | None = None
     prices_path: str | None = None
     claude_bin: str | None = None
+    trigger_context: str = "auto"
 
     def validated(self) -> Settings:
         """Return self, or raise InputError naming the option that is out of range."""
@@ -66,6 +70,8 @@ class Settings:
             raise InputError("--trigger-backend", f"must be one of {', '.join(BACKENDS)}")
         if self.concurrency is not None and self.concurrency < 1:
             raise InputError("--trigger-concurrency", f"must be at least 1, got {self.concurrency}")
+        if self.trigger_context not in CONTEXTS:
+            raise InputError("--trigger-context", f"must be one of {', '.join(CONTEXTS)}")
         if self.cache_mode not in CACHE_MODES:
             raise InputError("--trigger-cache", f"must be one of {', '.join(CACHE_MODES)}")
         if self.budget_usd is not None and not (

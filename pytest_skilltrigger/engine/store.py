@@ -35,6 +35,11 @@ CREATE TABLE IF NOT EXISTS runs (
     cache_read_input_tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
+CREATE TABLE IF NOT EXISTS captures (
+    key TEXT PRIMARY KEY,
+    created REAL NOT NULL,
+    request TEXT NOT NULL
+);
 """
 
 
@@ -122,6 +127,19 @@ class ResultStore:
                 conn.execute("ROLLBACK")
                 raise
         return len(rows)
+
+    def load_capture(self, key: str) -> str | None:
+        """A captured CLI request (JSON text) stored under ``key``, or None."""
+        row = self._conn().execute("SELECT request FROM captures WHERE key = ?", (key,)).fetchone()
+        return str(row[0]) if row else None
+
+    def save_capture(self, key: str, request: str) -> None:
+        """Keep a captured CLI request, so a later session starts no CLI for it."""
+        with self._lock:
+            self._conn().execute(
+                "INSERT OR REPLACE INTO captures (key, created, request) VALUES (?, ?, ?)",
+                (key, time.time(), request),
+            )
 
     def count(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM runs").fetchone()[0])

@@ -259,11 +259,16 @@ class Controller(Role):
             if self.settings.cache_mode == "off" or not self.settings.store_path
             else self.settings.store_path
         )
-        return [
+        lines = [
             f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
             f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}, "
             f"store {store}"
         ]
+        if not self.config.option.collectonly:
+            engine = self.engine  # made now: the header says which context the runs send
+            if engine.unavailable is None and engine.context_label:
+                lines.append(f"skilltrigger: context {engine.context_label}")
+        return lines
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:

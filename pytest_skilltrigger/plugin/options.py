@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import BACKENDS, CACHE_MODES, MODEL_ENV, Settings
+from pytest_skilltrigger.engine.settings import (
+    BACKENDS,
+    CACHE_MODES,
+    CONTEXTS,
+    MODEL_ENV,
+    Settings,
+)
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
@@ -111,6 +117,9 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "JSON file of model prices per million tokens, overriding the built-in table",
     ),
     ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
+    ("--trigger-context", "trigger_context", "choice", "auto",
+     "auto | claude-code | builtin: what API runs send: the request the installed claude CLI "
+     "sends (captured), or our builtin approximation; auto captures when claude is found"),
     ("--optimize-description", "optimize_description", "bool", False,
      "after the tests, run improvement rounds and rewrite SKILL.md with the best description"),
     ("--holdout", "holdout", "float", 0.4, "share of the eval set held out as test (default 0.4)"),
@@ -145,7 +154,9 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs["action"] = "store_true"
             kwargs["default"] = False
         elif kind == "choice":
-            kwargs["choices"] = BACKENDS if flag == "--trigger-backend" else CACHE_MODES
+            kwargs["choices"] = {
+                "--trigger-backend": BACKENDS, "--trigger-context": CONTEXTS
+            }.get(flag, CACHE_MODES)
         group.addoption(flag, **kwargs)
         if ini:
             parser.addini(ini, help_text, type="bool" if kind == "bool" else None, default=None)
@@ -190,6 +201,7 @@ def settings_from_config(config: pytest.Config, default_store: str | None) -> Se
         budget_usd=_number(config, "--trigger-budget-usd", float),
         prices_path=_path(config, "--trigger-prices"),
         claude_bin=_raw(config, "--claude-bin"),
+        trigger_context=str(_raw(config, "--trigger-context")),
     ).validated()
 
 

@@ -357,3 +357,93 @@ def test_the_cli_lists_the_real_skill_md_as_our_listing_rules_say(
     names = names[names.index(SIBLING) :]  # (the agent listing may come first)
     # the project's skills first, sorted by name, then the built-ins
     assert names[:2] == [SIBLING, SKILL] and len(names) > 2
+
+
+def test_a_captured_request_is_replayed_through_the_api_as_the_cli_sends_it(
+    fake_api: FakeMessagesAPI, claude_bin: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--trigger-context claude-code: the CLI's own request, captured once on a loopback
+    recorder, is sent through the SDK with only the query replaced. For the same skill and
+    query it has the CLI's tools, thinking, message roles, listing and beta headers; a second
+    session reads the capture from the store and starts no CLI."""
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+    from pytest_skilltrigger.backends.claude_code.capture import Captures
+    from pytest_skilltrigger.engine.store import ResultStore
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    context = TriggerContext(SKILL, DESCRIPTION, (ListedSkill(SIBLING, SIBLING_DESCRIPTION),))
+    query = 'merge the "quarterly" pdf reports \u2014 all of them'
+    fake_api.script(query, [f"skill:{SKILL}", f"skill:{SKILL}"])
+    store = ResultStore(str(tmp_path / "store.sqlite"))
+    cli = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    replaying = AnthropicBackend(timeout=60, captures=Captures(cli, store))
+    try:
+        replayed = replaying.run(context, query)
+        key = replaying.context_key(context)
+        direct = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+        try:
+            own = direct.run(context, query)
+        finally:
+            direct.close()
+    finally:
+        replaying.close()
+    assert replayed.status == own.status == "triggered", (replayed.error, own.error)
+    assert replayed.model == own.model
+    sent = list(zip(fake_api.requests, fake_api.request_headers, strict=True))
+    # ours: the SDK's; theirs: the CLI's own request that offers the skills (not a side one)
+    ((ours, ours_headers),) = [
+        (b, h) for b, h in sent if h["user-agent"].startswith("Anthropic/Python")
+    ]
+    theirs, theirs_headers = next(
+        (b, h)
+        for b, h in sent
+        if h["user-agent"].startswith("claude-cli/") and b in first_turns(fake_api)
+    )
+    assert ours_headers["anthropic-beta"] == theirs_headers["anthropic-beta"]
+    assert [t["name"] for t in ours["tools"]] == [t["name"] for t in theirs["tools"]]
+    assert ours["thinking"] == theirs["thinking"] and ours["max_tokens"] == theirs["max_tokens"]
+    assert [m["role"] for m in ours["messages"]] == [m["role"] for m in theirs["messages"]]
+    assert listing_lines(ours)[SKILL] == listing_lines(theirs)[SKILL] == DESCRIPTION
+    assert listing_lines(ours).keys() == listing_lines(theirs).keys()
+    assert ours["messages"][0]["content"][-1]["text"] == query  # spliced in exactly
+    assert "SKILLTRIGGER-QUERY" not in json.dumps(ours)
+
+    # the next session finds the capture in the store: no CLI is started for it
+    def no_cli(*_args: object) -> None:
+        raise AssertionError("the stored capture should have been used")
+
+    again_cli = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    monkeypatch.setattr(again_cli, "capture", no_cli)
+    again = AnthropicBackend(timeout=60, captures=Captures(again_cli, store))
+    try:
+        assert again.context_key(context) == key
+    finally:
+        again.close()
+        store.close()
+
+
+def test_the_plugin_names_the_captured_context_and_runs_it(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
+) -> None:
+    skills = pytester.path / "skills"
+    folder = skills / SKILL
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
+    rows = [("combine these three pdf files into one", True, f"skill:{SKILL}"),
+            ("what is the weather like on mars", False, "text")]  # fmt: skip
+    evals = [{"query": q, "should_trigger": s} for q, s, _ in rows]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
+    for query, _should, outcome in rows:
+        fake_api.script(query, [outcome])
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
+        "--trigger-context=claude-code", f"--claude-bin={claude_bin}", "--runs-per-query=1",
+        "--trigger-cache=off", timeout=240,
+    )  # fmt: skip
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["skilltrigger: context claude-code (captured from the Claude Code CLI 2.1.328)"]
+    )
+    agents = {h["user-agent"].split("/")[0] for h in fake_api.request_headers}
+    assert agents == {"Anthropic"}  # the runs went through the SDK, not the CLI
+    assert all(len(body["tools"]) > 4 for body in fake_api.requests)  # the CLI's tools

@@ -25,6 +25,7 @@ from typing import Any
 from pytest_skilltrigger.backends.api.request import build_request, request_body
 from pytest_skilltrigger.backends.api.sse import decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
+from pytest_skilltrigger.backends.claude_code.capture import Captures, splice
 from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
@@ -62,7 +63,13 @@ class AnthropicBackend:
 
     name = "anthropic"
 
-    def __init__(self, model: str = DEFAULT_MODEL, timeout: float = 30.0, max_retries: int = 6):
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        timeout: float = 30.0,
+        max_retries: int = 6,
+        captures: Captures | None = None,
+    ):
         if not credentials_configured():
             raise BackendUnavailable(
                 "no Anthropic API credentials: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)"
@@ -70,6 +77,8 @@ class AnthropicBackend:
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
+        # the installed CLI's own requests, replayed (None: the builtin request)
+        self.captures = captures
         self._client: Any = None
         self._sdk: Any = None
         self._client_lock = threading.Lock()
@@ -81,17 +90,40 @@ class AnthropicBackend:
         self._dead_streak = 0  # connections refused in a row before it ever answered
 
     def context_key(self, context: TriggerContext) -> str:
+        if self.captures is not None:
+            captured, _frame = self.captures.get(context)
+            return context.key(backend=self.name, captured=captured.to_json())
         return context.key(
             backend=self.name,
             model=self.model,
             request=build_request(context, "", self.model),
         )
 
+    @property
+    def context_label(self) -> str:
+        """Which context the runs send, for the header line."""
+        if self.captures is None:
+            return "builtin (our approximation of Claude Code's context)"
+        return f"claude-code (captured from the Claude Code CLI {self.captures.cli_version})"
+
+    def _request(self, context: TriggerContext, query: str) -> tuple[bytes, str, dict[str, str]]:
+        """The body, path and extra headers of one run: the captured CLI request with the
+        query spliced in, or the builtin request."""
+        if self.captures is None:
+            return request_body(context, query, self.model), "/v1/messages", {}
+        captured, frame = self.captures.get(context)
+        return splice(frame, query), captured.path + "?beta=true", captured.headers
+
+    def _model_of(self, context: TriggerContext) -> str:
+        if self.captures is None:
+            return self.model
+        return self.captures.get(context)[0].model or self.model
+
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it is sent: the request's size in tokens
         (about a token per three bytes, all counted as uncached input) and the output a
         decision takes."""
-        body = request_body(context, query, self.model)
+        body, _path, _headers = self._request(context, query)
         return Usage(input_tokens=len(body) // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
@@ -104,7 +136,7 @@ class AnthropicBackend:
             outcome = self._attempts(context, query, state)
         finally:
             self._local.run = None
-        return replace(outcome, requests=state.sent, model=self.model)
+        return replace(outcome, requests=state.sent, model=self._model_of(context))
 
     def _attempts(self, context: TriggerContext, query: str, state: _RunState) -> RunOutcome:
         for attempt in range(STREAM_RETRIES + 1):
@@ -188,12 +220,13 @@ class AnthropicBackend:
         try:
             # The SDK's own request path (auth, headers, retries, status errors) with a body
             # serialised ahead; the raw-stream header makes it hand back the unread response.
+            body, path, headers = self._request(context, query)
             response = client.post(
-                "/v1/messages",
+                path,
                 cast_to=object,
-                content=request_body(context, query, self.model),
+                content=body,
                 options={
-                    "headers": {RAW_STREAM_HEADER: "stream"},
+                    "headers": {**headers, RAW_STREAM_HEADER: "stream"},
                     "max_retries": self._sdk_retries(state),
                 },
             )
@@ -273,6 +306,12 @@ class AnthropicBackend:
         return text, Usage.from_dict(message.usage.model_dump())
 
     def close(self) -> None:
+        """Stop retrying and close the pool (and the capturing CLI's workspace)."""
+        if self.captures is not None:
+            self.captures.backend.close()
+        self._close_client()
+
+    def _close_client(self) -> None:
         """Stop retrying and close the pool, which also aborts calls still in flight."""
         self._closed.set()
         with self._client_lock:

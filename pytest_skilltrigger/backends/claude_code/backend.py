@@ -25,6 +25,7 @@ import threading
 from pathlib import Path
 
 from pytest_skilltrigger.backends.base import BackendUnavailable
+from pytest_skilltrigger.backends.claude_code.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.process import KILL_GRACE, kill_group, read_lines
 from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED, read_stream
 from pytest_skilltrigger.backends.claude_code.workspace import (
@@ -311,6 +312,33 @@ class ClaudeCodeBackend:
             requests=requests,
             model=verdict.model or self.model,
         )
+
+    def capture(self, context: TriggerContext) -> CapturedRequest:
+        """The request this CLI sends for ``context``, recorded on a loopback server (see
+        :mod:`.capture`), from a workspace whose path is the same for every capture of this
+        session. The user's credentials never reach the recorder: it gets a dummy key."""
+        run_dir = Path(self._root) / "capture"
+        with self._lock:  # one capture at a time: they share the workspace path
+            empty_workspace(run_dir)
+            run_dir.mkdir(exist_ok=True)
+            self._install(run_dir, context)
+            env = self._env(run_dir)
+            env.pop("ANTHROPIC_AUTH_TOKEN", None)
+            env["ANTHROPIC_API_KEY"] = "capture"
+            try:
+                return record_cli_request(
+                    self._command(),  # exactly as a trigger run starts it
+                    run_dir / "project",
+                    env,
+                    max(self.timeout, 60.0),
+                    self.cli_version,
+                )
+            finally:
+                empty_workspace(run_dir)
+
+    @property
+    def context_label(self) -> str:
+        return f"claude-code (the Claude Code CLI {self.cli_version} itself)"
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """One plain request to the model through the CLI (the optimizer's proposals when

@@ -1,0 +1,200 @@
+"""Capturing the request the installed Claude Code CLI sends, to replay it through the API.
+
+The CLI is run once per trigger context (the description under test and its siblings), in
+the same isolated workspace as the claude-code backend's runs, against a recorder on
+127.0.0.1 that keeps the first ``POST /v1/messages`` and answers it with a short ``end_turn``
+message, so the CLI ends at once. The query it is given is a marker; the API backend then
+sends that very request (system prompt, tools, reminders, listing, thinking, betas) with only
+the marker replaced by each query. Nothing of Claude Code's text is kept in this project: it
+comes from the user's own CLI, at run time.
+
+Volatile parts are fixed once per capture: the session and device ids in ``metadata`` and the
+workspace path in the system prompt are whatever the capture run had, and every replay of it
+sends them unchanged, so the prompt-cache prefix stays the same from run to run. (A new
+capture, for another description, has its own ids and so its own cache prefix.)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.support.redact import redact
+
+MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
+# Request headers that describe the request, not the caller: replayed as they were.
+REPLAYED_HEADERS = ("anthropic-beta", "anthropic-version")
+
+
+class CaptureError(Exception):
+    """The CLI did not send a request that can be replayed."""
+
+
+@dataclass(frozen=True)
+class CapturedRequest:
+    """The CLI's request with a marker for the query, ready to splice queries into."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    path: str
+    cli_version: str
+
+    @property
+    def model(self) -> str:
+        return str(self.body.get("model") or "")
+
+    def frame(self) -> tuple[bytes, bytes]:
+        """The serialised body before and after the query's JSON string content."""
+        whole = json.dumps(self.body, ensure_ascii=False)
+        head, found, tail = whole.partition(MARKER)
+        if not found or MARKER in tail:
+            raise CaptureError("the captured request does not hold the query exactly once")
+        return head.encode("utf-8"), tail.encode("utf-8")
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"body": self.body, "headers": self.headers, "path": self.path,
+             "cli_version": self.cli_version},
+            ensure_ascii=False,
+        )  # fmt: skip
+
+    @classmethod
+    def from_json(cls, text: str) -> CapturedRequest:
+        data = json.loads(text)
+        return cls(data["body"], dict(data["headers"]), data["path"], data["cli_version"])
+
+
+def splice(frame: tuple[bytes, bytes], query: str) -> bytes:
+    """The captured body with ``query`` where the marker was."""
+    head, tail = frame
+    return head + json.dumps(query, ensure_ascii=False)[1:-1].encode("utf-8") + tail
+
+
+class _Recorder(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _RecorderHandler)
+        self.recorded: list[tuple[str, dict[str, str], bytes]] = []
+
+
+class _RecorderHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length)
+        server: _Recorder = self.server  # type: ignore[assignment]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        server.recorded.append((self.path, headers, raw))
+        events = [
+            ("message_start", {"type": "message_start", "message": {
+                "id": "msg_capture", "type": "message", "role": "assistant",
+                "model": "capture", "content": [], "stop_reason": None,
+                "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "text_delta", "text": "OK"}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                               "usage": {"output_tokens": 1}}),
+            ("message_stop", {"type": "message_stop"}),
+        ]  # fmt: skip
+        payload = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+def record_cli_request(
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float, cli_version: str
+) -> CapturedRequest:
+    """Run the CLI with the marker as its query against a recorder; its first request."""
+    recorder = _Recorder()
+    thread = threading.Thread(target=recorder.serve_forever, daemon=True)
+    thread.start()
+    try:
+        env = {**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{recorder.server_address[1]}"}
+        env.setdefault("ANTHROPIC_API_KEY", "capture")  # the recorder accepts any key
+        try:
+            done = subprocess.run(
+                command, input=MARKER, cwd=cwd, env=env, capture_output=True, text=True,
+                timeout=timeout, check=False, start_new_session=True,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise CaptureError(redact(f"claude did not run: {exc}")) from None
+    finally:
+        recorder.shutdown()
+        recorder.server_close()
+    for path, headers, raw in recorder.recorded:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(body, dict) and MARKER in raw.decode("utf-8", "replace"):
+            kept = {k: headers[k] for k in REPLAYED_HEADERS if k in headers}
+            return CapturedRequest(body, kept, path.split("?", 1)[0], cli_version)
+    tail = redact((done.stderr or done.stdout).strip()[-500:])
+    raise CaptureError(f"claude sent no request holding the query (exit {done.returncode}): {tail}")
+
+
+class Captures:
+    """One captured request per trigger context: captured on first need, then reused (and,
+    with a store, reused by later sessions of the same CLI version and model)."""
+
+    def __init__(self, backend: Any, store: Any = None) -> None:
+        self.backend = backend  # a ClaudeCodeBackend: its workspace, isolation and CLI
+        self.store = store
+        self._lock = threading.Lock()
+        self._locks: dict[TriggerContext, threading.Lock] = {}
+        self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
+
+    @property
+    def cli_version(self) -> str:
+        return str(self.backend.cli_version)
+
+    def store_key(self, context: TriggerContext) -> str:
+        return context.key(capture="claude-code", cli_version=self.cli_version,
+                           model=self.backend._key_model)  # fmt: skip
+
+    def get(self, context: TriggerContext) -> tuple[CapturedRequest, tuple[bytes, bytes]]:
+        """The captured request of ``context`` and its splice frame."""
+        with self._lock:
+            found = self._done.get(context)
+            lock = self._locks.setdefault(context, threading.Lock())
+        if found is not None:
+            return found
+        with lock:  # one capture per context, however many runs wait for it
+            with self._lock:
+                found = self._done.get(context)
+            if found is not None:
+                return found
+            captured = self._load(context) or self._capture(context)
+            found = (captured, captured.frame())
+            with self._lock:
+                self._done[context] = found
+            return found
+
+    def _load(self, context: TriggerContext) -> CapturedRequest | None:
+        if self.store is None:
+            return None
+        text = self.store.load_capture(self.store_key(context))
+        return CapturedRequest.from_json(text) if text else None
+
+    def _capture(self, context: TriggerContext) -> CapturedRequest:
+        captured = self.backend.capture(context)
+        if self.store is not None:
+            self.store.save_capture(self.store_key(context), captured.to_json())
+        return captured
