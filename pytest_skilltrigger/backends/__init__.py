@@ -22,8 +22,10 @@ NO_BACKEND = (
 )
 
 
-def make_backend(settings: Settings) -> TriggerBackend:
-    """Create the backend the settings ask for, or raise :class:`BackendUnavailable`."""
+def make_backend(settings: Settings, *, write_store: bool = True) -> TriggerBackend:
+    """Create the backend the settings ask for, or raise :class:`BackendUnavailable`.
+    ``write_store`` is false where nothing may be stored (an xdist worker): captured
+    requests are then read from the store but not added to it."""
     choice = settings.backend
     if choice == "auto":
         from pytest_skilltrigger.backends.api.backend import credentials_configured
@@ -40,7 +42,7 @@ def make_backend(settings: Settings) -> TriggerBackend:
         return AnthropicBackend(
             settings.resolved_model(DEFAULT_MODEL),
             timeout=settings.timeout,
-            captures=_captures(settings),
+            captures=_captures(settings, write_store),
         )
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
@@ -51,7 +53,7 @@ def make_backend(settings: Settings) -> TriggerBackend:
     )
 
 
-def _captures(settings: Settings) -> Captures | None:
+def _captures(settings: Settings, write_store: bool) -> Captures | None:
     """The installed CLI's requests to replay (``--trigger-context``), or None for the
     builtin context: ``auto`` captures when a ``claude`` binary is found."""
     wanted = settings.trigger_context
@@ -77,7 +79,7 @@ def _captures(settings: Settings) -> Captures | None:
         timeout=settings.timeout,
         claude_bin=settings.claude_bin,
     )
-    return Captures(capturer, store)
+    return Captures(capturer, store, write=write_store)
 
 
 def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:
@@ -93,7 +95,7 @@ def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:
     from pytest_skilltrigger.backends.api.backend import credentials_configured
 
     if credentials_configured():
-        return make_backend(replace(settings, backend="anthropic"))
+        return make_backend(replace(settings, backend="anthropic", trigger_context="builtin"))
     return backend
 
 

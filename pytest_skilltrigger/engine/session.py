@@ -68,7 +68,7 @@ class TriggerSession:
         self.backend: TriggerBackend | None = backend
         if self.backend is None:
             try:
-                self.backend = make_backend(self.settings)
+                self.backend = make_backend(self.settings, write_store=write_store)
             except BackendUnavailable as exc:
                 self.unavailable = str(exc)
         self.prices = load_prices(self.settings.prices_path)

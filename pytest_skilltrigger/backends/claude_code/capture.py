@@ -154,9 +154,10 @@ class Captures:
     """One captured request per trigger context: captured on first need, then reused (and,
     with a store, reused by later sessions of the same CLI version and model)."""
 
-    def __init__(self, backend: Any, store: Any = None) -> None:
+    def __init__(self, backend: Any, store: Any = None, *, write: bool = True) -> None:
         self.backend = backend  # a ClaudeCodeBackend: its workspace, isolation and CLI
         self.store = store
+        self.write = write  # false in an xdist worker: only the controller writes files
         self._lock = threading.Lock()
         self._locks: dict[TriggerContext, threading.Lock] = {}
         self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
@@ -195,6 +196,6 @@ class Captures:
 
     def _capture(self, context: TriggerContext) -> CapturedRequest:
         captured = self.backend.capture(context)
-        if self.store is not None:
+        if self.store is not None and self.write:
             self.store.save_capture(self.store_key(context), captured.to_json())
         return captured
