@@ -7,6 +7,7 @@ from typing import Any
 from pytest_skilltrigger.engine.context import one_line
 from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.reports.routing import choice_label
 
 
 def _cell(text: Any) -> str:
@@ -42,6 +43,21 @@ def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -
             f"Required share of queries passed per skill (--trigger-min-accuracy): "
             f"{min_accuracy:g}",
         ]
+    for table in report.get("routing") or []:
+        lines += ["", f"### Routing in {_cell(table['folder'])}", ""]
+        columns = table["columns"]
+        lines.append(
+            "| queries of | kind | "
+            + " | ".join(_cell(choice_label(c)) for c in columns)
+            + " | errors |"
+        )
+        lines.append("|---|---|" + "---|" * (len(columns) + 1))
+        for row in table["rows"]:
+            kind = "should trigger" if row["should_trigger"] else "should not"
+            cells = " | ".join(str(row["chosen"].get(c, 0)) for c in columns)
+            lines.append(f"| {_cell(row['skill'])} | {kind} | {cells} | {row['errors']} |")
+        for clash in table["clashes"]:
+            lines.append(f"- {_cell(clash['text'])}")
     for skill in report.get("skills", []):
         failing = [r for r in skill["results"] if r.get("pass") is not True]
         if not failing:

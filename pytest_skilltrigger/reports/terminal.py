@@ -7,6 +7,8 @@ from typing import Any
 from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import format_ratio
 
+MAX_CLASHES = 5  # the worst clashes per folder in the terminal; the JSON has them all
+
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
     """Lines such as ``csv-cleaner: 18 passed, 2 failed, 0 errors | precision 0.90 ...``,
@@ -27,6 +29,15 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
             f"cache write {s['cache_creation_input_tokens']:,} "
             f"read {s['cache_read_input_tokens']:,}{cost}"
         )
+    for table in report.get("routing") or []:
+        clashes = table["clashes"]
+        folder = table["folder"]
+        if not clashes:
+            lines.append(f"routing in {folder}: no skill took another's queries")
+        for clash in clashes[:MAX_CLASHES]:
+            lines.append(f"routing in {folder}: {clash['text']}")
+        if len(clashes) > MAX_CLASHES:
+            lines.append(f"routing in {folder}: ... {len(clashes) - MAX_CLASHES} more clashes")
     totals = report.get("totals") or {}
     phases = totals.get("by_phase") or {}
     if phases:

@@ -1,0 +1,133 @@
+"""Routing: what the model chose first for every query of every skill of a folder, added up.
+
+A folder of skills is tested one eval set at a time, but the model picks among all of them:
+a description that passes alone can take a sibling's queries, or lose its own to one. The
+table is built from the runs already made (no extra call): rows are the skill whose eval set
+a query comes from, split into should-trigger and should-not queries; columns are what was
+chosen first (each project skill, each other tool, a plain answer), with errors apart.
+A *clash* is a project skill chosen for another skill's should-trigger queries.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_skilltrigger.reports.summary import SkillResults
+
+TEXT = "text"
+
+
+@dataclass
+class RoutingRow:
+    """What was chosen for one skill's queries of one kind, over all their runs."""
+
+    skill: str
+    should_trigger: bool
+    queries: int = 0
+    runs: int = 0
+    errors: int = 0
+    chosen: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Clash:
+    """``taker`` was chosen in ``taken`` of ``runs`` runs of ``queries`` of ``owner``'s
+    should-trigger queries (the runs of the queries it was chosen in at least once)."""
+
+    taker: str
+    owner: str
+    taken: int
+    runs: int
+    queries: int
+
+    def line(self) -> str:
+        return (
+            f"{self.taker} took {self.taken} of {self.runs} runs of {self.queries} "
+            f"{self.owner} {'query' if self.queries == 1 else 'queries'}"
+        )
+
+
+@dataclass
+class RoutingTable:
+    """The table of one folder of skills."""
+
+    folder: str
+    skills: list[str]
+    rows: list[RoutingRow]
+    clashes: list[Clash]
+
+    def columns(self) -> list[str]:
+        """The project's skills first (as ``skill:<name>``), then other choices by name."""
+        seen = {c for row in self.rows for c in row.chosen}
+        own = [f"skill:{s}" for s in self.skills]
+        return own + sorted(seen - set(own))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "folder": self.folder,
+            "skills": self.skills,
+            "columns": self.columns(),
+            "rows": [
+                {"skill": r.skill, "should_trigger": r.should_trigger, "queries": r.queries,
+                 "runs": r.runs, "errors": r.errors, "chosen": dict(sorted(r.chosen.items()))}
+                for r in self.rows
+            ],
+            "clashes": [
+                {"taker": c.taker, "owner": c.owner, "taken": c.taken, "runs": c.runs,
+                 "queries": c.queries, "text": c.line()}
+                for c in self.clashes
+            ],
+        }  # fmt: skip
+
+
+def routing_tables(skills: Iterable[SkillResults]) -> list[RoutingTable]:
+    """One table per folder holding at least two of the tested skills."""
+    by_folder: dict[str, list[SkillResults]] = {}
+    for skill in skills:
+        by_folder.setdefault(os.path.dirname(skill.target.skill.path), []).append(skill)
+    return [_table(folder, group) for folder, group in by_folder.items() if len(group) > 1]
+
+
+def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
+    names = sorted(s.target.name for s in group)
+    rows: list[RoutingRow] = []
+    clashes: list[Clash] = []
+    for skill in sorted(group, key=lambda s: s.target.name):
+        owner = skill.target.name
+        for should in (True, False):
+            row = RoutingRow(owner, should)
+            taken: dict[str, list[int]] = {}  # taker -> [runs taken, runs of those queries, n]
+            for result in skill.results():
+                if result.should_trigger != should or result.unlisted:
+                    continue
+                row.queries += 1
+                row.errors += result.errors
+                row.runs += result.runs
+                for choice, count in result.chosen.items():
+                    row.chosen[choice] = row.chosen.get(choice, 0) + count
+                    taker = choice.removeprefix("skill:")
+                    if should and choice.startswith("skill:") and taker != owner:
+                        entry = taken.setdefault(taker, [0, 0, 0])
+                        entry[0] += count
+                        entry[1] += result.runs
+                        entry[2] += 1
+            rows.append(row)
+            clashes += [
+                Clash(taker, owner, n, runs, queries)
+                for taker, (n, runs, queries) in taken.items()
+                if taker in names
+            ]
+    clashes.sort(key=lambda c: (-c.taken, -c.queries, c.taker, c.owner))
+    return RoutingTable(folder, names, rows, clashes)
+
+
+def choice_label(choice: str) -> str:
+    """A column's heading: the skill's name, ``tool X``, or ``plain answer``."""
+    if choice.startswith("skill:"):
+        return choice.removeprefix("skill:")
+    if choice.startswith("tool:"):
+        return "tool " + choice.removeprefix("tool:")
+    return "plain answer" if choice == TEXT else choice
