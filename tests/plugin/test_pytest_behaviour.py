@@ -240,3 +240,15 @@ def test_the_gate_prints_the_number_it_compares(pytester: pytest.Pytester, proje
         ["*queries passed 2/4 (0.50)*",
          "*GATE FAILED csv-tidy: queries passed 0.5 (2/4) is below --trigger-min-accuracy 0.645"]
     )  # fmt: skip
+
+
+def test_the_optimizers_lines_start_on_a_line_of_their_own_under_q(
+    pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.proposals = ["Clean and repair messy CSV files, and answer what a CSV file is."]
+    result = pytester.runpytest_subprocess(
+        "-q", "--optimize-description", "--max-iterations=1", "--holdout=0.5"
+    )
+    lines = result.stdout.lines
+    first = next(i for i, line in enumerate(lines) if f"{SKILL} iteration 1/1" in line)
+    assert lines[first].startswith(f"{SKILL} iteration 1/1"), lines[first]
