@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -35,6 +36,16 @@ def _private_user_cache(
     """The default result store lives in the user's cache folder: every test gets its own
     (pytester also gives each inner run a HOME of its own), never the developer's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _no_claude_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--trigger-context auto`` captures Claude Code's request when ``claude`` is on PATH:
+    the suite must behave the same on a developer's machine that has the CLI installed, so
+    PATH loses the folders that hold one (the CLI tests pass the pinned binary explicitly)."""
+    path = os.environ.get("PATH", "")
+    kept = [d for d in path.split(os.pathsep) if not os.path.exists(os.path.join(d, "claude"))]
+    monkeypatch.setenv("PATH", os.pathsep.join(kept))
 
 
 def pytest_configure(config: pytest.Config) -> None:
