@@ -40,6 +40,8 @@ class Controller(Role):
         self.improvements: list[Change] = []
         self.report: dict[str, Any] | None = None  # built once, at the end of the session
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+        # each folder's routing items: (entry, result, passed)
+        self.routing_results: dict[str, list[Any]] = {}
         self.html = None
         if not self.targets:
             return
@@ -132,6 +134,9 @@ class Controller(Role):
             return
         for key, result in wire.decode_checks(report):
             self.absorb(key, result, "checks")
+        routed = wire.decode_routing(report)
+        if routed is not None:
+            self._add_routing(routed)
         record = wire.decode(report)
         if record is None:
             return
@@ -144,6 +149,18 @@ class Controller(Role):
         self.absorb(record.context_key, record.result, "items")
         if self.html is not None:
             self.html.add_extras(report, target, record.index, record.result)
+
+    def _add_routing(self, record: wire.RoutingRecord) -> None:
+        """Keep a routing item's result under its folder, with its verdict."""
+        from pytest_skilltrigger.reports.routing import routing_verdict
+
+        routing = self.by_routing_path.get(record.path)
+        if routing is None:
+            return
+        entry = routing.entries[record.index]
+        ok = routing_verdict(entry.expected_skill, routing.skills, record.result)
+        self.routing_results.setdefault(routing.folder, []).append((entry, record.result, ok))
+        self.absorb(record.context_key, record.result, "items")
 
     def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         """Take in a result this process did not sample (nothing to do when it did)."""
@@ -216,6 +233,7 @@ class Controller(Role):
             extra_by_skill=extra_by_skill,
             prices=engine.prices if engine else None,
             spending=engine.spending() if engine else None,
+            routing=self.routing_results,
         )
 
     def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
@@ -231,6 +249,15 @@ class Controller(Role):
                         f"{skill['skill_name']}: queries passed {rate:.4g} "
                         f"({s['passed']}/{counted}) is below --trigger-min-accuracy "
                         f"{gates.min_accuracy:g}"
+                    )
+        if gates.min_routing_accuracy is not None:
+            for table in report.get("routing") or []:
+                rate = table["accuracy"]
+                if rate is not None and rate < gates.min_routing_accuracy:
+                    self.gate_failures.append(
+                        f"routing in {table['folder']}: {rate:.4g} of routing items and "
+                        f"should-trigger queries passed ({table['passed']}/{table['decided']}), "
+                        f"below --trigger-min-routing-accuracy {gates.min_routing_accuracy:g}"
                     )
         if gates.baseline is not None:
             from pytest_skilltrigger.reports.baseline import compare

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.engine.sampler import SamplingPlan
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.evalset import EvalEntry
+    from pytest_skilltrigger.skills.routing import RoutingEntry, RoutingSet
 
 MARKER = "skill_trigger"
 
@@ -25,7 +28,7 @@ MARKER = "skill_trigger"
 class ResultSource(Protocol):
     """Where an item gets its result: the process's role, seen through this one method."""
 
-    def result_for(self, item: TriggerItem) -> QueryResult:
+    def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result; skip or raise when no backend can run."""
         ...
 
@@ -106,29 +109,25 @@ class SkillFile(pytest.File):
             )
 
 
-class TriggerItem(pytest.Item):
-    """One eval entry: its verdict is the trigger-rate threshold check.
+class SamplingItem(pytest.Item):
+    """An item whose verdict comes from sampling one query: it waits for the result in
+    ``setup`` (a failed API call is an *error*, a budget stop a *skip*) and checks it in
+    ``runtest``. Subclasses say what to sample and what a result means."""
 
-    ``soft_misses`` (an accuracy gate is set) turns a single miss into an xfail: the gate,
-    not each query, decides the session.
-    """
-
-    def __init__(
-        self,
-        *,
-        entry: EvalEntry,
-        target: Target,
-        source: ResultSource,
-        soft_misses: bool = False,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, source: ResultSource, soft_misses: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.entry = entry
-        self.target = target
         self.source = source
         self.soft_misses = soft_misses
         self.result: QueryResult | None = None
         self.add_marker(MARKER)
+
+    def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
+        """What to sample: the context, the entry and the plan (from the session's)."""
+        raise NotImplementedError
+
+    def failure(self, result: QueryResult) -> str | None:
+        """Why the result fails the item, or None when it passes."""
+        raise NotImplementedError
 
     def setup(self) -> None:
         self.result = self.source.result_for(self)
@@ -139,10 +138,8 @@ class TriggerItem(pytest.Item):
 
     def runtest(self) -> None:
         assert self.result is not None  # setup either set it or did not let runtest happen
-        if not self.result.passed:
-            context = self.target.context()
-            listed = context.tested.line if context.model_invocable else None
-            message = failure_message(self.result, self.target.name, listed)
+        message = self.failure(self.result)
+        if message is not None:
             if self.soft_misses:
                 pytest.xfail(message.replace("\n", "; "))
             raise TriggerMismatch(message)
@@ -151,7 +148,8 @@ class TriggerItem(pytest.Item):
         if isinstance(excinfo.value, TriggerMismatch):
             return str(excinfo.value)
         if isinstance(excinfo.value, TriggerRunError):
-            return f"query: {self.entry.query!r}\ntrigger run failed: {excinfo.value}"
+            query = self.result.query if self.result is not None else "?"
+            return f"query: {query!r}\ntrigger run failed: {excinfo.value}"
         return str(super().repr_failure(excinfo, style=style))
 
     def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> Any:
@@ -160,5 +158,99 @@ class TriggerItem(pytest.Item):
             return self.repr_failure(excinfo, style=style)
         return super()._repr_failure_py(excinfo, style=style)
 
+
+class TriggerItem(SamplingItem):
+    """One eval entry: its verdict is the trigger-rate threshold check.
+
+    ``soft_misses`` (an accuracy gate is set) turns a single miss into an xfail: the gate,
+    not each query, decides the session.
+    """
+
+    def __init__(self, *, entry: EvalEntry, target: Target, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.entry = entry
+        self.target = target
+
+    def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
+        return self.target.context(), self.entry, plan
+
+    def failure(self, result: QueryResult) -> str | None:
+        if result.passed:
+            return None
+        context = self.target.context()
+        listed = context.tested.line if context.model_invocable else None
+        return failure_message(result, self.target.name, listed)
+
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.target.eval_set.path, None, f"{self.name}: {self.entry.query}"
+
+
+class RoutingFile(pytest.File):
+    """The collector for a folder's routing eval set."""
+
+    def __init__(
+        self, *, routing: RoutingSet, contexts: dict[str, TriggerContext], source: ResultSource,
+        soft_misses: bool, **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(**kwargs)
+        self.routing = routing
+        self.contexts = contexts
+        self.source = source
+        self.soft_misses = soft_misses
+
+    def collect(self) -> Iterator[RoutingItem]:
+        for entry in self.routing.entries:
+            name = f"routing[{entry.index:02d}-{slug(entry.query)}]"
+            yield RoutingItem.from_parent(
+                self, name=name, nodeid=f"{self.nodeid}::{name}", entry=entry,
+                routing=self.routing, contexts=self.contexts, source=self.source,
+                soft_misses=self.soft_misses,
+            )  # fmt: skip
+
+
+class RoutingItem(SamplingItem):
+    """One routing entry: the expected skill must be the one chosen first in at least the
+    threshold's share of the runs; for ``null``, no project skill may reach it."""
+
+    def __init__(
+        self, *, entry: RoutingEntry, routing: RoutingSet, contexts: dict[str, TriggerContext],
+        **kwargs: Any,
+    ) -> None:  # fmt: skip
+        super().__init__(**kwargs)
+        self.routing_entry = entry
+        self.routing = routing
+        self.contexts = contexts
+
+    def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
+        from dataclasses import replace
+
+        from pytest_skilltrigger.skills.evalset import EvalEntry
+
+        entry = self.routing_entry
+        sample = EvalEntry(entry.index, entry.query, should_trigger=True)
+        if entry.expected_skill is not None:
+            # the expected skill's own context: its trigger rate is the verdict, so exact
+            # early stopping applies as for its items
+            return self.contexts[entry.expected_skill], sample, plan
+        # no skill expected: every skill's share matters, so every run is made
+        return self.contexts[self.routing.skills[0]], sample, replace(plan, curtail=False)
+
+    def failure(self, result: QueryResult) -> str | None:
+        from pytest_skilltrigger.reports.formatting import describe_chosen
+        from pytest_skilltrigger.reports.routing import routing_verdict
+
+        expected = self.routing_entry.expected_skill
+        if routing_verdict(expected, self.routing.skills, result):
+            return None
+        wanted = (
+            f"{expected!r} chosen first in at least {result.threshold:g} of the runs"
+            if expected is not None
+            else f"no skill of the folder chosen in {result.threshold:g} of the runs or more"
+        )
+        return (
+            f"query: {result.query!r}\nexpected {wanted}; over {result.runs} runs the model "
+            f"chose: {describe_chosen(result.chosen)}"
+        )
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"

@@ -133,6 +133,9 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "folder for a time-stamped results folder per optimisation run"),
     ("--trigger-min-accuracy", "trigger_min_accuracy", "float", None,
      "gate per skill: share of queries that must pass; single misses become xfail"),
+    ("--trigger-min-routing-accuracy", "trigger_min_routing_accuracy", "float", None,
+     "gate per folder of skills: share of routing items and should-trigger queries that must "
+     "pass; single misses become xfail"),
     ("--trigger-require-backend", "trigger_require_backend", "bool", False,
      "error instead of skipping when no trigger backend is available"),
     ("--trigger-baseline", "trigger_baseline", "path", None,
@@ -231,6 +234,7 @@ class Gates:
     """How the session gates CI: accuracy floor, backend requirement, baseline."""
 
     min_accuracy: float | None = None
+    min_routing_accuracy: float | None = None
     require_backend: bool = False
     baseline: dict | None = None
     fail_on_regression: bool = False
@@ -241,6 +245,11 @@ def gates(config: pytest.Config) -> Gates:
     min_accuracy = _number(config, "--trigger-min-accuracy", float)
     if min_accuracy is not None and not 0.0 <= min_accuracy <= 1.0:
         raise InputError("--trigger-min-accuracy", f"must be within 0..1, got {min_accuracy}")
+    min_routing = _number(config, "--trigger-min-routing-accuracy", float)
+    if min_routing is not None and not 0.0 <= min_routing <= 1.0:
+        raise InputError(
+            "--trigger-min-routing-accuracy", f"must be within 0..1, got {min_routing}"
+        )
     baseline_path = _path(config, "--trigger-baseline")
     fail_on_regression = flag(config, "--trigger-fail-on-regression")
     if fail_on_regression and not baseline_path:
@@ -252,6 +261,7 @@ def gates(config: pytest.Config) -> Gates:
         baseline = load_baseline(baseline_path)
     return Gates(
         min_accuracy=min_accuracy,
+        min_routing_accuracy=min_routing,
         require_backend=flag(config, "--trigger-require-backend"),
         baseline=baseline,
         fail_on_regression=fail_on_regression,

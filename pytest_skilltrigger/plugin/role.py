@@ -23,6 +23,7 @@ from pytest_skilltrigger.plugin.selection import adjust_args, select
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.skills.catalog import Target
+    from pytest_skilltrigger.skills.routing import RoutingSet
 
 
 class Role:
@@ -47,15 +48,18 @@ class Role:
         given, ini = options.skill_paths(config)
         selection = select(config, given, ini)
         self.targets: list[Target] = []
+        self.routing_sets: list[RoutingSet] = []
         if selection.paths:
-            from pytest_skilltrigger.skills.catalog import load_targets
+            from pytest_skilltrigger.skills.catalog import load_routing_sets, load_targets
 
             self.targets = load_targets(
                 selection.paths,
                 eval_set=config.getoption("eval_set"),
                 description=config.getoption("skill_description"),
             )
+            self.routing_sets = load_routing_sets(self.targets, selection.paths)
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
+        self.by_routing_path = {r.path: r for r in self.routing_sets}
         adjust_args(config, selection)
 
     #: ``(index, count)`` when this process is one of several running the session

@@ -15,6 +15,9 @@ import pytest
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
+    RoutingFile,
+    RoutingItem,
+    SamplingItem,
     SkillFile,
     TriggerItem,
     TriggerRunError,
@@ -34,12 +37,26 @@ class ItemRunner(Role):
         # the skill_trigger fixture's results per test, until its report carries them
         self._checks: dict[str, list[tuple[str | None, QueryResult]]] = {}
 
-    def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
+    def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         """Items this process will run after ``item``, whose runs can start now."""
         raise NotImplementedError
 
-    def pytest_collect_file(self, file_path: Any, parent: pytest.Collector) -> SkillFile | None:
-        target = self.by_skill_md.get(os.path.abspath(str(file_path)))
+    def pytest_collect_file(
+        self, file_path: Any, parent: pytest.Collector
+    ) -> SkillFile | RoutingFile | None:
+        path = os.path.abspath(str(file_path))
+        routing = self.by_routing_path.get(path)
+        if routing is not None:
+            contexts = {
+                t.name: t.context()
+                for t in self.targets
+                if os.path.dirname(t.skill.path) == routing.folder
+            }
+            return RoutingFile.from_parent(
+                parent, path=file_path, routing=routing, contexts=contexts, source=self,
+                soft_misses=self.gates.min_routing_accuracy is not None,
+            )  # fmt: skip
+        target = self.by_skill_md.get(path)
         if target is None:
             return None
         return SkillFile.from_parent(
@@ -52,14 +69,13 @@ class ItemRunner(Role):
 
     def prefetch(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
-        trigger_items = [i for i in items if isinstance(i, TriggerItem)]
-        if not trigger_items or self.engine.unavailable:
+        sampling = [i for i in items if isinstance(i, SamplingItem)]
+        if not sampling or self.engine.unavailable:
             return
-        for item in trigger_items:
+        for item in sampling:
             if item.nodeid not in self._submitted:
-                self._submitted[item.nodeid] = self.engine.submit(
-                    item.target.context(), item.entry
-                )
+                context, entry, plan = item.request(self.engine.plan)
+                self._submitted[item.nodeid] = self.engine.submit(context, entry, plan)
 
     def _check_available(self) -> None:
         """Skip (or, with --trigger-require-backend, error) when no backend can run."""
@@ -70,7 +86,7 @@ class ItemRunner(Role):
             raise BackendRequiredError(f"{reason} (--trigger-require-backend is set)")
         pytest.skip(reason)
 
-    def result_for(self, item: TriggerItem) -> QueryResult:
+    def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result (submitting it and its queued followers if needed)."""
         self._check_available()
         self.prefetch([item, *self.upcoming(item)])
@@ -87,9 +103,19 @@ class ItemRunner(Role):
         checks = self._checks.pop(item.nodeid, None) if report.when == "call" else None
         if checks:
             wire.attach_checks(report, checks)
-        if isinstance(item, TriggerItem) and item.result is not None and (
-            report.when == "call" or (report.when == "setup" and not report.passed)
-        ):
+        decided = report.when == "call" or (report.when == "setup" and not report.passed)
+        if isinstance(item, RoutingItem) and item.result is not None and decided:
+            context, _entry, _plan = item.request(self.engine.plan)
+            wire.attach_routing(
+                report,
+                wire.RoutingRecord(
+                    path=item.routing.path,
+                    index=item.routing_entry.index,
+                    context_key=self.engine.context_key(context),
+                    result=item.result,
+                ),
+            )
+        if isinstance(item, TriggerItem) and item.result is not None and decided:
             record = wire.ItemRecord(
                 skill_md=item.target.skill.skill_md,
                 index=item.entry.index,

@@ -40,6 +40,38 @@ def attach(report: Any, record: ItemRecord) -> None:
     setattr(report, ATTRIBUTE, encode(record))
 
 
+@dataclass(frozen=True)
+class RoutingRecord:
+    """A routing item's result as the controller keeps it."""
+
+    path: str  # the routing eval set
+    index: int
+    context_key: str | None
+    result: QueryResult
+
+
+def attach_routing(report: Any, record: RoutingRecord) -> None:
+    setattr(
+        report,
+        ATTRIBUTE,
+        {"routing": record.path, "index": record.index, "context_key": record.context_key,
+         "result": record.result.to_dict()},
+    )  # fmt: skip
+
+
+def decode_routing(report: Any) -> RoutingRecord | None:
+    """The routing record a report carries, or None."""
+    data = getattr(report, ATTRIBUTE, None)
+    if not isinstance(data, dict) or "routing" not in data:
+        return None
+    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
+
+    return RoutingRecord(
+        data["routing"], int(data["index"]), data.get("context_key"),
+        QueryResult.from_dict(data["result"]),
+    )  # fmt: skip
+
+
 def attach_checks(report: Any, checks: list[tuple[str | None, QueryResult]]) -> None:
     """Put the ``skill_trigger`` fixture's results of a test on its report, as plain values
     (the controller stores their runs and counts their calls)."""

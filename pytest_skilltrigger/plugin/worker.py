@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_skilltrigger.plugin.items import TriggerItem
+from pytest_skilltrigger.plugin.items import SamplingItem
 from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
 
@@ -24,5 +24,5 @@ class DistWorker(ItemRunner):
         index = int(workerid[2:]) if workerid[2:].isdigit() else 0
         return index, max(1, int(info.get("workercount", 1)))
 
-    def upcoming(self, item: TriggerItem) -> list[pytest.Item]:
+    def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         return upcoming_items(item)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pytest_skilltrigger.engine.cost import PHASES, Spend
-from pytest_skilltrigger.reports.routing import routing_tables
+from pytest_skilltrigger.reports.routing import RoutingResults, routing_tables
 from pytest_skilltrigger.reports.summary import SessionResults, models_used, summarize
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.atomic import atomic_write_text
@@ -29,6 +29,7 @@ def build_report(
     extra_by_skill: dict[str, dict[str, Any]] | None = None,
     prices: dict | None = None,
     spending: Mapping[str, Spend] | None = None,
+    routing: RoutingResults | None = None,
 ) -> dict[str, Any]:
     """The whole report as plain JSON values.
 
@@ -59,7 +60,7 @@ def build_report(
         "runs_per_query": runs_per_query,
         "trigger_threshold": threshold,
         "skills": skills,
-        "routing": [table.to_dict() for table in routing_tables(results.ordered())],
+        "routing": [table.to_dict() for table in routing_tables(results.ordered(), routing)],
         "totals": totals(spending or {}),
     }
 

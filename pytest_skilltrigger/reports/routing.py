@@ -11,11 +11,15 @@ A *clash* is a project skill chosen for another skill's should-trigger queries.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.reports.summary import SkillResults
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.skills.routing import RoutingEntry
 
 TEXT = "text"
 
@@ -52,12 +56,19 @@ class Clash:
 
 @dataclass
 class RoutingTable:
-    """The table of one folder of skills."""
+    """The table of one folder of skills, and its routing items' results.
+
+    ``accuracy`` is the share of the folder's routing items and should-trigger queries that
+    passed (what ``--trigger-min-routing-accuracy`` gates); None when none was decided.
+    """
 
     folder: str
     skills: list[str]
     rows: list[RoutingRow]
     clashes: list[Clash]
+    items: list[tuple[RoutingEntry, QueryResult, bool | None]] = field(default_factory=list)
+    accuracy: float | None = None
+    counted: tuple[int, int] = (0, 0)  # (passed, decided)
 
     def columns(self) -> list[str]:
         """The project's skills first (as ``skill:<name>``), then other choices by name."""
@@ -80,15 +91,47 @@ class RoutingTable:
                  "queries": c.queries, "text": c.line()}
                 for c in self.clashes
             ],
+            "items": [
+                {"query": e.query, "expected_skill": e.expected_skill, "pass": ok,
+                 "runs": r.runs, "chosen": r.chosen, "errors": r.errors, "skipped": r.skipped}
+                for e, r, ok in self.items
+            ],
+            "accuracy": None if self.accuracy is None else round(self.accuracy, 4),
+            "passed": self.counted[0],
+            "decided": self.counted[1],
         }  # fmt: skip
 
 
-def routing_tables(skills: Iterable[SkillResults]) -> list[RoutingTable]:
-    """One table per folder holding at least two of the tested skills."""
+# each folder's routing items: (entry, result, passed)
+RoutingResults = Mapping[str, list[tuple["RoutingEntry", "QueryResult", "bool | None"]]]
+
+
+def routing_tables(
+    skills: Iterable[SkillResults], routing: RoutingResults | None = None
+) -> list[RoutingTable]:
+    """One table per folder holding at least two of the tested skills, or a routing eval
+    set; ``routing`` gives each folder's routing items (entry, result, passed)."""
+    routing = routing or {}
     by_folder: dict[str, list[SkillResults]] = {}
     for skill in skills:
         by_folder.setdefault(os.path.dirname(skill.target.skill.path), []).append(skill)
-    return [_table(folder, group) for folder, group in by_folder.items() if len(group) > 1]
+    tables = []
+    for folder, group in by_folder.items():
+        if len(group) < 2 and folder not in routing:
+            continue
+        table = _table(folder, group)
+        table.items = sorted(routing.get(folder, []), key=lambda item: item[0].index)
+        decided = [ok for _e, _r, ok in table.items if ok is not None]
+        decided += [
+            r.passed
+            for s in group
+            for r in s.results()
+            if r.should_trigger and r.passed is not None
+        ]
+        table.counted = (sum(1 for ok in decided if ok), len(decided))
+        table.accuracy = table.counted[0] / len(decided) if decided else None
+        tables.append(table)
+    return tables
 
 
 def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
@@ -122,6 +165,20 @@ def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
             ]
     clashes.sort(key=lambda c: (-c.taken, -c.queries, c.taker, c.owner))
     return RoutingTable(folder, names, rows, clashes)
+
+
+def routing_verdict(
+    expected: str | None, skills: Iterable[str], result: QueryResult
+) -> bool | None:
+    """Whether a routing entry passed: the expected skill chosen first in at least the
+    threshold's share of the runs, or (``None`` expected) no skill of the folder reaching it.
+    None when the result has no verdict (an error, a skip)."""
+    if result.errors or result.skipped or not result.runs:
+        return None
+    shares = {s: result.chosen.get(f"skill:{s}", 0) / result.runs for s in skills}
+    if expected is not None:
+        return shares.get(expected, 0.0) >= result.threshold
+    return all(share < result.threshold for share in shares.values())
 
 
 def choice_label(choice: str) -> str:

@@ -25,6 +25,7 @@ from pytest_skilltrigger.skills.evalset import (
     is_valid_unicode,
     load_eval_set,
 )
+from pytest_skilltrigger.skills.routing import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 
@@ -168,3 +169,24 @@ def load_context(path: str) -> TriggerContext:
     skill = skills[0]
     siblings, _warnings = _siblings(skill)
     return context_of(skill, skill.description, siblings)
+
+
+def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[RoutingSet]:
+    """The routing eval sets of the folders holding these targets, for those folders the
+    run collects (a routing file below one of ``paths``); checked against the folder's
+    tested skills."""
+    folders: dict[str, list[str]] = {}
+    for target in targets:
+        folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
+    found = []
+    for folder, names in folders.items():
+        path = find_routing_set(folder)
+        if path is None or not any(_within(path, p) for p in paths):
+            continue
+        found.append(load_routing_set(path, tuple(sorted(names))))
+    return found
+
+
+def _within(path: str, folder: str) -> bool:
+    folder = os.path.abspath(folder)
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)

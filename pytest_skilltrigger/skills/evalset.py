@@ -91,7 +91,7 @@ def load_eval_set(path: str | os.PathLike[str]) -> EvalSet:
     terminal); :attr:`EvalSet.path` is absolute so later stages never depend on the cwd.
     """
     where = os.fspath(path)
-    text = _read_text(where)
+    text = read_text(where)
     if not text.strip():
         raise InputError(where, "the file is empty; expected a JSON eval set")
     duplicates: dict[int, str] = {}
@@ -119,7 +119,7 @@ def parse_eval_set(data: object, where: str) -> tuple[list[EvalEntry], dict[str,
 # --- reading -------------------------------------------------------------------------------
 
 
-def _read_text(where: str) -> str:
+def read_text(where: str) -> str:
     """Read the file as UTF-8, dropping a BOM that Windows editors like to add.
 
     A UTF-16 file with a BOM (what PowerShell's ``>`` writes) is accepted too: it is
@@ -249,7 +249,7 @@ def _entries_from_objects(
                 f"{name}: must be an object with query and should_trigger, got {_describe(item)}",
             )
         _check_duplicate_key(item, where, name, duplicates)
-        query = _check_query(item.get("query"), "query" in item, where, name)
+        query = check_query(item.get("query"), "query" in item, where, name)
         if _POSITIVE not in item:
             raise InputError(where, f"{name}: has no should_trigger (true or false)")
         verdict = item[_POSITIVE]
@@ -288,7 +288,7 @@ def _entries_from_lists(data: dict[str, Any], where: str, prefix: str) -> list[_
                     where,
                     f"{name}: must be a query string, got {_describe(item)}",
                 )
-            query = _check_query(item, True, where, name)
+            query = check_query(item, True, where, name)
             entries.append((EvalEntry(len(entries), query, key == _POSITIVE, {}), name))
     return entries
 
@@ -296,7 +296,7 @@ def _entries_from_lists(data: dict[str, Any], where: str, prefix: str) -> list[_
 # --- checks --------------------------------------------------------------------------------
 
 
-def _check_query(value: Any, present: bool, where: str, name: str) -> str:
+def check_query(value: Any, present: bool, where: str, name: str) -> str:
     """Return the query unchanged (never stripped or normalised) once it is a real string."""
     if not present:
         raise InputError(where, f"{name}: has no query")
