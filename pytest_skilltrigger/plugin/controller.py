@@ -55,7 +55,9 @@ class Controller(Role):
         if manager.hasplugin("html") and config.getoption("htmlpath", None):
             from pytest_skilltrigger.plugin.html import HtmlColumns
 
-            self.html = HtmlColumns(self.result_of)
+            self.html = HtmlColumns(
+                self.result_of, lambda: (self.report or {}).get("routing") or []
+            )
             manager.register(self.html, HTML_PLUGIN)
 
     def _check_outputs(self) -> None:

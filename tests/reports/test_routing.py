@@ -154,3 +154,14 @@ def test_bad_routing_entries_are_usage_errors_before_any_call(
     result.stderr.fnmatch_lines([f"*routing-eval.json: {message}*"])
     assert "Traceback" not in result.stderr.str()
     assert fake_api.stats["calls"] == 0
+
+
+def test_the_pytest_html_page_shows_the_routing_table_escaped(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_folder(pytester.path, fake_api)
+    page = pytester.path / "page.html"
+    pytester.runpytest_subprocess(*plugin_args(folder, f"--html={page}", "--no-early-stop"))
+    html = page.read_text()
+    assert f"Routing in {folder}" in html
+    assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
