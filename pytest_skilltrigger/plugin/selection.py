@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from pytest_skilltrigger.support.paths import within
+
 
 @dataclass(frozen=True)
 class Selection:
@@ -85,11 +87,6 @@ def explicit(config: pytest.Config) -> bool:
 def arg_paths(args: list[str]) -> list[str]:
     """The file system paths of pytest arguments (``path::node`` ids included), absolute."""
     return [os.path.abspath(a.split("::")[0]) for a in args]
-
-
-def within(path: str, folder: str) -> bool:
-    """True when ``path`` is ``folder`` or lies below it (both absolute)."""
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def _skill_folder(chosen: str, root: str) -> str:

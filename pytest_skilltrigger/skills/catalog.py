@@ -28,6 +28,7 @@ from pytest_skilltrigger.skills.evalset import (
 from pytest_skilltrigger.skills.routing import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
+from pytest_skilltrigger.support.paths import within
 
 
 @dataclass(frozen=True)
@@ -181,12 +182,8 @@ def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[R
     found = []
     for folder, names in folders.items():
         path = find_routing_set(folder)
-        if path is None or not any(_within(path, p) for p in paths):
+        if path is None or not any(within(path, os.path.abspath(p)) for p in paths):
             continue
         found.append(load_routing_set(path, tuple(sorted(names))))
     return found
 
-
-def _within(path: str, folder: str) -> bool:
-    folder = os.path.abspath(folder)
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
