@@ -15,6 +15,7 @@ from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends.claude_code.capture import Captures
+    from pytest_skilltrigger.engine.store import ResultStore
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -22,10 +23,13 @@ NO_BACKEND = (
 )
 
 
-def make_backend(settings: Settings, *, write_store: bool = True) -> TriggerBackend:
+def make_backend(
+    settings: Settings, *, store: ResultStore | None = None, write_store: bool = True
+) -> TriggerBackend:
     """Create the backend the settings ask for, or raise :class:`BackendUnavailable`.
-    ``write_store`` is false where nothing may be stored (an xdist worker): captured
-    requests are then read from the store but not added to it."""
+    ``store`` is the session's result store, which also keeps captured CLI requests;
+    ``write_store`` is false where nothing may be stored (an xdist worker): captures are
+    then read from it but not added."""
     choice = settings.backend
     if choice == "auto":
         from pytest_skilltrigger.backends.api.backend import credentials_configured
@@ -42,7 +46,7 @@ def make_backend(settings: Settings, *, write_store: bool = True) -> TriggerBack
         return AnthropicBackend(
             settings.resolved_model(DEFAULT_MODEL),
             timeout=settings.timeout,
-            captures=_captures(settings, write_store),
+            captures=_captures(settings, store, write_store),
         )
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
@@ -53,7 +57,9 @@ def make_backend(settings: Settings, *, write_store: bool = True) -> TriggerBack
     )
 
 
-def _captures(settings: Settings, write_store: bool) -> Captures | None:
+def _captures(
+    settings: Settings, store: ResultStore | None, write_store: bool
+) -> Captures | None:
     """The installed CLI's requests to replay (``--trigger-context``), or None for the
     builtin context: ``auto`` captures when a ``claude`` binary is found."""
     wanted = settings.trigger_context
@@ -69,11 +75,6 @@ def _captures(settings: Settings, write_store: bool) -> Captures | None:
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
     from pytest_skilltrigger.backends.claude_code.capture import Captures
 
-    store = None
-    if settings.cache_mode != "off" and settings.store_path:
-        from pytest_skilltrigger.engine.store import ResultStore
-
-        store = ResultStore(settings.store_path)
     capturer = ClaudeCodeBackend(
         model=settings.resolved_model("") or None,
         timeout=settings.timeout,

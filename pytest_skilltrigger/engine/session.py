@@ -64,20 +64,22 @@ class TriggerSession:
             settings = replace(settings, budget_usd=settings.budget_usd / max(1, share[1]))
         self.settings = settings
         self.share = share
+        self.store: ResultStore | None = None
+        if self.settings.cache_mode != "off" and self.settings.store_path:
+            self.store = ResultStore(self.settings.store_path)
         self.unavailable: str | None = None
         self.backend: TriggerBackend | None = backend
         if self.backend is None:
             try:
-                self.backend = make_backend(self.settings, write_store=write_store)
+                self.backend = make_backend(
+                    self.settings, store=self.store, write_store=write_store
+                )
             except BackendUnavailable as exc:
                 self.unavailable = str(exc)
         self.prices = load_prices(self.settings.prices_path)
         self.plan = SamplingPlan(
             self.settings.runs_per_query, self.settings.threshold, self.settings.curtail
         )
-        self.store: ResultStore | None = None
-        if self.settings.cache_mode != "off" and self.settings.store_path:
-            self.store = ResultStore(self.settings.store_path)
         self._write_store = write_store
         self._asker: TriggerBackend | None = None
         self.guard: CostGuard | None = None

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable
 
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.redact import redact
 
 SCHEMA = """
@@ -151,3 +152,12 @@ class ResultStore:
         for conn in connections:
             conn.close()
         self._local = threading.local()
+
+
+def prepare_store(path: str) -> None:
+    """Create (or check) the store file now, so that a path that cannot hold it is a
+    one-line input error before anything runs, and other processes find it ready to read."""
+    try:
+        ResultStore(path).close()
+    except (OSError, sqlite3.Error) as exc:
+        raise InputError(path, f"cannot use as the result store: {exc}") from None

@@ -91,14 +91,9 @@ class Controller(Role):
         path = self.settings.store_path
         if self.settings.cache_mode == "off" or not path:
             return
-        import sqlite3
+        from pytest_skilltrigger.engine.store import prepare_store
 
-        from pytest_skilltrigger.engine.store import ResultStore
-
-        try:
-            ResultStore(path).close()
-        except (OSError, sqlite3.Error) as exc:
-            raise InputError(path, f"cannot use as the result store: {exc}") from None
+        prepare_store(path)
 
     def _check_split(self) -> None:
         """With --optimize-description, every skill's split must be able to measure."""

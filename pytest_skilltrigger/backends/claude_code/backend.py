@@ -78,7 +78,7 @@ class ClaudeCodeBackend:
         # first run's init event names (then ``model`` names it, and prices use it).
         self._model_arg = model or None
         resolved = model or os.environ.get("ANTHROPIC_MODEL") or None
-        self._key_model = resolved or "cli-default"
+        self.key_model = resolved or "cli-default"
         self.model = resolved or DEFAULT_MODEL
         self.cli_version = self._version()
         #: The skill names each run's init event listed, in completion order (for tests and
@@ -122,7 +122,7 @@ class ClaudeCodeBackend:
 
     def context_key(self, context: TriggerContext) -> str:
         return context.key(
-            backend=self.name, model=self._key_model, cli_version=self.cli_version
+            backend=self.name, model=self.key_model, cli_version=self.cli_version
         )
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:

@@ -22,10 +22,14 @@ import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+    from pytest_skilltrigger.engine.store import ResultStore
 
 MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
 # Request headers that describe the request, not the caller: replayed as they were.
@@ -154,7 +158,9 @@ class Captures:
     """One captured request per trigger context: captured on first need, then reused (and,
     with a store, reused by later sessions of the same CLI version and model)."""
 
-    def __init__(self, backend: Any, store: Any = None, *, write: bool = True) -> None:
+    def __init__(
+        self, backend: ClaudeCodeBackend, store: ResultStore | None = None, *, write: bool = True
+    ) -> None:
         self.backend = backend  # a ClaudeCodeBackend: its workspace, isolation and CLI
         self.store = store
         self.write = write  # false in an xdist worker: only the controller writes files
@@ -168,7 +174,7 @@ class Captures:
 
     def store_key(self, context: TriggerContext) -> str:
         return context.key(capture="claude-code", cli_version=self.cli_version,
-                           model=self.backend._key_model)  # fmt: skip
+                           model=self.backend.key_model)  # fmt: skip
 
     def get(self, context: TriggerContext) -> tuple[CapturedRequest, tuple[bytes, bytes]]:
         """The captured request of ``context`` and its splice frame."""
