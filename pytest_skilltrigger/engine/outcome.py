@@ -15,6 +15,8 @@ from pytest_skilltrigger.engine.verdict import passes
 
 Status = Literal["triggered", "not_triggered", "error"]
 
+BUDGET_REACHED = "cost budget"  # how a skip for the budget starts
+
 TOKEN_KEYS = (
     "input_tokens",
     "output_tokens",
@@ -112,6 +114,9 @@ class QueryResult:
     # why the model never sees the skill (it is not listed): no run is made, and the verdict
     # is what never triggering gives
     unlisted: str | None = None
+    # the runs belong to another caller's sampling of the same query (see the sampler): they
+    # are counted and stored once, through that caller's result
+    joined: bool = False
 
     @cached_property
     def runs(self) -> int:
@@ -161,6 +166,11 @@ class QueryResult:
                 total = total + o.usage
         return total
 
+    @property
+    def over_budget(self) -> bool:
+        """Skipped because the cost budget was reached (no call was made for it)."""
+        return bool(self.skipped and self.skipped.startswith(BUDGET_REACHED))
+
     @cached_property
     def calls(self) -> int:
         """API requests this result cost now: every attempt of every run, failed ones too
@@ -176,6 +186,7 @@ class QueryResult:
             "outcomes": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
             "unlisted": self.unlisted,
+            "joined": self.joined,
         }
 
     @classmethod
@@ -188,6 +199,7 @@ class QueryResult:
             outcomes=tuple(RunOutcome.from_dict(o) for o in data["outcomes"]),
             skipped=data.get("skipped"),
             unlisted=data.get("unlisted"),
+            joined=bool(data.get("joined")),
         )
 
     def summary_row(self) -> dict[str, Any]:

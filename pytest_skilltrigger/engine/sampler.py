@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, format_usd
-from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, QueryResult, RunOutcome
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import runs_still_needed
 from pytest_skilltrigger.engine.workers import DaemonPool
@@ -45,7 +45,6 @@ class SamplingPlan:
     phase: str = field(default="items", compare=False)
 
 
-BUDGET_REACHED = "cost budget"  # how a skip for the budget starts (reports count them)
 
 # (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
 QueryIdent = tuple[str, str, int, float, bool, bool]
@@ -98,18 +97,17 @@ class _Query:
 
 
 def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[QueryResult]:
-    """The shared sampling of a query, seen with this caller's expectation.
+    """The shared sampling of a query, seen by a caller that joined it.
 
     The runs do not depend on what is expected of them, so one sampling serves every caller;
-    but the verdict does, so a caller expecting the opposite gets its own view of the result.
+    but the verdict does, so the joiner gets its own view with its expectation. The view is
+    marked ``joined``: its runs were made (and are counted and stored) for the first caller.
     """
     view: Future[QueryResult] = Future()
 
     def resolve(done: Future[QueryResult]) -> None:
         result = done.result()
-        if result.should_trigger != should_trigger:
-            result = dataclasses.replace(result, should_trigger=should_trigger)
-        view.set_result(result)
+        view.set_result(dataclasses.replace(result, should_trigger=should_trigger, joined=True))
 
     shared.add_done_callback(resolve)
     return view

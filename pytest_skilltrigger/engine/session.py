@@ -142,7 +142,10 @@ class TriggerSession:
 
     def absorb(self, context_key: str | None, result: QueryResult, phase: str = "items") -> None:
         """Take in a result sampled by another process (an xdist worker): its calls count
-        against the session's one budget, and its new runs are stored here."""
+        against the session's one budget, and its new runs are stored here. A result that
+        joined another caller's sampling brings nothing new: that caller's result does."""
+        if result.joined:
+            return
         if self.guard is not None:
             for outcome in result.outcomes:
                 if not outcome.from_store:

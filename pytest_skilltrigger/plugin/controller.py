@@ -40,8 +40,8 @@ class Controller(Role):
         self.improvements: list[Change] = []
         self.report: dict[str, Any] | None = None  # built once, at the end of the session
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
-        # each folder's routing items: (entry, result, passed)
-        self.routing_results: dict[str, list[Any]] = {}
+        # each folder's routing items by entry index: (entry, result, passed)
+        self.routing_results: dict[str, dict[int, Any]] = {}
         self.html = None
         if not self.targets:
             return
@@ -129,14 +129,16 @@ class Controller(Role):
             if found is not None:  # junitxml reads an item's properties from its teardown
                 report.user_properties.extend(junit_properties(found[1]))
             return
-        for key, result in wire.decode_checks(report):
-            self.absorb(key, result, "checks")
-        routed = wire.decode_routing(report)
-        if routed is not None:
-            self._add_routing(routed)
-        record = wire.decode(report)
-        if record is None:
-            return
+        for record in wire.decode(report):
+            if isinstance(record, wire.ItemRecord):
+                self._add_item(report, record)
+            elif isinstance(record, wire.RoutingRecord):
+                self._add_routing(record)
+            else:
+                self.absorb(record.context_key, record.result, "checks")
+
+    def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
+        """Keep a trigger item's result under its skill; its numbers go on the report."""
         target = self.by_skill_md.get(record.skill_md)
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return
@@ -156,7 +158,10 @@ class Controller(Role):
             return
         entry = routing.entries[record.index]
         ok = routing_verdict(entry.expected_skill, routing.skills, record.result)
-        self.routing_results.setdefault(routing.folder, []).append((entry, record.result, ok))
+        # keyed by entry: a report seen again (a rerun plugin) replaces, never adds
+        self.routing_results.setdefault(routing.folder, {})[entry.index] = (
+            entry, record.result, ok
+        )
         self.absorb(record.context_key, record.result, "items")
 
     def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
@@ -325,11 +330,9 @@ class Controller(Role):
         if not self.targets:
             return
         from pytest_skilltrigger.engine.cost import format_usd
-        from pytest_skilltrigger.engine.sampler import BUDGET_REACHED
 
-        over_budget = sum(
-            1 for r in self.results.all_results() if (r.skipped or "").startswith(BUDGET_REACHED)
-        )
+        routed = [r for items in self.routing_results.values() for _e, r, _ok in items.values()]
+        over_budget = sum(1 for r in [*self.results.all_results(), *routed] if r.over_budget)
         if over_budget:
             reporter.write_line(
                 f"skilltrigger: the cost budget ({format_usd(self.settings.budget_usd)}) was "

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from pytest_skilltrigger.plugin import wire
+
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.outcome import QueryResult
@@ -129,6 +131,10 @@ class SamplingItem(pytest.Item):
         """Why the result fails the item, or None when it passes."""
         raise NotImplementedError
 
+    def record(self, context_key: str | None) -> wire.Record:
+        """The item's result as it crosses to the controller."""
+        raise NotImplementedError
+
     def setup(self) -> None:
         self.result = self.source.result_for(self)
         if self.result.skipped:
@@ -173,6 +179,11 @@ class TriggerItem(SamplingItem):
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
         return self.target.context(), self.entry, plan
+
+    def record(self, context_key: str | None) -> wire.Record:
+        assert self.result is not None  # only decided items are recorded
+        return wire.ItemRecord(self.target.skill.skill_md, self.entry.index, context_key,
+                               self.result)  # fmt: skip
 
     def failure(self, result: QueryResult) -> str | None:
         if result.passed:
@@ -232,8 +243,11 @@ class RoutingItem(SamplingItem):
             # the expected skill's own context: its trigger rate is the verdict, so exact
             # early stopping applies as for its items
             return self.contexts[entry.expected_skill], sample, plan
-        # no skill expected: every skill's share matters, so every run is made
-        return self.contexts[self.routing.skills[0]], sample, replace(plan, curtail=False)
+        # no skill expected: every skill's share matters, so every run is made, in the
+        # context of a skill the model is shown (the listing is the folder's either way)
+        listed = [self.contexts[s] for s in self.routing.skills if self.contexts[s].model_invocable]
+        context = listed[0] if listed else self.contexts[self.routing.skills[0]]
+        return context, sample, replace(plan, curtail=False)
 
     def failure(self, result: QueryResult) -> str | None:
         from pytest_skilltrigger.reports.formatting import describe_chosen
@@ -251,6 +265,11 @@ class RoutingItem(SamplingItem):
             f"query: {result.query!r}\nexpected {wanted}; over {result.runs} runs the model "
             f"chose: {describe_chosen(result.chosen)}"
         )
+
+    def record(self, context_key: str | None) -> wire.Record:
+        assert self.result is not None  # only decided items are recorded
+        return wire.RoutingRecord(self.routing.path, self.routing_entry.index, context_key,
+                                  self.result)  # fmt: skip
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"

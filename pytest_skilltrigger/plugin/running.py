@@ -16,10 +16,8 @@ from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
     RoutingFile,
-    RoutingItem,
     SamplingItem,
     SkillFile,
-    TriggerItem,
     TriggerRunError,
 )
 from pytest_skilltrigger.plugin.role import Role
@@ -34,8 +32,9 @@ class ItemRunner(Role):
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
         self._submitted: dict[str, Future[QueryResult]] = {}
+        self._keys: dict[str, str | None] = {}  # each item's context key, for its record
         # the skill_trigger fixture's results per test, until its report carries them
-        self._checks: dict[str, list[tuple[str | None, QueryResult]]] = {}
+        self._checks: dict[str, list[wire.CheckRecord]] = {}
 
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         """Items this process will run after ``item``, whose runs can start now."""
@@ -76,6 +75,7 @@ class ItemRunner(Role):
             if item.nodeid not in self._submitted:
                 context, entry, plan = item.request(self.engine.plan)
                 self._submitted[item.nodeid] = self.engine.submit(context, entry, plan)
+                self._keys[item.nodeid] = self.engine.context_key(context)
 
     def _check_available(self) -> None:
         """Skip (or, with --trigger-require-backend, error) when no backend can run."""
@@ -100,29 +100,14 @@ class ItemRunner(Role):
         """Put the item's result on its report (call, or a setup that did not pass), and a
         test's fixture results on its call report."""
         report = yield
-        checks = self._checks.pop(item.nodeid, None) if report.when == "call" else None
-        if checks:
-            wire.attach_checks(report, checks)
+        records: list[wire.Record] = []
+        if report.when == "call":
+            records += self._checks.pop(item.nodeid, [])
         decided = report.when == "call" or (report.when == "setup" and not report.passed)
-        if isinstance(item, RoutingItem) and item.result is not None and decided:
-            context, _entry, _plan = item.request(self.engine.plan)
-            wire.attach_routing(
-                report,
-                wire.RoutingRecord(
-                    path=item.routing.path,
-                    index=item.routing_entry.index,
-                    context_key=self.engine.context_key(context),
-                    result=item.result,
-                ),
-            )
-        if isinstance(item, TriggerItem) and item.result is not None and decided:
-            record = wire.ItemRecord(
-                skill_md=item.target.skill.skill_md,
-                index=item.entry.index,
-                context_key=self.engine.context_key(item.target.context()),
-                result=item.result,
-            )
-            wire.attach(report, record)
+        if isinstance(item, SamplingItem) and item.result is not None and decided:
+            records.append(item.record(self._keys.get(item.nodeid)))
+        if records:
+            wire.attach(report, records)
         return report
 
     @pytest.fixture
@@ -166,7 +151,7 @@ class ItemRunner(Role):
         result = self.engine.submit(context, entry, plan).result()
         if nodeid is not None:
             key = self.engine.context_key(context)
-            self._checks.setdefault(nodeid, []).append((key, result))
+            self._checks.setdefault(nodeid, []).append(wire.CheckRecord(key, result))
         if result.skipped:
             pytest.skip(result.skipped)
         if result.errors:

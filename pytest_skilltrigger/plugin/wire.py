@@ -1,12 +1,15 @@
-"""The one channel an item's result crosses to the controller on: ``report.skilltrigger``.
+"""The one channel results cross to the controller on: ``report.skilltrigger``.
 
-xdist sends only plain JSON values, so the process that ran the item encodes its typed result
-once and the controller decodes it once, when the report arrives; everything after that
-(reports, junit properties, pytest-html cells) works on the typed :class:`ItemRecord`.
+xdist sends only plain JSON values, so the process that ran a test encodes its typed results
+once and the controller decodes them once, when the report arrives; everything after that
+(reports, junit properties, pytest-html cells) works on the typed records. A report carries a
+list of records: a trigger item's or a routing item's result, and the ``skill_trigger``
+fixture's checks made by a test.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +21,7 @@ ATTRIBUTE = "skilltrigger"
 
 @dataclass(frozen=True)
 class ItemRecord:
-    """An item's result as the controller keeps it."""
+    """A trigger item's result."""
 
     skill_md: str  # which target (the controller loaded the same ones)
     index: int  # the entry's position in its eval set
@@ -26,23 +29,9 @@ class ItemRecord:
     result: QueryResult
 
 
-def encode(record: ItemRecord) -> dict[str, Any]:
-    return {
-        "skill_md": record.skill_md,
-        "index": record.index,
-        "context_key": record.context_key,
-        "result": record.result.to_dict(),
-    }
-
-
-def attach(report: Any, record: ItemRecord) -> None:
-    """Put the record on a report as plain values."""
-    setattr(report, ATTRIBUTE, encode(record))
-
-
 @dataclass(frozen=True)
 class RoutingRecord:
-    """A routing item's result as the controller keeps it."""
+    """A routing item's result."""
 
     path: str  # the routing eval set
     index: int
@@ -50,58 +39,38 @@ class RoutingRecord:
     result: QueryResult
 
 
-def attach_routing(report: Any, record: RoutingRecord) -> None:
-    setattr(
-        report,
-        ATTRIBUTE,
-        {"routing": record.path, "index": record.index, "context_key": record.context_key,
-         "result": record.result.to_dict()},
-    )  # fmt: skip
+@dataclass(frozen=True)
+class CheckRecord:
+    """One ``skill_trigger`` fixture check made by a test."""
+
+    context_key: str | None
+    result: QueryResult
 
 
-def decode_routing(report: Any) -> RoutingRecord | None:
-    """The routing record a report carries, or None."""
+Record = ItemRecord | RoutingRecord | CheckRecord
+KINDS: dict[str, type[Record]] = {k.__name__: k for k in (ItemRecord, RoutingRecord, CheckRecord)}
+
+
+def attach(report: Any, records: list[Record]) -> None:
+    """Put records on a report as plain values."""
+    payload = []
+    for record in records:
+        fields = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+        fields["result"] = record.result.to_dict()
+        payload.append({"kind": type(record).__name__, **fields})
+    setattr(report, ATTRIBUTE, payload)
+
+
+def decode(report: Any) -> list[Record]:
+    """The records a report carries (none for reports of other tests)."""
     data = getattr(report, ATTRIBUTE, None)
-    if not isinstance(data, dict) or "routing" not in data:
-        return None
-    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
-
-    return RoutingRecord(
-        data["routing"], int(data["index"]), data.get("context_key"),
-        QueryResult.from_dict(data["result"]),
-    )  # fmt: skip
-
-
-def attach_checks(report: Any, checks: list[tuple[str | None, QueryResult]]) -> None:
-    """Put the ``skill_trigger`` fixture's results of a test on its report, as plain values
-    (the controller stores their runs and counts their calls)."""
-    setattr(
-        report,
-        ATTRIBUTE,
-        {"checks": [{"context_key": k, "result": r.to_dict()} for k, r in checks]},
-    )
-
-
-def decode_checks(report: Any) -> list[tuple[str | None, QueryResult]]:
-    """The fixture results a test's report carries (empty for other reports)."""
-    data = getattr(report, ATTRIBUTE, None)
-    if not isinstance(data, dict) or "checks" not in data:
+    if not data or not isinstance(data, list):
         return []
-    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a check ran
-
-    return [(c.get("context_key"), QueryResult.from_dict(c["result"])) for c in data["checks"]]
-
-
-def decode(report: Any) -> ItemRecord | None:
-    """The item record a report carries, or None for reports of other tests."""
-    data = getattr(report, ATTRIBUTE, None)
-    if not isinstance(data, dict) or "skill_md" not in data:
-        return None
     from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
 
-    return ItemRecord(
-        skill_md=data["skill_md"],
-        index=int(data["index"]),
-        context_key=data.get("context_key"),
-        result=QueryResult.from_dict(data["result"]),
-    )
+    records: list[Record] = []
+    for item in data:
+        fields = {k: v for k, v in item.items() if k != "kind"}
+        fields["result"] = QueryResult.from_dict(fields["result"])
+        records.append(KINDS[item["kind"]](**fields))
+    return records

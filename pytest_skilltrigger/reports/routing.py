@@ -102,8 +102,8 @@ class RoutingTable:
         }  # fmt: skip
 
 
-# each folder's routing items: (entry, result, passed)
-RoutingResults = Mapping[str, list[tuple["RoutingEntry", "QueryResult", "bool | None"]]]
+# each folder's routing items by entry index: (entry, result, passed)
+RoutingResults = Mapping[str, Mapping[int, tuple["RoutingEntry", "QueryResult", "bool | None"]]]
 
 
 def routing_tables(
@@ -116,11 +116,13 @@ def routing_tables(
     for skill in skills:
         by_folder.setdefault(os.path.dirname(skill.target.skill.path), []).append(skill)
     tables = []
-    for folder, group in by_folder.items():
+    for folder in [*by_folder, *(f for f in routing if f not in by_folder)]:
+        group = by_folder.get(folder, [])
         if len(group) < 2 and folder not in routing:
             continue
         table = _table(folder, group)
-        table.items = sorted(routing.get(folder, []), key=lambda item: item[0].index)
+        items = routing.get(folder, {})
+        table.items = [items[i] for i in sorted(items)]
         decided = [ok for _e, _r, ok in table.items if ok is not None]
         decided += [
             r.passed
