@@ -75,12 +75,14 @@ def _captures(
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
     from pytest_skilltrigger.backends.claude_code.capture import Captures
 
-    capturer = ClaudeCodeBackend(
-        model=settings.resolved_model("") or None,
-        timeout=settings.timeout,
-        claude_bin=settings.claude_bin,
-    )
-    return Captures(capturer, store, write=write_store)
+    def make_cli() -> ClaudeCodeBackend:
+        return ClaudeCodeBackend(
+            model=settings.resolved_model("") or None,
+            timeout=settings.timeout,
+            claude_bin=settings.claude_bin,
+        )
+
+    return Captures(make_cli, store, write=write_store)
 
 
 def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:

@@ -127,8 +127,14 @@ class TriggerSession:
         return self.sampler.fatal if self.sampler is not None else None
 
     def context_key(self, context: TriggerContext) -> str | None:
-        """The key results of this context are stored under (None without a backend)."""
-        return self.sampler.context_key(context) if self.sampler is not None else None
+        """The key results of this context are stored under; None without a backend, or
+        when the context cannot be prepared (its runs are then errors, stored nowhere)."""
+        if self.sampler is None:
+            return None
+        try:
+            return self.sampler.context_key(context)
+        except Exception:  # a capture that failed: submit() has made it an error result
+            return None
 
     def record(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
         """Store new runs of a query: the one place the store is written.

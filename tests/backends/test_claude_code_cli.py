@@ -376,7 +376,7 @@ def test_a_captured_request_is_replayed_through_the_api_as_the_cli_sends_it(
     fake_api.script(query, [f"skill:{SKILL}", f"skill:{SKILL}"])
     store = ResultStore(str(tmp_path / "store.sqlite"))
     cli = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
-    replaying = AnthropicBackend(timeout=60, captures=Captures(cli, store))
+    replaying = AnthropicBackend(timeout=60, captures=Captures(lambda: cli, store))
     try:
         replayed = replaying.run(context, query)
         key = replaying.context_key(context)
@@ -414,7 +414,7 @@ def test_a_captured_request_is_replayed_through_the_api_as_the_cli_sends_it(
 
     again_cli = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
     monkeypatch.setattr(again_cli, "capture", no_cli)
-    again = AnthropicBackend(timeout=60, captures=Captures(again_cli, store))
+    again = AnthropicBackend(timeout=60, captures=Captures(lambda: again_cli, store))
     try:
         assert again.context_key(context) == key
     finally:

@@ -92,7 +92,7 @@ class AnthropicBackend:
     def context_key(self, context: TriggerContext) -> str:
         if self.captures is not None:
             captured, _frame = self.captures.get(context)
-            return context.key(backend=self.name, captured=captured.to_json())
+            return context.key(backend=self.name, captured=captured.key_material())
         return context.key(
             backend=self.name,
             model=self.model,
@@ -308,7 +308,7 @@ class AnthropicBackend:
     def close(self) -> None:
         """Stop retrying and close the pool (and the capturing CLI's workspace)."""
         if self.captures is not None:
-            self.captures.backend.close()
+            self.captures.close()
         self._close_client()
 
     def _close_client(self) -> None:

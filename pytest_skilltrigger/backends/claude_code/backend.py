@@ -85,6 +85,7 @@ class ClaudeCodeBackend:
         #: diagnostics: a run that saw no copy, or a stray one, shows up here).
         self.observed_listings: list[tuple[str, ...]] = []
         self._lock = threading.Lock()
+        self._capture_lock = threading.Lock()  # apart: close() must not wait for a capture
         self._live: dict[str, subprocess.Popen[str] | None] = {}
         # Workspaces are reused one run at a time: Claude Code puts the workspace path into
         # its system prompt, so a fresh path per run would defeat prompt caching (every run
@@ -318,7 +319,7 @@ class ClaudeCodeBackend:
         :mod:`.capture`), from a workspace whose path is the same for every capture of this
         session. The user's credentials never reach the recorder: it gets a dummy key."""
         run_dir = Path(self._root) / "capture"
-        with self._lock:  # one capture at a time: they share the workspace path
+        with self._capture_lock:  # one capture at a time: they share the workspace path
             empty_workspace(run_dir)
             run_dir.mkdir(exist_ok=True)
             self._install(run_dir, context)
@@ -332,6 +333,7 @@ class ClaudeCodeBackend:
                     env,
                     max(self.timeout, 60.0),
                     self.cli_version,
+                    self._root,
                 )
             finally:
                 empty_workspace(run_dir)

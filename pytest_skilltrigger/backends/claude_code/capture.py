@@ -17,9 +17,12 @@ capture, for another description, has its own ids and so its own cache prefix.)
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,10 +51,22 @@ class CapturedRequest:
     headers: dict[str, str]
     path: str
     cli_version: str
+    workspace: str = ""  # the capture's workspace root, which the CLI writes into the prompt
 
     @property
     def model(self) -> str:
         return str(self.body.get("model") or "")
+
+    def key_material(self) -> str:
+        """What identifies the request for the store: the body without what differs from
+        capture to capture of the same context (the workspace path, in both the forms the
+        CLI writes it, and the session and device ids in ``metadata``), and the headers."""
+        body = {k: v for k, v in self.body.items() if k != "metadata"}
+        text = json.dumps([body, self.headers, self.path], ensure_ascii=False, sort_keys=True)
+        if self.workspace:
+            text = text.replace(self.workspace, "<workspace>")
+            text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", self.workspace), "<workspace>")
+        return text
 
     def frame(self) -> tuple[bytes, bytes]:
         """The serialised body before and after the query's JSON string content."""
@@ -64,14 +79,15 @@ class CapturedRequest:
     def to_json(self) -> str:
         return json.dumps(
             {"body": self.body, "headers": self.headers, "path": self.path,
-             "cli_version": self.cli_version},
+             "cli_version": self.cli_version, "workspace": self.workspace},
             ensure_ascii=False,
         )  # fmt: skip
 
     @classmethod
     def from_json(cls, text: str) -> CapturedRequest:
         data = json.loads(text)
-        return cls(data["body"], dict(data["headers"]), data["path"], data["cli_version"])
+        return cls(data["body"], dict(data["headers"]), data["path"], data["cli_version"],
+                   data.get("workspace", ""))  # fmt: skip
 
 
 def splice(frame: tuple[bytes, bytes], query: str) -> bytes:
@@ -123,8 +139,9 @@ class _RecorderHandler(BaseHTTPRequestHandler):
 
 
 def record_cli_request(
-    command: list[str], cwd: Path, env: dict[str, str], timeout: float, cli_version: str
-) -> CapturedRequest:
+    command: list[str], cwd: Path, env: dict[str, str], timeout: float, cli_version: str,
+    workspace: str,
+) -> CapturedRequest:  # fmt: skip
     """Run the CLI with the marker as its query against a recorder; its first request."""
     recorder = _Recorder()
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
@@ -149,24 +166,39 @@ def record_cli_request(
             continue
         if isinstance(body, dict) and MARKER in raw.decode("utf-8", "replace"):
             kept = {k: headers[k] for k in REPLAYED_HEADERS if k in headers}
-            return CapturedRequest(body, kept, path.split("?", 1)[0], cli_version)
+            return CapturedRequest(body, kept, path.split("?", 1)[0], cli_version, workspace)
     tail = redact((done.stderr or done.stdout).strip()[-500:])
     raise CaptureError(f"claude sent no request holding the query (exit {done.returncode}): {tail}")
 
 
 class Captures:
     """One captured request per trigger context: captured on first need, then reused (and,
-    with a store, reused by later sessions of the same CLI version and model)."""
+    with a store, reused by later sessions of the same CLI version and model).
+
+    The CLI backend that captures is made on first need too (``make_cli``): a session whose
+    captures all come from the store never starts it. A capture that failed is not tried
+    again for the same context: the error comes back at once.
+    """
 
     def __init__(
-        self, backend: ClaudeCodeBackend, store: ResultStore | None = None, *, write: bool = True
+        self,
+        make_cli: Callable[[], ClaudeCodeBackend],
+        store: ResultStore | None = None,
+        *,
+        write: bool = True,
     ) -> None:
-        self.backend = backend  # a ClaudeCodeBackend: its workspace, isolation and CLI
+        self._make_cli = make_cli
         self.store = store
         self.write = write  # false in an xdist worker: only the controller writes files
         self._lock = threading.Lock()
         self._locks: dict[TriggerContext, threading.Lock] = {}
         self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
+        self._failed: dict[TriggerContext, CaptureError] = {}
+
+    @cached_property
+    def backend(self) -> ClaudeCodeBackend:
+        """The CLI backend whose workspace, isolation and binary the captures use."""
+        return self._make_cli()
 
     @property
     def cli_version(self) -> str:
@@ -186,10 +218,18 @@ class Captures:
         with lock:  # one capture per context, however many runs wait for it
             with self._lock:
                 found = self._done.get(context)
+                failed = self._failed.get(context)
             if found is not None:
                 return found
-            captured = self._load(context) or self._capture(context)
-            found = (captured, captured.frame())
+            if failed is not None:
+                raise failed
+            try:
+                captured = self._load(context) or self._capture(context)
+                found = (captured, captured.frame())
+            except CaptureError as exc:
+                with self._lock:
+                    self._failed[context] = exc
+                raise
             with self._lock:
                 self._done[context] = found
             return found
@@ -205,3 +245,8 @@ class Captures:
         if self.store is not None and self.write:
             self.store.save_capture(self.store_key(context), captured.to_json())
         return captured
+
+    def close(self) -> None:
+        """Close the capturing CLI's backend, if one was made."""
+        if "backend" in self.__dict__:
+            self.backend.close()
