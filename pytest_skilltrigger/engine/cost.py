@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,6 +120,14 @@ class Spend:
         return {"calls": self.calls, **self.usage.to_dict(), "cost_usd": cost}
 
 
+def total_of(spends: Iterable[Spend]) -> Spend:
+    """Several spends added up (the cost unknown if any part's is)."""
+    total = Spend()
+    for spend in spends:
+        total = total + spend
+    return total
+
+
 class CostGuard:
     """Counts what a session spends, by phase, and keeps it within the budget.
 
@@ -143,7 +152,6 @@ class CostGuard:
         self.by_phase: dict[str, Spend] = {}
         self._reserved = 0.0
         self._lock = threading.Lock()
-        self.exhausted = False
 
     def price(self, model: str | None = None) -> Price | None:
         return price_of(model or self.model, self.prices)
@@ -159,7 +167,6 @@ class CostGuard:
             if self.budget_usd is not None and (
                 self.spent_usd + self._reserved + estimate_usd > self.budget_usd
             ):
-                self.exhausted = True
                 return False
             self._reserved += estimate_usd
             return True
@@ -181,11 +188,7 @@ class CostGuard:
 
     def total(self) -> Spend:
         with self._lock:
-            parts = list(self.by_phase.values())
-        total = Spend()
-        for part in parts:
-            total = total + part
-        return total
+            return total_of(self.by_phase.values())
 
 
 def format_usd(value: float | None) -> str:

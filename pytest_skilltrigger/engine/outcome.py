@@ -160,7 +160,11 @@ class QueryResult:
 
     @cached_property
     def usage(self) -> Usage:
+        """Tokens this result cost now: stored runs and a joined sampling's runs are free
+        here (the joined ones are paid for through the first caller's result)."""
         total = Usage()
+        if self.joined:
+            return total
         for o in self.outcomes:
             if not o.from_store:
                 total = total + o.usage
@@ -174,7 +178,9 @@ class QueryResult:
     @cached_property
     def calls(self) -> int:
         """API requests this result cost now: every attempt of every run, failed ones too
-        (stored runs are free)."""
+        (stored runs and a joined sampling's runs are free here)."""
+        if self.joined:
+            return 0
         return sum(o.requests for o in self.outcomes if not o.from_store)
 
     def to_dict(self) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, format_usd
-from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, QueryResult, RunOutcome
+from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import runs_still_needed
 from pytest_skilltrigger.engine.workers import DaemonPool
@@ -206,6 +206,12 @@ class Sampler:
         result = state.result()
         if self.record is not None and not state.plan.fresh and not state.skipped:
             self.record(state.key, state.query, result.outcomes)
+        if result.errors or result.skipped:
+            # no verdict: a later caller (the improvement rounds) samples the query afresh
+            # instead of joining this sampling
+            with self._lock:
+                if self._queries.get(state.ident) is state:
+                    del self._queries[state.ident]
         state.future.set_result(result)
 
     def _run_one(self, state: _Query) -> None:
@@ -213,8 +219,12 @@ class Sampler:
         reserved = 0.0
         if self.fatal:
             outcome = RunOutcome("error", error=self.fatal, fatal=True, requests=0)
-        elif self.guard is not None:
-            reserved = self.guard.estimate_usd(self.backend.estimate(state.context, state.query))
+        elif self.guard is not None and self.guard.budget_usd is not None:
+            try:
+                usage = self.backend.estimate(state.context, state.query)
+            except Exception:  # the run itself will say what is wrong with the request
+                usage = Usage()
+            reserved = self.guard.estimate_usd(usage)
             if not self.guard.reserve(reserved):
                 with self._lock:
                     state.skipped = (

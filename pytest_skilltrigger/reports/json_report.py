@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_skilltrigger.engine.cost import PHASES, Spend
+from pytest_skilltrigger.engine.cost import PHASES, Spend, total_of
 from pytest_skilltrigger.reports.routing import RoutingResults, routing_tables
 from pytest_skilltrigger.reports.summary import SessionResults, models_used, summarize
 from pytest_skilltrigger.skills.catalog import Target
@@ -69,9 +69,7 @@ def totals(spending: Mapping[str, Spend]) -> dict[str, Any]:
     """The session's calls, tokens and cost, in all and by phase (phases in a fixed order)."""
     by_phase = {p: spending[p] for p in PHASES if p in spending}
     by_phase.update({p: s for p, s in spending.items() if p not in by_phase})
-    whole = Spend()
-    for spend in by_phase.values():
-        whole = whole + spend
+    whole = total_of(by_phase.values())
     return {**whole.to_dict(), "by_phase": {p: s.to_dict() for p, s in by_phase.items()}}
 
 

@@ -68,6 +68,8 @@ def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float 
     session's model when a run does not say); None when any price is unknown."""
     total = 0.0
     for r in results:
+        if r.joined:  # paid for through the result whose sampling it joined
+            continue
         for o in r.outcomes:
             if o.from_store:
                 continue
