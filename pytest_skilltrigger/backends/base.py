@@ -34,9 +34,10 @@ class TriggerBackend(Protocol):
         """Ask once; never raise for API or process failures: return an error outcome."""
         ...
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
-        """Ask a plain question (the optimizer's proposals); the answer's text and usage.
-        Raises :class:`~pytest_skilltrigger.support.errors.AskError` on failure."""
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
+        """Ask a plain question (the optimizer's proposals): the answer's text, its usage and
+        the requests sent. Raises :class:`~pytest_skilltrigger.support.errors.AskError` on
+        failure, carrying the requests sent all the same."""
         ...
 
     def close(self) -> None:

@@ -32,6 +32,7 @@ from pytest_skilltrigger.engine.settings import Settings
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.support.errors import AskError
 
 DEFAULT_API_CONCURRENCY = 10
 UNLISTED = (
@@ -167,9 +168,15 @@ class TriggerSession:
             raise BackendUnavailable(self.unavailable or "no backend")
         if self._asker is None:
             self._asker = make_asker(self.settings, self.backend)
-        text, usage = self._asker.ask(prompt, model=model)
+        model = model or self._asker.model
+        try:
+            text, usage, requests = self._asker.ask(prompt, model=model)
+        except AskError as exc:  # what was sent is counted all the same
+            if self.guard is not None:
+                self.guard.add(Usage(), exc.requests, "improve", model)
+            raise
         if self.guard is not None:
-            self.guard.add(usage, 1, "improve", model or self._asker.model)
+            self.guard.add(usage, requests, "improve", model)
         return text, usage
 
     def spending(self) -> dict[str, Spend]:

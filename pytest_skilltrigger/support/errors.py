@@ -20,4 +20,9 @@ class InputError(Exception):
 
 
 class AskError(Exception):
-    """The improve model could not be asked (API or CLI failure); the message is redacted."""
+    """The improve model could not be asked (API or CLI failure); the message is redacted.
+    ``requests`` is how many requests were sent all the same (they are counted)."""
+
+    def __init__(self, message: str, requests: int = 0) -> None:
+        super().__init__(message)
+        self.requests = requests

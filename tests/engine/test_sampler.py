@@ -48,7 +48,7 @@ class ScriptedBackend:
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         return Usage(10, 1)
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -153,7 +153,7 @@ class SequenceBackend:
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         return Usage(100, 10)
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
         raise NotImplementedError
 
     def close(self) -> None:

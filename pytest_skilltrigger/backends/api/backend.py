@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pytest_skilltrigger.backends.api.request import build_request, request_body
+from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
 from pytest_skilltrigger.backends.api.sse import decide
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.claude_code.capture import Captures, splice
@@ -123,14 +123,19 @@ class AnthropicBackend:
         """What one run is expected to cost before it is sent: the request's size in tokens
         (about a token per three bytes, all counted as uncached input) and the output a
         decision takes."""
-        body, _path, _headers = self._request(context, query)
-        return Usage(input_tokens=len(body) // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
+        if self.captures is None:
+            size = body_length(context, query, self.model)
+        else:
+            head, tail = self.captures.get(context)[1]
+            size = len(head) + len(tail) + len(query.encode("utf-8"))
+        return Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One run within ``timeout`` seconds, retries included: statuses and connection
         errors are retried by the SDK, stream failures by this loop; every request sent is
         counted on the outcome."""
         state = _RunState(time.monotonic() + self.timeout)
+        state.request = self._request(context, query)  # built once, sent by every attempt
         self._local.run = state
         try:
             outcome = self._attempts(context, query, state)
@@ -220,7 +225,7 @@ class AnthropicBackend:
         try:
             # The SDK's own request path (auth, headers, retries, status errors) with a body
             # serialised ahead; the raw-stream header makes it hand back the unread response.
-            body, path, headers = self._request(context, query)
+            body, path, headers = state.request
             response = client.post(
                 path,
                 cast_to=object,
@@ -290,20 +295,26 @@ class AnthropicBackend:
             "error", error=f"cannot reach the Messages API at {endpoint}: {message}", fatal=True
         )
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
         """One plain request (the optimizer's proposals) on the same client and pool, with a
-        longer timeout: a proposal is a few hundred words, not one tool call."""
+        longer timeout: a proposal is a few hundred words, not one tool call. Returns the
+        text, the usage and the requests sent (the SDK's retries included)."""
         client = self._connect()
+        timeout = max(self.timeout, ASK_TIMEOUT)
+        state = _RunState(time.monotonic() + timeout)  # so the request hook counts attempts
+        self._local.run = state
         try:
-            message = client.with_options(timeout=max(self.timeout, ASK_TIMEOUT)).messages.create(
+            message = client.with_options(timeout=timeout).messages.create(
                 model=model or self.model,
                 max_tokens=4096,
                 messages=[{"role": "user", "content": prompt}],
             )
         except self._sdk.APIError as exc:
-            raise AskError(redact(str(exc))) from None
+            raise AskError(redact(str(exc)), requests=state.sent) from None
+        finally:
+            self._local.run = None
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
-        return text, Usage.from_dict(message.usage.model_dump())
+        return text, Usage.from_dict(message.usage.model_dump()), state.sent
 
     def close(self) -> None:
         """Stop retrying and close the pool (and the capturing CLI's workspace)."""
@@ -367,6 +378,7 @@ class _RunState:
 
     deadline: float
     sent: int = 0
+    request: tuple[bytes, str, dict[str, str]] = (b"", "", {})  # body, path, headers
     gave_up_waiting: float | None = None  # a retry-after the run had no time for
 
     def remaining(self) -> float:

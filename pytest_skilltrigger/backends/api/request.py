@@ -134,6 +134,12 @@ def request_body(context: TriggerContext, query: str, model: str) -> bytes:
     return head + json.dumps(query).encode("ascii") + tail
 
 
+def body_length(context: TriggerContext, query: str, model: str) -> int:
+    """The size of :func:`request_body` without building it (for the budget's estimate)."""
+    head, tail = _body_frame(context, model)
+    return len(head) + len(tail) + len(json.dumps(query))
+
+
 _BODY_TAIL = '}]}], "stream": true}'
 
 

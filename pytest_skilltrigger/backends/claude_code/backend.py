@@ -129,9 +129,7 @@ class ClaudeCodeBackend:
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it starts: the CLI's own prompt and tools
         (about :data:`CLI_BASE_TOKENS`), the listing and the query, all as uncached input."""
-        listed = len(context.description) + sum(
-            len(s.name) + len(s.description) for s in context.siblings
-        )
+        listed = sum(len(s.line) for s in context.listing())
         return Usage(
             input_tokens=CLI_BASE_TOKENS + (listed + len(query)) // 3,
             output_tokens=DECISION_OUTPUT_TOKENS,
@@ -281,7 +279,9 @@ class ClaudeCodeBackend:
                 self.observed_listings.append(verdict.skills)
         if verdict.model and self._model_arg is None:
             self.model = verdict.model  # what the CLI really used: reports and prices say so
-        requests = verdict.requests
+        # an API error the CLI reported came from a request of its own, even if the stream
+        # showed none
+        requests = verdict.requests or (1 if verdict.request_id or verdict.fatal else 0)
         if verdict.chosen is not None and not timed_out.is_set():
             status = "triggered" if verdict.chosen == f"skill:{skill_name}" else "not_triggered"
             return RunOutcome(
@@ -342,7 +342,7 @@ class ClaudeCodeBackend:
     def context_label(self) -> str:
         return f"claude-code (the Claude Code CLI {self.cli_version} itself)"
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
+    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
         """One plain request to the model through the CLI (the optimizer's proposals when
         the user has a Claude Code login and no API key), in an empty private workspace."""
         if self._closed:
@@ -372,9 +372,12 @@ class ClaudeCodeBackend:
                 tail = (done.stderr or done.stdout).strip()[-500:]
                 message = f"claude gave no result (exit {done.returncode}): {tail}"
                 raise AskError(redact(message)) from None
+            turns = int(result.get("num_turns") or 1)  # the CLI's requests for the answer
             if result.get("is_error") or done.returncode:
-                raise AskError(redact(f"claude reported an error: {result.get('result')}"))
-            return str(result.get("result") or ""), Usage.from_dict(result.get("usage"))
+                raise AskError(
+                    redact(f"claude reported an error: {result.get('result')}"), requests=turns
+                )
+            return str(result.get("result") or ""), Usage.from_dict(result.get("usage")), turns
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 

@@ -76,6 +76,7 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
                 if isinstance(msg.get("model"), str):
                     verdict.model = msg["model"]
             elif subtype == "api_retry":
+                verdict.requests += 1  # a request that failed and that the CLI retries
                 status = msg.get("error_status")
                 verdict.last_problem = (
                     f"API error {status} ({msg.get('error')}), retried by the CLI"
