@@ -112,6 +112,26 @@ def test_bad_options_are_usage_errors(
     assert not (pytester.path / "out.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--runs-per-query=0"], "*--runs-per-query: must be at least 1, got 0*"),
+        (["--trigger-backend=bogus"], "*--trigger-backend: must be one of auto, anthropic,*"),
+        (["--trigger-cache=bogus"], "*--trigger-cache: must be one of use, refresh, off*"),
+    ],
+)
+def test_a_bad_option_is_a_usage_error_also_without_skills(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    """The engine's settings are built lazily in a project without skills, but a given option
+    is still checked at configure (a bad choice included, which argparse no longer checks)."""
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+
+
 def test_skill_warnings_show_in_the_warnings_summary(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:

@@ -12,16 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import (
-    BACKENDS,
-    CACHE_MODES,
-    CONTEXTS,
-    MODEL_ENV,
-    Settings,
-)
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.settings import Settings
     from pytest_skilltrigger.optimizer.options import OptimizeOptions
 
 GROUP = "skilltrigger"
@@ -71,7 +65,7 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "trigger_model",
         "str",
         None,
-        f"model id (default: ${MODEL_ENV}, else claude-opus-5-5 for the API)",
+        "model id (default: $SKILLTRIGGER_MODEL, else claude-opus-5-5 for the API)",
     ),
     (
         "--trigger-concurrency",
@@ -156,10 +150,6 @@ def add_options(parser: pytest.Parser) -> None:
         elif kind == "bool":
             kwargs["action"] = "store_true"
             kwargs["default"] = False
-        elif kind == "choice":
-            kwargs["choices"] = {
-                "--trigger-backend": BACKENDS, "--trigger-context": CONTEXTS
-            }.get(flag, CACHE_MODES)
         group.addoption(flag, **kwargs)
         if ini:
             parser.addini(ini, help_text, type="bool" if kind == "bool" else None, default=None)
@@ -189,8 +179,23 @@ def _number(config: pytest.Config, flag: str, cast: type) -> Any:
         raise InputError(flag, f"must be a number, got {value!r}") from None
 
 
-def settings_from_config(config: pytest.Config, default_store: str | None) -> Settings:
+def any_given(config: pytest.Config) -> bool:
+    """Whether any option or ini key of ours differs from its default.
+
+    When none does, the settings are the defaults, which are valid: a project that collects
+    no skill can then leave the engine's settings unbuilt (and unimported) without missing a
+    bad option. (A choice's values are checked there too, one table for the library and the
+    command line, so argparse gets no ``choices``.)
+    """
+    return any(
+        _raw(config, name) not in (default, None, False) for name, _ini, _k, default, _h in OPTIONS
+    )
+
+
+def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate the engine settings; InputError names the bad option."""
+    from pytest_skilltrigger.engine.settings import Settings, default_store_path
+
     return Settings(
         runs_per_query=_number(config, "--runs-per-query", int),
         threshold=_number(config, "--trigger-threshold", float),
@@ -200,7 +205,7 @@ def settings_from_config(config: pytest.Config, default_store: str | None) -> Se
         concurrency=_number(config, "--trigger-concurrency", int),
         curtail=not flag(config, "--no-early-stop"),
         cache_mode=str(_raw(config, "--trigger-cache")),
-        store_path=_path(config, "--trigger-store") or default_store,
+        store_path=_path(config, "--trigger-store") or default_store_path(),
         budget_usd=_number(config, "--trigger-budget-usd", float),
         prices_path=_path(config, "--trigger-prices"),
         claude_bin=_raw(config, "--claude-bin"),

@@ -5,8 +5,9 @@ methods are the hooks: :class:`~pytest_skilltrigger.plugin.controller.LocalContr
 plain run, :class:`~pytest_skilltrigger.plugin.controller.DistController` on the xdist
 controller and :class:`~pytest_skilltrigger.plugin.worker.DistWorker` on each xdist worker.
 
-Nothing of the engine is imported until a skill is in play or the ``skill_trigger`` fixture
-is used: a project that has the plugin installed and collects no skill pays for options only.
+Nothing of the engine is imported until a skill is in play, an option of ours is given or the
+``skill_trigger`` fixture is used: a project that has the plugin installed and collects no
+skill pays for reading its options only.
 """
 
 from __future__ import annotations
@@ -16,12 +17,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.engine.settings import default_store_path
 from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.engine.settings import Settings
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.routing import RoutingSet
 
@@ -38,11 +39,8 @@ class Role:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.settings = options.settings_from_config(config, default_store_path())
-        if self.settings.prices_path:
-            from pytest_skilltrigger.engine.cost import load_prices
-
-            load_prices(self.settings.prices_path)  # a bad price file is bad input: fail now
+        if options.any_given(config):  # a bad option is an error even with no skill in play
+            _ = self.settings
         self.gates = options.gates(config)
         self.optimize = options.optimize_options(config)
         given, ini = options.skill_paths(config)
@@ -58,9 +56,23 @@ class Role:
                 description=config.getoption("skill_description"),
             )
             self.routing_sets = load_routing_sets(self.targets, selection.paths)
+        if self.targets:
+            _ = self.settings
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
         self.by_routing_path = {r.path: r for r in self.routing_sets}
         adjust_args(config, selection)
+
+    @cached_property
+    def settings(self) -> Settings:
+        """The engine's settings, checked. Built at configure when an option of ours is given
+        or a skill is in play, else on first use: the defaults need no check, and a project
+        without skills then loads none of the engine."""
+        settings = options.settings_from_config(self.config)
+        if settings.prices_path:
+            from pytest_skilltrigger.engine.cost import load_prices
+
+            load_prices(settings.prices_path)  # a bad price file is bad input: fail now
+        return settings
 
     #: ``(index, count)`` when this process is one of several running the session
     share: tuple[int, int] | None = None

@@ -124,8 +124,8 @@ def test_probe():
 
 def test_a_project_without_skills_loads_little_of_the_plugin(pytester: pytest.Pytester) -> None:
     """Every pytest run of a project that has the plugin installed imports the entry point;
-    without a skill in play that must not load the engine, yaml, sqlite3 or the SDK. (The
-    engine's settings module, a table of option values and checks, is the one exception.)"""
+    without a skill in play (and no option of ours given) that must not load the engine,
+    yaml, sqlite3 or the SDK."""
     pytester.makepyfile(test_probe=PROBE)
     result = pytester.runpytest_subprocess("-q")
     result.assert_outcomes(passed=1)
@@ -133,7 +133,7 @@ def test_a_project_without_skills_loads_little_of_the_plugin(pytester: pytest.Py
     assert probe["heavy"] == []
     assert len(probe["modules"]) <= 15, probe["modules"]
     engine = [m for m in probe["modules"] if m.startswith(f"{NAME}.engine.")]
-    assert engine == [f"{NAME}.engine.settings"]
+    assert engine == []
     assert not [m for m in probe["modules"] if m.startswith(f"{NAME}.backends")]
 
 
