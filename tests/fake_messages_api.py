@@ -5,8 +5,11 @@ offline and deterministically, yet still meet what the real service does to a cl
 sockets, HTTP/1.1 keep-alive, server-sent events written frame by frame, thinking blocks,
 text preambles before tool calls, ``ping`` frames in odd places, tool input split into tiny
 JSON fragments, prompt-cache accounting, and faults (429, 5xx, an ``error`` event inside a
-200 stream, a connection cut mid-stream, a hang). Mocking the HTTP client would hide exactly
-the bugs this server is meant to expose, so it is a real server on 127.0.0.1 and nothing else.
+200 stream, a connection cut mid-stream, a hang). It also keeps Message Batches (create, poll,
+cancel, JSONL results) with what makes real batches awkward: polls that stay in progress,
+results in no particular order, per-request errors and expiry, answers cut at ``max_tokens``.
+Mocking the HTTP client would hide exactly the bugs this server is meant to expose, so it is a
+real server on 127.0.0.1 and nothing else.
 
 Standard library only, so it can run anywhere the tests run::
 
@@ -27,6 +30,8 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -253,6 +258,16 @@ def _estimate(text: str) -> int:
     return (len(text) + 3) // 4
 
 
+def _is_trigger(body: dict[str, Any]) -> bool:
+    """Whether ``body`` asks for a trigger decision (else it is an improvement request).
+
+    An improvement prompt sent through Claude Code carries the Skill tool too: the answer
+    format the prompt asks for tells it apart from a trigger request.
+    """
+    asks_description = any("<new_description>" in t for t in _message_texts(body))
+    return _skill_tool(body) is not None and not asks_description
+
+
 def _current_description(body: dict[str, Any]) -> str | None:
     for text in _system_texts(body) + _message_texts(body):
         start = text.find("<current_description>")
@@ -319,9 +334,10 @@ class _Handler(BaseHTTPRequestHandler):
             # The client left (closed a stream early, timed out): nothing to answer.
             self.close_connection = True
 
-    # Everything that is not POST is a 404, but answered properly so keep-alive survives.
+    # Everything that is not POST is a 404 (but GET on batch paths), answered properly so
+    # keep-alive survives. ``self.command``: a DELETE must not pass for a GET.
     def do_GET(self) -> None:
-        self.server.api._handle(self, "GET")
+        self.server.api._handle(self, self.command)
 
     do_PUT = do_DELETE = do_PATCH = do_GET
 
@@ -376,8 +392,123 @@ def _frame(event: str, data: dict[str, Any]) -> bytes:
 BILLING_HEADER = "x-anthropic-billing-header:"
 
 
+# --------------------------------------------------------------------------------------------
+# Message Batches: the pieces that do not need the server (its handlers are in the class)
+# --------------------------------------------------------------------------------------------
+
+BATCH_LIMIT = 100_000  # requests the real API takes in one batch
+CUSTOM_ID_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # used with fullmatch: "$" would pass "id\n"
+BATCH_PATH_RE = re.compile(r"/v1/messages/batches/(?P<id>[^/]+)(?:/(?P<action>results|cancel))?")
+#: The result types of a batch request, in the order ``request_counts`` lists them.
+BATCH_RESULT_TYPES: tuple[str, ...] = ("succeeded", "errored", "canceled", "expired")
+#: What :meth:`FakeMessagesAPI.batch_script` accepts (plus ``"errored:<error type>"``).
+BATCH_SCRIPT_RESULTS = frozenset({"ok", "errored", "expired"})
+BATCH_ERROR_MESSAGES = {
+    "overloaded_error": "Overloaded",
+    "api_error": "Internal server error",
+    "rate_limit_error": "Number of requests has exceeded your rate limit",
+}
+
+
+def _iso(moment: datetime) -> str:
+    """RFC 3339 in UTC with a ``Z``, as the real API writes its timestamps."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _errored(etype: str, message: str) -> dict[str, Any]:
+    """A batch result for a request that failed (the error body a live call would get)."""
+    return {
+        "type": "errored",
+        "error": {"type": "error", "error": {"type": etype, "message": message}},
+    }
+
+
+def batch_problem(body: Any) -> str | None:
+    """Why a create-batch body is refused with a 400 (the message), or None if it is taken.
+
+    Only what the real API checks when the batch is created; a bad ``params`` value beyond a
+    missing ``model``/``messages`` (unknown model, no ``max_tokens``) is found per request
+    while processing and comes back as an ``errored`` result instead.
+    """
+    if not isinstance(body, dict):
+        return "The request body is not valid JSON (an object is required)."
+    requests = body.get("requests")
+    if not isinstance(requests, list):
+        return "requests: Field required" if "requests" not in body else "requests: not a list"
+    if not requests:
+        return "requests: List should have at least 1 item after validation, not 0"
+    if len(requests) > BATCH_LIMIT:
+        return f"requests: List should have at most {BATCH_LIMIT} items, not {len(requests)}"
+    seen: set[str] = set()
+    for i, item in enumerate(requests):
+        where = f"requests.{i}"
+        if not isinstance(item, dict):
+            return f"{where}: Input should be a valid dictionary"
+        custom_id = item.get("custom_id")
+        if not isinstance(custom_id, str) or not CUSTOM_ID_RE.fullmatch(custom_id):
+            return f"{where}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+        if custom_id in seen:
+            return f"{where}.custom_id: {custom_id!r} is not unique within the batch"
+        seen.add(custom_id)
+        params = item.get("params")
+        if not isinstance(params, dict):
+            return f"{where}.params: Input should be a valid dictionary"
+        for key, kind in (("model", str), ("messages", list)):
+            if not isinstance(params.get(key), kind):
+                return f"{where}.params.{key}: Field required"
+        if params.get("stream") is True:
+            return f"{where}.params.stream: streaming is not supported in a batch"
+    return None
+
+
+@dataclass
+class _Batch:
+    """One Message Batch; every field is read and changed under ``lock`` only.
+
+    ``shown`` is how many requests the in-progress counts report as done; a cancel lets
+    exactly those be processed and cancels the rest. ``results`` are the JSONL lines, decided
+    when the batch ends and kept in their (shuffled) order.
+    """
+
+    id: str
+    requests: list[tuple[str, dict[str, Any]]]
+    created_at: datetime
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    status: str = "in_progress"  # then "canceling" (after a cancel) or "ended"
+    polls: int = 0
+    shown: int = 0
+    cancel_initiated_at: datetime | None = None
+    ended_at: datetime | None = None
+    results_url: str | None = None
+    results: list[dict[str, Any]] = field(default_factory=list, repr=False)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``MessageBatch`` object (``BetaMessageBatch`` has the same fields)."""
+        counts = {"processing": 0, **dict.fromkeys(BATCH_RESULT_TYPES, 0)}
+        if self.status == "ended":
+            for line in self.results:
+                counts[line["result"]["type"]] += 1
+        else:
+            counts["processing"] = len(self.requests) - self.shown
+            counts["succeeded"] = self.shown
+        return {
+            "id": self.id,
+            "type": "message_batch",
+            "processing_status": self.status,
+            "request_counts": counts,
+            "ended_at": _iso(self.ended_at) if self.ended_at else None,
+            "created_at": _iso(self.created_at),
+            "expires_at": _iso(self.created_at + timedelta(hours=24)),
+            "archived_at": None,
+            "cancel_initiated_at": (
+                _iso(self.cancel_initiated_at) if self.cancel_initiated_at else None
+            ),
+            "results_url": self.results_url,
+        }
+
+
 class FakeMessagesAPI:
-    """A threaded loopback server imitating ``POST /v1/messages``.
+    """A threaded loopback server imitating ``POST /v1/messages`` and Message Batches.
 
     Attributes tests read or set:
 
@@ -392,11 +523,33 @@ class FakeMessagesAPI:
                          mentions "description"), popped in order by successful responses.
     ``stats``            ``calls`` (every POST /v1/messages), ``trigger_calls``,
                          ``improve_calls``, ``count_tokens_calls``, ``faults_injected``
-                         (kind -> n), ``decisions`` (outcome -> n, successful responses only),
-                         ``connections`` (accepted sockets), ``in_flight_max``, ``alpn``
-                         (protocol agreed in each TLS handshake -> n).
+                         (kind -> n), ``decisions`` (outcome -> n, successful responses only,
+                         batch requests that succeed included), ``connections`` (accepted
+                         sockets), ``in_flight_max`` (live requests only), ``alpn`` (protocol
+                         agreed in each TLS handshake -> n); for batches ``batches_created``,
+                         ``batch_requests`` (requests in created batches), ``batch_polls``
+                         (every GET of a batch), ``batch_results_fetches``, ``batch_cancels``
+                         and ``batch_results`` (result type -> n, counted when a batch ends).
+                         Batch requests are not ``calls``/``trigger_calls``/``improve_calls``.
     ``tls``              an ``ssl.SSLContext`` to serve HTTPS with (``url`` is then https).
     ``idle_timeout``     seconds an idle keep-alive connection is kept open (None: forever).
+
+    Message Batches (``/v1/messages/batches``, ``?beta=true`` or not):
+
+    ``batch_polls``      how many retrieves a batch stays ``in_progress`` (showing partial
+                         counts); the retrieve after that ends it and decides every request.
+    ``batch_faults``     ``{"errored": 0.1, "expired": 0.05}`` per-request result rates, drawn
+                         with an RNG of their own when the batch ends (errored: an
+                         ``overloaded_error`` or ``api_error`` result).
+    ``batch_requests_log``  the ``params`` of every request of every created batch, in order.
+    ``batch_headers``    lower-cased headers of each successful create (``anthropic-beta``...).
+    :meth:`batch_script` forces the results of the next batch requests for one query.
+
+    A batch request that succeeds is answered by the live rules (scripts, keyword model,
+    decoration, prompt cache), in submission order when the batch ends, then cut to its
+    ``max_tokens`` (whole trailing blocks dropped, ``stop_reason: "max_tokens"``). An unknown
+    model (see ``known_models``) or a missing ``max_tokens`` is an ``errored`` result. Results
+    come back in a shuffled order, never the request order.
     """
 
     def __init__(
@@ -440,7 +593,20 @@ class FakeMessagesAPI:
             "connections": 0,
             "in_flight_max": 0,
             "alpn": {},
+            "batches_created": 0,
+            "batch_requests": 0,
+            "batch_polls": 0,
+            "batch_results_fetches": 0,
+            "batch_cancels": 0,
+            "batch_results": {},
         }
+        self.batch_polls = 1
+        self.batch_faults: dict[str, float] = {}
+        self.batch_requests_log: list[dict[str, Any]] = []
+        self.batch_headers: list[dict[str, str]] = []
+        self._batches: dict[str, _Batch] = {}
+        self._batch_scripts: dict[str, list[str]] = {}
+        self._batch_rng = random.Random(seed + 2)
         self._lock = threading.Lock()
         self._fault_rng = random.Random(seed)
         self._shape_rng = random.Random(seed + 1)
@@ -522,6 +688,22 @@ class FakeMessagesAPI:
         with self._lock:
             self._scripts[query] = list(outcomes)
             self._script_pos[query] = 0
+
+    def batch_script(self, query: str, results: list[str]) -> None:
+        """Force the results of the next batch requests whose query is exactly ``query``.
+
+        ``"errored"`` (an ``overloaded_error`` result; ``"errored:<type>"`` for another error
+        type), ``"expired"`` or ``"ok"`` (no injected fault), one per request in submission
+        order; after the list runs out, results are drawn from ``batch_faults`` again. A
+        request that is canceled does not use an entry. Replaces an earlier list for the query.
+        """
+        for result in results:
+            if result not in BATCH_SCRIPT_RESULTS and not (
+                result.startswith("errored:") and len(result) > len("errored:")
+            ):
+                raise ValueError(f"bad scripted batch result {result!r}")
+        with self._lock:
+            self._batch_scripts[query] = list(results)
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -675,6 +857,8 @@ class FakeMessagesAPI:
         raw = h.read_body() if method != "HEAD" else b""
         rid = f"req_fake_{self._next_id()}"
         path = h.path.split("?", 1)[0].rstrip("/")
+        if self._handle_batch(h, rid, method, path, raw):
+            return
         if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
             self._error(h, rid, 404, "not_found_error", f"Not found: {method} {path}")
             return
@@ -741,10 +925,7 @@ class FakeMessagesAPI:
             h.wfile.write(payload)
             return
 
-        # An improvement prompt sent through Claude Code carries the Skill tool too: the
-        # answer format the prompt asks for tells it apart from a trigger request.
-        asks_description = any("<new_description>" in t for t in _message_texts(body))
-        trigger = _skill_tool(body) is not None and not asks_description
+        trigger = _is_trigger(body)
         self._bump("trigger_calls" if trigger else "improve_calls")
         stream = bool(body.get("stream"))
         fault = self._draw_fault()
@@ -765,26 +946,32 @@ class FakeMessagesAPI:
             self._error(h, rid, status, etype, msg, extra)
             return
 
-        ok = fault is None
-        content, stop_reason = self._plan(body, trigger, advance=ok)
+        message, rng = self._answer(body, trigger, f"msg_fake_{rid[9:]}", advance=fault is None)
+        if not stream:
+            self._send_json_message(h, rid, message, fault)
+        else:
+            self._send_stream(h, rid, message, fault, rng)
+
+    def _answer(
+        self, body: dict[str, Any], trigger: bool, message_id: str, advance: bool
+    ) -> tuple[dict[str, Any], random.Random]:
+        """The whole answer to ``body`` (live or batched), and the RNG that shaped it."""
+        content, stop_reason = self._plan(body, trigger, advance=advance)
         usage = self._usage(body)
         with self._lock:
             rng = random.Random(self._shape_rng.getrandbits(64))
         content = self._decorate(content, rng)
         message = {
-            "id": f"msg_fake_{rid[9:]}",
+            "id": message_id,
             "type": "message",
             "role": "assistant",
-            "model": model,
+            "model": body["model"],
             "content": content,
             "stop_reason": stop_reason,
             "stop_sequence": None,
             "usage": {**usage, "output_tokens": max(_estimate(json.dumps(content)), 1)},
         }
-        if not stream:
-            self._send_json_message(h, rid, message, fault)
-        else:
-            self._send_stream(h, rid, message, fault, rng)
+        return message, rng
 
     def _usage_uncached(self, body: dict[str, Any]) -> int:
         text = json.dumps([body.get("tools"), body.get("system"), body.get("messages")])
@@ -1018,6 +1205,194 @@ class FakeMessagesAPI:
             n = rng.randint(lo, hi)
             yield text[i : i + n]
             i += n
+
+    # -- Message Batches ----------------------------------------------------------------------
+    #
+    # POST /v1/messages/batches, GET .../{id} (one poll), GET .../{id}/results (JSONL once
+    # ended), POST .../{id}/cancel. Locks: a batch's own lock may be held while taking
+    # ``self._lock`` (deciding results does), never the other way round.
+
+    def _handle_batch(self, h: _Handler, rid: str, method: str, path: str, raw: bytes) -> bool:
+        """Serve ``path`` if it is a Message Batches endpoint; False if it is not one."""
+        if path == "/v1/messages/batches":
+            if method != "POST":
+                return False  # listing batches is not imitated: 404 like any unknown path
+            action, batch_id = "create", ""
+        else:
+            m = BATCH_PATH_RE.fullmatch(path)
+            if m is None:
+                return False
+            action = {
+                ("GET", None): "retrieve",
+                ("GET", "results"): "results",
+                ("POST", "cancel"): "cancel",
+            }.get((method, m["action"]), "")
+            if not action:
+                return False
+            batch_id = m["id"]
+            stat = {"retrieve": "batch_polls", "results": "batch_results_fetches"}
+            self._bump(stat.get(action, "batch_cancels"))
+        if self.latency > 0:
+            self._stopping.wait(self.latency)
+        if not self._authorised(h):
+            self._error(h, rid, 401, "authentication_error", "invalid x-api-key")
+            return True
+        if action == "create":
+            self._batch_create(h, rid, raw)
+            return True
+        with self._lock:
+            batch = self._batches.get(batch_id)
+        if batch is None:
+            self._error(h, rid, 404, "not_found_error", f"message batch {batch_id} not found")
+            return True
+        if action == "results":
+            self._batch_results(h, rid, batch)
+            return True
+        with batch.lock:
+            if action == "retrieve":
+                self._batch_poll(batch)
+            elif batch.status == "in_progress":
+                batch.status = "canceling"
+                batch.cancel_initiated_at = datetime.now(timezone.utc)
+            answer = batch.as_json()
+        self._send_json(h, rid, answer)
+        return True
+
+    def _batch_create(self, h: _Handler, rid: str, raw: bytes) -> None:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError:
+            body = None
+        problem = batch_problem(body)
+        if problem is not None:
+            self._error(h, rid, 400, "invalid_request_error", problem)
+            return
+        requests = [(item["custom_id"], item["params"]) for item in body["requests"]]
+        with self._lock:
+            batch = _Batch(
+                f"msgbatch_fake_{len(self._batches) + 1}", requests, datetime.now(timezone.utc)
+            )
+            self._batches[batch.id] = batch
+            self.stats["batches_created"] += 1
+            self.stats["batch_requests"] += len(requests)
+            self.batch_requests_log.extend(params for _, params in requests)
+            self.batch_headers.append({k.lower(): v for k, v in h.headers.items()})
+        with batch.lock:
+            answer = batch.as_json()
+        self._send_json(h, rid, answer)
+
+    def _batch_poll(self, batch: _Batch) -> None:
+        """One retrieve (``batch.lock`` held): progress, or end the batch."""
+        if batch.status == "ended":
+            return
+        if batch.status == "canceling":
+            self._batch_end(batch, processed=batch.shown)
+            return
+        batch.polls += 1
+        polls = max(int(self.batch_polls), 0)
+        if batch.polls > polls:
+            self._batch_end(batch, processed=len(batch.requests))
+            return
+        # Partial progress, as a real batch reports it; the sum always is the batch size.
+        batch.shown = max(batch.shown, len(batch.requests) * batch.polls // (polls + 1))
+
+    def _batch_end(self, batch: _Batch, processed: int) -> None:
+        """Decide the first ``processed`` requests in submission order, cancel the rest, and
+        keep the lines in a seeded shuffled order that never is the request order."""
+        lines = []
+        for index, (custom_id, params) in enumerate(batch.requests):
+            result = self._batch_result(params) if index < processed else {"type": "canceled"}
+            lines.append({"custom_id": custom_id, "result": result})
+        order = list(range(len(lines)))
+        random.Random(f"{self.seed}:{batch.id}").shuffle(order)
+        if order == sorted(order) and len(order) > 1:
+            order = order[1:] + order[:1]
+        batch.results = [lines[i] for i in order]
+        batch.status = "ended"
+        batch.ended_at = datetime.now(timezone.utc)
+        batch.results_url = f"{self.url}/v1/messages/batches/{batch.id}/results"
+        for line in lines:
+            self._bump("batch_results", line["result"]["type"])
+
+    def _batch_result(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The ``result`` of one processed batch request."""
+        query = extract_query(params)
+        with self._lock:
+            forced = self._batch_scripts.get(query)
+            kind = forced.pop(0) if forced else self._draw_batch_fault()
+        if kind == "expired":
+            return {"type": "expired"}
+        if kind is not None and kind.startswith("errored"):
+            etype = kind.partition(":")[2] or "overloaded_error"
+            return _errored(etype, BATCH_ERROR_MESSAGES.get(etype, f"{etype} (scripted)"))
+        model = params["model"]
+        if self.known_models is not None and model not in self.known_models:
+            return _errored("not_found_error", f"model: {model}")
+        limit = params.get("max_tokens")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            return _errored("invalid_request_error", "max_tokens: Field required (an integer >= 1)")
+        message, _ = self._answer(
+            params, _is_trigger(params), f"msg_fake_{self._next_id()}", advance=True
+        )
+        if message["usage"]["output_tokens"] > limit:
+            kept: list[dict[str, Any]] = []
+            for block in message["content"]:
+                if _estimate(json.dumps([*kept, block])) > limit:
+                    break
+                kept.append(block)
+            message["content"] = kept
+            message["stop_reason"] = "max_tokens"
+            message["usage"]["output_tokens"] = limit
+        return {"type": "succeeded", "message": message}
+
+    def _draw_batch_fault(self) -> str | None:
+        """``"errored:<type>"``, ``"expired"`` or None, from ``batch_faults`` (lock held)."""
+        errored = float(self.batch_faults.get("errored", 0.0))
+        expired = float(self.batch_faults.get("expired", 0.0))
+        if errored <= 0 and expired <= 0:
+            return None
+        u = self._batch_rng.random()
+        if u < errored:
+            return "errored:" + self._batch_rng.choice(("overloaded_error", "api_error"))
+        if u < errored + expired:
+            return "expired"
+        return None
+
+    def _batch_results(self, h: _Handler, rid: str, batch: _Batch) -> None:
+        with batch.lock:
+            lines = list(batch.results) if batch.status == "ended" else None
+        if lines is None:
+            self._error(
+                h,
+                rid,
+                400,
+                "invalid_request_error",
+                f"Message Batch {batch.id} has not ended: results are not available yet.",
+            )
+            return
+        payload = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+        h.start(
+            200,
+            {
+                "Content-Type": "application/binary",
+                "Content-Length": str(len(payload)),
+                "request-id": rid,
+            },
+        )
+        h.wfile.write(payload)
+
+    @staticmethod
+    def _send_json(h: _Handler, rid: str, obj: dict[str, Any]) -> None:
+        payload = json.dumps(obj).encode()
+        h.start(
+            200,
+            {
+                "Content-Type": "application/json",
+                "Content-Length": str(len(payload)),
+                "request-id": rid,
+            },
+        )
+        h.wfile.write(payload)
 
 
 def main(argv: list[str] | None = None) -> int:
