@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not clean:  # the same client and transport, read the SDK's usual way
                 results["sdk-create"] = sdk_create(
-                    backend._connect(), context, queries, n, args.threads
+                    backend.client(), context, queries, n, args.threads
                 )
             backend.close()
         finally:

@@ -36,6 +36,11 @@ def make_backend(
 
         if credentials_configured():
             choice = "anthropic"
+        elif settings.batch:
+            raise BackendUnavailable(
+                "--trigger-batch needs Messages API credentials: set ANTHROPIC_API_KEY "
+                "(or ANTHROPIC_AUTH_TOKEN)"
+            )
         elif shutil.which(settings.claude_bin or "claude"):
             choice = "claude-code"
         else:

@@ -8,6 +8,8 @@ stays a thin adapter that is easy to add and to test.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pytest_skilltrigger.engine.context import TriggerContext
@@ -47,3 +49,54 @@ class TriggerBackend(Protocol):
 
 class BackendUnavailable(Exception):
     """No backend can run here (no credentials, no CLI); items skip with this reason."""
+
+
+@dataclass(frozen=True)
+class BatchStatus:
+    """One poll of a message batch: its request counts, and whether it has ended."""
+
+    batch_id: str
+    ended: bool
+    processing: int = 0
+    succeeded: int = 0
+    errored: int = 0
+    expired: int = 0
+    canceled: int = 0
+
+
+@dataclass(frozen=True)
+class BatchAnswer:
+    """One request's result in an ended batch. ``retry``: worth sending again in the next
+    wave (a transient error, an expired request, an answer capped before a decision)."""
+
+    custom_id: str
+    outcome: RunOutcome
+    retry: bool = False
+
+
+class BatchError(Exception):
+    """A batch could not be created, polled or read; ``fatal`` when no further call can
+    succeed (bad credentials, unknown model)."""
+
+    def __init__(self, message: str, *, fatal: bool = False) -> None:
+        super().__init__(message)
+        self.fatal = fatal
+
+
+class BatchClient(Protocol):
+    """Message batches of trigger runs, offered by a backend that has them (the API's
+    ``batches()``). One request is one run: a context and a query."""
+
+    def create(self, requests: Sequence[tuple[str, TriggerContext, str]]) -> list[str]:
+        """Submit ``(custom_id, context, query)`` requests; the ids of the batches made
+        (requests whose contexts need different headers go in separate batches)."""
+        ...
+
+    def status(self, batch_id: str) -> BatchStatus: ...
+
+    def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
+        """The ended batch's answers, decided by the first-choice rule; ``skills`` maps
+        each custom id to the skill whose trigger it tests."""
+        ...
+
+    def cancel(self, batch_id: str) -> None: ...

@@ -12,6 +12,7 @@ in JSON lines (:mod:`pytest_skilltrigger.backends.claude_code.stream`).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,3 +127,22 @@ def choice_of(tool: str, tool_input: dict[str, Any]) -> str:
     if tool == "Skill" and tool_input.get("skill"):
         return f"skill:{tool_input['skill']}"
     return f"tool:{tool}"
+
+
+def decide_message(
+    content: Sequence[dict[str, Any]], stop_reason: str | None, usage: Usage
+) -> Decision | None:
+    """The same rule read from a whole message (a batch answer, which is not streamed): the
+    first ``tool_use`` block decides; a message without one is "text". None when the answer
+    was cut at ``max_tokens`` before a tool call was complete: it might still have called
+    one, so it decides nothing."""
+    capped = stop_reason == "max_tokens"
+    for block in content:
+        if block.get("type") != "tool_use":
+            continue
+        name = str(block.get("name"))
+        tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+        if name == "Skill" and not tool_input.get("skill") and capped:
+            return None  # cut inside the call: which skill is unknown
+        return Decision(choice_of(name, tool_input), usage, tool_input)
+    return None if capped else Decision("text", usage)

@@ -2,8 +2,8 @@
 
 Prices are US dollars per million tokens, from the public price list at the time of writing;
 they are estimates for budgeting, not a bill. Cache writes cost 1.25x the input price and cache
-reads 0.1x. Override or extend the table with a JSON file (``--trigger-prices``):
-``{"model-id": {"input": 2.0, "output": 10.0}}``.
+reads 0.1x; calls made in message batches cost half. Override or extend the table with a JSON
+file (``--trigger-prices``): ``{"model-id": {"input": 2.0, "output": 10.0}}``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ PRICES_PER_MTOK: dict[str, dict[str, float]] = {
 FALLBACK_PRICE = {"input": 10.0, "output": 50.0}
 CACHE_WRITE_FACTOR = 1.25
 CACHE_READ_FACTOR = 0.1
+# Message Batches cost half the live price, for every kind of token.
+BATCH_RATE = 0.5
 
 
 def load_prices(path: str | None) -> dict[str, dict[str, float]]:
@@ -91,9 +93,10 @@ def cost_usd(usage: Usage, price: Price) -> float:
     ) / 1_000_000
 
 
-def maybe_cost_usd(usage: Usage, price: Price | None) -> float | None:
-    """The cost at a known price, None at an unknown one."""
-    return None if price is None else cost_usd(usage, price)
+def maybe_cost_usd(usage: Usage, price: Price | None, batch: bool = False) -> float | None:
+    """The cost at a known price (at the batch rate for a batch call), None at an unknown
+    one."""
+    return None if price is None else cost_usd(usage, price) * (BATCH_RATE if batch else 1.0)
 
 
 @dataclass
@@ -104,20 +107,27 @@ class Spend:
     calls: int = 0
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = 0.0
+    batch_calls: int = 0  # of ``calls``, those made in message batches (at the batch rate)
 
-    def add(self, calls: int, usage: Usage, cost: float | None) -> None:
+    def add(self, calls: int, usage: Usage, cost: float | None, batch_calls: int = 0) -> None:
         self.calls += calls
+        self.batch_calls += batch_calls
         self.usage = self.usage + usage
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
     def __add__(self, other: Spend) -> Spend:
-        total = Spend(self.calls, self.usage, self.cost_usd)
-        total.add(other.calls, other.usage, other.cost_usd)
+        total = Spend(self.calls, self.usage, self.cost_usd, self.batch_calls)
+        total.add(other.calls, other.usage, other.cost_usd, other.batch_calls)
         return total
 
     def to_dict(self) -> dict[str, Any]:
         cost = None if self.cost_usd is None else round(self.cost_usd, 6)
-        return {"calls": self.calls, **self.usage.to_dict(), "cost_usd": cost}
+        return {
+            "calls": self.calls,
+            "batch_calls": self.batch_calls,
+            **self.usage.to_dict(),
+            "cost_usd": cost,
+        }
 
 
 def total_of(spends: Iterable[Spend]) -> Spend:
@@ -172,19 +182,22 @@ class CostGuard:
             return True
 
     def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
-               model: str | None = None) -> None:  # fmt: skip
+               model: str | None = None, batch: bool = False) -> None:  # fmt: skip
         """Replace a reservation by the actual cost of a call (or of a run's calls)."""
         with self._lock:
             self._reserved = max(0.0, self._reserved - reserved)
-        self.add(outcome_usage, calls, phase, model)
+        self.add(outcome_usage, calls, phase, model, batch)
 
-    def add(self, usage: Usage, calls: int, phase: str, model: str | None = None) -> None:
-        """Count calls (made here, or by an xdist worker) under a phase and the budget."""
+    def add(
+        self, usage: Usage, calls: int, phase: str, model: str | None = None, batch: bool = False
+    ) -> None:
+        """Count calls (made here, or by an xdist worker) under a phase and the budget; batch
+        calls at the batch rate."""
         price = self.price(model)
         with self._lock:
-            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE)
+            self.spent_usd += maybe_cost_usd(usage, price or FALLBACK_PRICE, batch) or 0.0
             spend = self.by_phase.setdefault(phase, Spend())
-            spend.add(calls, usage, maybe_cost_usd(usage, price))
+            spend.add(calls, usage, maybe_cost_usd(usage, price, batch), calls if batch else 0)
 
     def total(self) -> Spend:
         with self._lock:

@@ -64,6 +64,8 @@ class RunOutcome:
     from_store: bool = False
     requests: int = 1  # API requests the run made (retries, a CLI's follow-ups), all paid for
     model: str | None = None  # the model that answered, when the backend learns it
+    # made in a message batch (priced at the batch rate, counted by the process that ran it)
+    batch: bool = False
 
     @property
     def triggered(self) -> bool:
@@ -80,6 +82,7 @@ class RunOutcome:
             "from_store": self.from_store,
             "requests": self.requests,
             "model": self.model,
+            "batch": self.batch,
         }
 
     @classmethod
@@ -94,6 +97,7 @@ class RunOutcome:
             from_store=bool(data.get("from_store")),
             requests=int(data.get("requests", 1)),
             model=data.get("model"),
+            batch=bool(data.get("batch")),
         )
 
 

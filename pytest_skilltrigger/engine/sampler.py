@@ -46,6 +46,18 @@ class SamplingPlan:
 
 
 
+def wave_size(outcomes: Sequence[RunOutcome], plan: SamplingPlan) -> int:
+    """How many runs of a query to make next: none after an error or once the verdict is
+    decided (exact early stopping), else as many as cannot be wasted. Live runs and message
+    batches both sample in these waves."""
+    if any(o.status == "error" for o in outcomes):
+        return 0
+    if not plan.curtail:
+        return max(0, plan.runs - len(outcomes))
+    triggers = sum(1 for o in outcomes if o.triggered)
+    return runs_still_needed(triggers, len(outcomes) - triggers, plan.runs, plan.threshold)
+
+
 # (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
 QueryIdent = tuple[str, str, int, float, bool, bool]
 # told (context key, query, outcomes) of every finished sampling whose runs may be stored
@@ -77,13 +89,7 @@ class _Query:
         self.finished = False
 
     def next_wave(self) -> int:
-        if any(o.status == "error" for o in self.outcomes) or self.skipped:
-            return 0
-        triggers = sum(1 for o in self.outcomes if o.triggered)
-        misses = len(self.outcomes) - triggers
-        if not self.plan.curtail:
-            return max(0, self.plan.runs - len(self.outcomes))
-        return runs_still_needed(triggers, misses, self.plan.runs, self.plan.threshold)
+        return 0 if self.skipped else wave_size(self.outcomes, self.plan)
 
     def result(self) -> QueryResult:
         return QueryResult(
@@ -140,6 +146,8 @@ class Sampler:
         self._lock = threading.Lock()
         self._queries: dict[QueryIdent, _Query] = {}  # every sampling, finished or not
         self._keys: dict[TriggerContext, str] = {}
+        # runs already made for a sampling (message batches), taken instead of stored runs
+        self._prefilled: dict[QueryIdent, list[RunOutcome]] = {}
         self._closed = False
 
     def context_key(self, context: TriggerContext) -> str:
@@ -166,7 +174,7 @@ class Sampler:
                 QueryResult(query, should_trigger, plan.runs, plan.threshold, (outcome,))
             )
             return failed
-        ident = (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
+        ident = self.ident(key, query, plan)
         with self._lock:
             existing = self._queries.get(ident)
             if existing is not None:
@@ -174,13 +182,32 @@ class Sampler:
             future: Future[QueryResult] = Future()
             state = _Query(ident, context, query, should_trigger, plan, future)
             self._queries[ident] = state
-        if self.store is not None and not plan.fresh:
+        prefilled = self._prefilled.pop(ident, None)
+        if prefilled is not None:
+            state.outcomes.extend(prefilled)
+        elif self.store is not None and not plan.fresh:
             state.outcomes.extend(self.store.lookup(key, query, plan.runs))
         with self._lock:
             done = self._advance(state)
         if done:
             self._finish(state)
         return future
+
+    def ident(self, key: str, query: str, plan: SamplingPlan) -> QueryIdent:
+        """What makes two samplings of a query the same."""
+        return (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
+
+    def sampled(self, ident: QueryIdent) -> bool:
+        """Whether this sampling is under way or decided (or has runs waiting for it)."""
+        with self._lock:
+            return ident in self._queries or ident in self._prefilled
+
+    def prefill(self, ident: QueryIdent, outcomes: Sequence[RunOutcome]) -> None:
+        """Runs made for a sampling before it is submitted (a message batch's, with the
+        stored runs they build on): its submission takes them instead of the store's, and
+        makes only the runs still needed."""
+        with self._lock:
+            self._prefilled[ident] = list(outcomes)
 
     def _advance(self, state: _Query) -> bool:
         """Issue the next wave; True when the query is done. Call with the lock held."""

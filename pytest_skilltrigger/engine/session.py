@@ -14,7 +14,7 @@ the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worke
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
@@ -24,6 +24,7 @@ from pytest_skilltrigger.backends import (
     make_asker,
     make_backend,
 )
+from pytest_skilltrigger.engine.batches import BatchProgress, BatchRunner, BatchWork, Presampled
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, Spend, load_prices
 from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
@@ -49,7 +50,8 @@ class TriggerSession:
     ``write_store`` is false in xdist workers, which hand their runs to the controller.
     ``share`` is ``(index, count)`` for one of ``count`` processes running one session: this
     one then keeps its part of the session's requests in flight and of its budget, so the
-    limits the user set hold for the whole session.
+    limits the user set hold for the whole session. ``progress`` is told each poll of a
+    message batch worth showing.
     """
 
     def __init__(
@@ -59,12 +61,14 @@ class TriggerSession:
         backend: TriggerBackend | None = None,
         write_store: bool = True,
         share: tuple[int, int] | None = None,
+        progress: Callable[[BatchProgress], None] | None = None,
     ) -> None:
         settings = (settings or Settings()).validated()
         if share is not None and settings.budget_usd is not None:
             settings = replace(settings, budget_usd=settings.budget_usd / max(1, share[1]))
         self.settings = settings
         self.share = share
+        self.progress = progress  # told how message batches advance (--trigger-batch)
         self.store: ResultStore | None = None
         if self.settings.cache_mode != "off" and self.settings.store_path:
             self.store = ResultStore(self.settings.store_path)
@@ -155,10 +159,56 @@ class TriggerSession:
             return
         if self.guard is not None:
             for outcome in result.outcomes:
-                if not outcome.from_store:
+                if not (outcome.from_store or outcome.batch):  # a batch is counted where run
                     self.guard.add(outcome.usage, outcome.requests, phase, outcome.model)
         if context_key and not result.skipped:
             self.record(context_key, result.query, result.outcomes)
+
+    def presample(
+        self,
+        requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
+    ) -> list[Presampled]:
+        """With ``--trigger-batch``, make the runs these samplings need as message batches
+        (waves with exact early stopping, see :mod:`~pytest_skilltrigger.engine.batches`) and
+        hand them to the sampler, so that submitting them later makes no live call. Returns
+        what was made, for other processes (:meth:`prefill`); nothing without batches."""
+        batches = getattr(self.backend, "batches", None)
+        if not self.settings.batch or batches is None or self.sampler is None:
+            return []
+        sampler, works, seen = self.sampler, [], set()
+        for context, entry, plan in requests:
+            key = self.context_key(context)
+            if key is None or not context.model_invocable:
+                continue  # an error or an unlisted skill: submit() says so without a call
+            ident = sampler.ident(key, entry.query, plan)
+            if ident in seen or sampler.sampled(ident):
+                continue
+            seen.add(ident)
+            stored = []
+            if self.store is not None and self.settings.cache_mode == "use" and not plan.fresh:
+                stored = self.store.lookup(key, entry.query, plan.runs)
+            works.append(BatchWork(ident, context, entry.query, plan, stored))
+        if not works:
+            return []
+        runner = BatchRunner(
+            batches(), guard=self.guard, estimate=self.backend.estimate,
+            poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
+            progress=self.progress,
+        )  # fmt: skip
+        try:
+            runner.run(works)
+        finally:
+            if runner.fatal:
+                sampler.fatal = sampler.fatal or runner.fatal
+        made = [Presampled(w.ident, w.outcomes) for w in works if not w.skipped]
+        self.prefill(made)
+        return made
+
+    def prefill(self, presampled: Sequence[Presampled]) -> None:
+        """Take runs made by message batches (here, or by the xdist controller)."""
+        if self.sampler is not None:
+            for item in presampled:
+                self.sampler.prefill(item.ident, item.outcomes)
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """Ask the model a plain question (the optimizer's proposals): through the Messages

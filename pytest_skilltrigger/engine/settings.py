@@ -57,6 +57,10 @@ class Settings:
     prices_path: str | None = None
     claude_bin: str | None = None
     trigger_context: str = "auto"
+    # Message Batches instead of live streams (API backend): half the price, no local limits
+    batch: bool = False
+    batch_timeout: float = 4 * 3600.0  # the longest wait for a batch before its runs error
+    batch_poll: float = 5.0  # seconds before the first poll; the pause doubles up to a minute
 
     def validated(self) -> Settings:
         """Return self, or raise InputError naming the option that is out of range."""
@@ -74,6 +78,16 @@ class Settings:
             raise InputError("--trigger-context", f"must be one of {', '.join(CONTEXTS)}")
         if self.cache_mode not in CACHE_MODES:
             raise InputError("--trigger-cache", f"must be one of {', '.join(CACHE_MODES)}")
+        for flag, value in (
+            ("--trigger-batch-timeout", self.batch_timeout),
+            ("--trigger-batch-poll", self.batch_poll),
+        ):
+            if not math.isfinite(value) or value <= 0:
+                raise InputError(flag, f"must be positive, got {value}")
+        if self.batch and self.backend == "claude-code":
+            raise InputError(
+                "--trigger-batch", "needs the API backend (message batches are an API feature)"
+            )
         if self.budget_usd is not None and not (
             math.isfinite(self.budget_usd) and self.budget_usd >= 0
         ):

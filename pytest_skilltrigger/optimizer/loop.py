@@ -303,6 +303,11 @@ def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
         context = run.target.context(description)
         return [session.submit(context, e, plan) for e in entries]
 
+    # with --trigger-batch both measurements go in the same batches
+    session.presample(
+        [(run.target.context(d), e, plan) for d in (start.description, best.description)
+         for e in entries]
+    )  # fmt: skip
     start_futures, best_futures = submit(start.description), submit(best.description)
     return Confirmation(
         best.iteration,
@@ -322,6 +327,8 @@ def _evaluate(
     """Results for every entry, in order: known ones reused, the rest sampled concurrently."""
     context = target.context(description)
     plan = replace(session.plan, phase="rounds")
+    # with --trigger-batch the round's runs are made as message batches first (one a wave)
+    session.presample([(context, e, plan) for e in entries if e.index not in known])
     futures = {
         e.index: session.submit(context, e, plan) for e in entries if e.index not in known
     }

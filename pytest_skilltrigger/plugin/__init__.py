@@ -43,7 +43,8 @@ def _role_class(config: pytest.Config) -> type[Role]:
         from pytest_skilltrigger.plugin.worker import DistWorker
 
         return DistWorker
-    from pytest_skilltrigger.plugin.controller import DistController, LocalController
+    from pytest_skilltrigger.plugin.controller import LocalController
+    from pytest_skilltrigger.plugin.dist_controller import DistController
 
     distributing = (
         config.pluginmanager.hasplugin("xdist")

@@ -1,9 +1,8 @@
 """The controller's roles: gathering every item's result, the improvement rounds, the
 reports and the gates. Only a controller writes files.
 
-:class:`LocalController` is a plain run (it also runs the items); :class:`DistController` is
-the xdist controller, which runs nothing and takes in what the workers' reports carry: their
-calls count against the one budget, and their runs are stored here.
+:class:`LocalController` is a plain run (it also runs the items);
+:class:`~pytest_skilltrigger.plugin.dist_controller.DistController` is the xdist controller.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.batches import BatchProgress, Presampled
     from pytest_skilltrigger.engine.outcome import QueryResult
     from pytest_skilltrigger.reports.baseline import Change
     from pytest_skilltrigger.reports.summary import SessionResults
@@ -212,6 +212,16 @@ class Controller(Role):
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
         return {path: run.to_dict() for path, run in runs.items()}
 
+    def presample(self, requests: list[Any]) -> list[Presampled]:
+        """Make these samplings' runs as message batches, showing a progress line per poll
+        worth showing (also under ``-q``: batches take minutes)."""
+        if self.engine.unavailable:
+            return []
+        return self.engine.presample(requests)
+
+    def batch_progress(self, progress: BatchProgress) -> None:
+        self._log(f"skilltrigger: {progress.line()}")
+
     def _log(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
@@ -347,19 +357,18 @@ class LocalController(Controller, ItemRunner):
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """Before any item: start every item's runs, so many are in flight at once."""
-        if not self.config.option.collectonly:
-            self.prefetch(session.items)
+        """Before any item: make the items' runs as message batches (``--trigger-batch``),
+        or start them live, so many are in flight at once."""
+        if self.config.option.collectonly:
+            return
+        if self.targets and self.settings.batch:
+            from pytest_skilltrigger.plugin.batching import requests_of_items
+
+            self.presample(requests_of_items(session.items, self.engine.plan))
+        self.prefetch(session.items)
 
     def upcoming(self, item: Any) -> list[pytest.Item]:
         return []  # every item's runs started with the run loop
-
-
-class DistController(Controller):
-    """The xdist controller: runs no item; counts and stores what workers sampled."""
-
-    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
-        self.engine.absorb(context_key, result, phase)
 
 
 def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:

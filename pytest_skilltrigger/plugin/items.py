@@ -71,6 +71,36 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     return "\n".join(lines)
 
 
+def trigger_item_name(target: Target, entry: EvalEntry) -> str:
+    """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``."""
+    return f"{safe_name(target.name)}[{entry.index:02d}-{slug(entry.query)}]"
+
+
+def routing_item_name(entry: RoutingEntry) -> str:
+    return f"routing[{entry.index:02d}-{slug(entry.query)}]"
+
+
+def routing_request(
+    routing: RoutingSet, contexts: dict[str, TriggerContext], entry: RoutingEntry,
+    plan: SamplingPlan,
+) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:  # fmt: skip
+    """What a routing entry samples (its item's, and a batch's before the items run)."""
+    from dataclasses import replace
+
+    from pytest_skilltrigger.skills.evalset import EvalEntry
+
+    sample = EvalEntry(entry.index, entry.query, should_trigger=True)
+    if entry.expected_skill is not None:
+        # the expected skill's own context: its trigger rate is the verdict, so exact
+        # early stopping applies as for its items
+        return contexts[entry.expected_skill], sample, plan
+    # no skill expected: every skill's share matters, so every run is made, in the
+    # context of a skill the model is shown (the listing is the folder's either way)
+    listed = [contexts[s] for s in routing.skills if contexts[s].model_invocable]
+    context = listed[0] if listed else contexts[routing.skills[0]]
+    return context, sample, replace(plan, curtail=False)
+
+
 class BackendRequiredError(Exception):
     """No backend is available and --trigger-require-backend forbids skipping."""
 
@@ -97,9 +127,8 @@ class SkillFile(pytest.File):
     def collect(self) -> Iterator[TriggerItem]:
         """One item per entry, with the id of a parametrized test (``skill[params]``), so
         ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k`` treat it as one."""
-        base = safe_name(self.target.name)
         for entry in self.target.eval_set.entries:
-            name = f"{base}[{entry.index:02d}-{slug(entry.query)}]"
+            name = trigger_item_name(self.target, entry)
             yield TriggerItem.from_parent(
                 self,
                 name=name,
@@ -211,7 +240,7 @@ class RoutingFile(pytest.File):
 
     def collect(self) -> Iterator[RoutingItem]:
         for entry in self.routing.entries:
-            name = f"routing[{entry.index:02d}-{slug(entry.query)}]"
+            name = routing_item_name(entry)
             yield RoutingItem.from_parent(
                 self, name=name, nodeid=f"{self.nodeid}::{name}", entry=entry,
                 routing=self.routing, contexts=self.contexts, source=self.source,
@@ -233,21 +262,7 @@ class RoutingItem(SamplingItem):
         self.contexts = contexts
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        from dataclasses import replace
-
-        from pytest_skilltrigger.skills.evalset import EvalEntry
-
-        entry = self.routing_entry
-        sample = EvalEntry(entry.index, entry.query, should_trigger=True)
-        if entry.expected_skill is not None:
-            # the expected skill's own context: its trigger rate is the verdict, so exact
-            # early stopping applies as for its items
-            return self.contexts[entry.expected_skill], sample, plan
-        # no skill expected: every skill's share matters, so every run is made, in the
-        # context of a skill the model is shown (the listing is the folder's either way)
-        listed = [self.contexts[s] for s in self.routing.skills if self.contexts[s].model_invocable]
-        context = listed[0] if listed else self.contexts[self.routing.skills[0]]
-        return context, sample, replace(plan, curtail=False)
+        return routing_request(self.routing, self.contexts, self.routing_entry, plan)
 
     def failure(self, result: QueryResult) -> str | None:
         from pytest_skilltrigger.reports.formatting import describe_chosen

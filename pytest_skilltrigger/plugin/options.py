@@ -110,6 +110,13 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         None,
         "JSON file of model prices per million tokens, overriding the built-in table",
     ),
+    ("--trigger-batch", "trigger_batch", "bool", False,
+     "run the items' queries as Message Batches (API backend): half the price, results in "
+     "minutes to hours; for nightly and large runs"),
+    ("--trigger-batch-timeout", "trigger_batch_timeout", "float", 4 * 3600.0,
+     "seconds to wait for batches before their runs are errors (default 14400)"),
+    ("--trigger-batch-poll", "trigger_batch_poll", "float", 5.0,
+     "seconds before the first poll of a batch; the pause doubles up to 60 (default 5)"),
     ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
     ("--trigger-context", "trigger_context", "choice", "auto",
      "auto | claude-code | builtin: what API runs send: the request the installed claude CLI "
@@ -210,6 +217,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
         prices_path=_path(config, "--trigger-prices"),
         claude_bin=_raw(config, "--claude-bin"),
         trigger_context=str(_raw(config, "--trigger-context")),
+        batch=flag(config, "--trigger-batch"),
+        batch_timeout=_number(config, "--trigger-batch-timeout", float),
+        batch_poll=_number(config, "--trigger-batch-poll", float),
     ).validated()
 
 

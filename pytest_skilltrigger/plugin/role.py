@@ -2,7 +2,7 @@
 
 :mod:`pytest_skilltrigger.plugin` registers exactly one role object per process, whose
 methods are the hooks: :class:`~pytest_skilltrigger.plugin.controller.LocalController` for a
-plain run, :class:`~pytest_skilltrigger.plugin.controller.DistController` on the xdist
+plain run, :class:`~pytest_skilltrigger.plugin.dist_controller.DistController` on the xdist
 controller and :class:`~pytest_skilltrigger.plugin.worker.DistWorker` on each xdist worker.
 
 Nothing of the engine is imported until a skill is in play, an option of ours is given or the
@@ -21,6 +21,8 @@ from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.batches import BatchProgress
+    from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.engine.settings import Settings
     from pytest_skilltrigger.skills.catalog import Target
@@ -74,6 +76,15 @@ class Role:
             load_prices(settings.prices_path)  # a bad price file is bad input: fail now
         return settings
 
+    def routing_contexts(self, routing: RoutingSet) -> dict[str, TriggerContext]:
+        """The contexts of the skills a routing set chooses among (its folder's)."""
+        import os
+
+        folder = routing.folder
+        return {
+            t.name: t.context() for t in self.targets if os.path.dirname(t.skill.path) == folder
+        }
+
     #: ``(index, count)`` when this process is one of several running the session
     share: tuple[int, int] | None = None
 
@@ -82,7 +93,13 @@ class Role:
         """The engine's front door for this process, made on first use."""
         from pytest_skilltrigger.engine.session import TriggerSession
 
-        return TriggerSession(self.settings, write_store=self.writes_store, share=self.share)
+        return TriggerSession(
+            self.settings, write_store=self.writes_store, share=self.share,
+            progress=self.batch_progress,
+        )  # fmt: skip
+
+    def batch_progress(self, progress: BatchProgress) -> None:
+        """Show how a message batch advances (only a controller makes batches)."""
 
     @property
     def started_engine(self) -> TriggerSession | None:

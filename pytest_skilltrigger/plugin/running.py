@@ -46,13 +46,9 @@ class ItemRunner(Role):
         path = os.path.abspath(str(file_path))
         routing = self.by_routing_path.get(path)
         if routing is not None:
-            contexts = {
-                t.name: t.context()
-                for t in self.targets
-                if os.path.dirname(t.skill.path) == routing.folder
-            }
             return RoutingFile.from_parent(
-                parent, path=file_path, routing=routing, contexts=contexts, source=self,
+                parent, path=file_path, routing=routing, contexts=self.routing_contexts(routing),
+                source=self,
                 soft_misses=self.gates.min_routing_accuracy is not None,
             )  # fmt: skip
         target = self.by_skill_md.get(path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_skilltrigger.plugin.batching import WORKER_KEY, read_handoff
 from pytest_skilltrigger.plugin.items import SamplingItem
 from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
@@ -23,6 +24,18 @@ class DistWorker(ItemRunner):
         workerid = str(info.get("workerid", "gw0"))
         index = int(workerid[2:]) if workerid[2:].isdigit() else 0
         return index, max(1, int(info.get("workercount", 1)))
+
+    _batch_runs_read = False
+
+    def prefetch(self, items: list[pytest.Item]) -> None:
+        """Before the first submission, take the runs the controller made in message batches
+        (``--trigger-batch``): the items they were made for then make no call."""
+        if not self._batch_runs_read:
+            self._batch_runs_read = True
+            path = self.config.workerinput.get(WORKER_KEY)
+            if path and not self.engine.unavailable:
+                self.engine.prefill(read_handoff(path))
+        super().prefetch(items)
 
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         return upcoming_items(item)

@@ -65,7 +65,8 @@ def summarize(
 
 def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float | None:
     """What the runs made now cost, each at the price of the model that answered it (the
-    session's model when a run does not say); None when any price is unknown."""
+    session's model when a run does not say), batch runs at the batch rate; None when any
+    price is unknown."""
     total = 0.0
     for r in results:
         if r.joined:  # paid for through the result whose sampling it joined
@@ -73,7 +74,7 @@ def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float 
         for o in r.outcomes:
             if o.from_store:
                 continue
-            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices))
+            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices), o.batch)
             if cost is None:
                 return None
             total += cost

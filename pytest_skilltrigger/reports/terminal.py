@@ -41,11 +41,15 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
     totals = report.get("totals") or {}
     phases = totals.get("by_phase") or {}
     if phases:
-        parts = [f"{name} {spend['calls']} calls{_cost(spend)}" for name, spend in phases.items()]
-        lines.append(
-            f"session total: {totals['calls']} calls{_cost(totals)} ({'; '.join(parts)})"
-        )
+        parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]
+        lines.append(f"session total: {_calls(totals)}{_cost(totals)} ({'; '.join(parts)})")
     return lines
+
+
+def _calls(spend: dict[str, Any]) -> str:
+    """``12 calls``, or ``12 calls (10 in batches)``: batch calls cost half."""
+    batch = spend.get("batch_calls") or 0
+    return f"{spend['calls']} calls" + (f" ({batch} in batches)" if batch else "")
 
 
 def _cost(spend: dict[str, Any]) -> str:

@@ -20,7 +20,7 @@ import time
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
 from pytest_skilltrigger.backends.api.sse import decide
@@ -32,6 +32,9 @@ from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.api.batches import MessageBatches
 
 STREAM_RETRIES = 4
 ASK_TIMEOUT = 120.0
@@ -106,7 +109,9 @@ class AnthropicBackend:
             return "builtin (our approximation of Claude Code's context)"
         return f"claude-code (captured from the Claude Code CLI {self.captures.cli_version})"
 
-    def _request(self, context: TriggerContext, query: str) -> tuple[bytes, str, dict[str, str]]:
+    def request_parts(
+        self, context: TriggerContext, query: str
+    ) -> tuple[bytes, str, dict[str, str]]:
         """The body, path and extra headers of one run: the captured CLI request with the
         query spliced in, or the builtin request."""
         if self.captures is None:
@@ -114,7 +119,7 @@ class AnthropicBackend:
         captured, frame = self.captures.get(context)
         return splice(frame, query), captured.path + "?beta=true", captured.headers
 
-    def _model_of(self, context: TriggerContext) -> str:
+    def model_of(self, context: TriggerContext) -> str:
         if self.captures is None:
             return self.model
         return self.captures.get(context)[0].model or self.model
@@ -135,13 +140,13 @@ class AnthropicBackend:
         errors are retried by the SDK, stream failures by this loop; every request sent is
         counted on the outcome."""
         state = _RunState(time.monotonic() + self.timeout)
-        state.request = self._request(context, query)  # built once, sent by every attempt
+        state.request = self.request_parts(context, query)  # built once, sent by every attempt
         self._local.run = state
         try:
             outcome = self._attempts(context, query, state)
         finally:
             self._local.run = None
-        return replace(outcome, requests=state.sent, model=self._model_of(context))
+        return replace(outcome, requests=state.sent, model=self.model_of(context))
 
     def _attempts(self, context: TriggerContext, query: str, state: _RunState) -> RunOutcome:
         for attempt in range(STREAM_RETRIES + 1):
@@ -153,7 +158,7 @@ class AnthropicBackend:
                 return outcome  # out of time, or the session is shutting down
         raise AssertionError("unreachable")
 
-    def _connect(self) -> Any:
+    def client(self) -> Any:
         """The shared client on the SDK's own HTTP client and pool, created on first use.
 
         Its event hooks see every attempt the SDK makes, its own retries included: the
@@ -174,6 +179,17 @@ class AnthropicBackend:
                 )
                 _warn_if_deprecated(self.model)
             return self._client
+
+    def sdk(self) -> Any:
+        """The ``anthropic`` module (imported with the client, on first need)."""
+        self.client()
+        return self._sdk
+
+    def batches(self) -> MessageBatches:
+        """Trigger runs as message batches on this backend's client (``--trigger-batch``)."""
+        from pytest_skilltrigger.backends.api.batches import MessageBatches
+
+        return MessageBatches(self)
 
     def _on_request(self, request: Any) -> None:
         state: _RunState | None = getattr(self._local, "run", None)
@@ -219,7 +235,7 @@ class AnthropicBackend:
     ) -> tuple[RunOutcome, bool]:
         """One request, with the SDK's retries; the outcome and whether a failure is worth
         another try."""
-        client = self._connect()
+        client = self.client()
         sdk = self._sdk
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
         try:
@@ -237,12 +253,12 @@ class AnthropicBackend:
             )
         except fatal as exc:
             outcome = RunOutcome(
-                "error", error=_describe(exc), request_id=exc.request_id, fatal=True
+                "error", error=describe_error(exc), request_id=exc.request_id, fatal=True
             )
             return outcome, False
         except sdk.APIStatusError as exc:
             # the SDK has already retried this status with back-off (honouring retry-after)
-            message = _describe(exc)
+            message = describe_error(exc)
             if state.gave_up_waiting is not None:
                 message += (
                     f" (not retried: the server asked to wait {state.gave_up_waiting:g}s, "
@@ -299,7 +315,7 @@ class AnthropicBackend:
         """One plain request (the optimizer's proposals) on the same client and pool, with a
         longer timeout: a proposal is a few hundred words, not one tool call. Returns the
         text, the usage and the requests sent (the SDK's retries included)."""
-        client = self._connect()
+        client = self.client()
         timeout = max(self.timeout, ASK_TIMEOUT)
         state = _RunState(time.monotonic() + timeout)  # so the request hook counts attempts
         self._local.run = state
@@ -363,7 +379,7 @@ def _warn_if_deprecated(model: str) -> None:
         )
 
 
-def _describe(exc: Any) -> str:
+def describe_error(exc: Any) -> str:
     message = exc.api_message or str(exc)
     return _with_id(f"{exc.status_code} {exc.type or 'error'}: {redact(message)}", exc.request_id)
 

@@ -1,0 +1,154 @@
+"""Trigger runs as Message Batches: the same requests as live runs, sent whole, half the price.
+
+A batch request is the live run's request (the builtin one, or the installed CLI's captured
+one with the query spliced in) as a JSON object, with two changes only: no ``stream`` (a batch
+answer comes back whole), and ``max_tokens`` capped to what a decision needs (plus the
+thinking budget when the context thinks first). Prompt-caching markers stay where they are.
+
+A whole answer is decided by the rule the streams use
+(:func:`~pytest_skilltrigger.backends.first_choice.decide_message`): its first ``tool_use``
+block, else "text". An answer cut at the cap before its first tool call was complete decides
+nothing: it is retried in the next wave like a transient error.
+
+Everything goes through the SDK's ``messages.batches`` resources (``beta.messages.batches``
+when the captured request carries ``anthropic-beta``) on the backend's one client, so its
+retries, authentication and transport apply.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pytest_skilltrigger.backends.api.backend import AnthropicBackend, describe_error
+from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchStatus
+from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.support.redact import redact
+
+# Output a decision needs: a short preamble and one tool call fit with room to spare.
+DECISION_MAX_TOKENS = 2048
+BATCH_LIMIT = 100_000  # requests the API takes in one batch
+# result error types after which no request can succeed (as a live run's 401/403/404)
+FATAL_ERRORS = {"authentication_error", "permission_error", "not_found_error"}
+CAPPED = "the answer reached max_tokens before a complete tool call (no decision)"
+
+
+def batch_params(body: bytes) -> dict[str, Any]:
+    """A live request's body as batch ``params``: not streamed, ``max_tokens`` capped to
+    what a decision needs (above the thinking budget, which the API requires)."""
+    params = json.loads(body)
+    params.pop("stream", None)
+    thinking = params.get("thinking")
+    budget = thinking.get("budget_tokens", 0) if isinstance(thinking, dict) else 0
+    cap = DECISION_MAX_TOKENS + int(budget or 0)
+    params["max_tokens"] = min(int(params.get("max_tokens") or cap), cap)
+    return params
+
+
+class MessageBatches:
+    """The API backend's :class:`~pytest_skilltrigger.backends.base.BatchClient`."""
+
+    def __init__(self, backend: AnthropicBackend) -> None:
+        self.backend = backend
+        self._beta: dict[str, bool] = {}  # batch id -> made on the beta resource
+
+    def _resource(self, beta: bool) -> Any:
+        client = self.backend.client()
+        return client.beta.messages.batches if beta else client.messages.batches
+
+    def create(self, requests: Sequence[tuple[str, TriggerContext, str]]) -> list[str]:
+        """Batches of at most :data:`BATCH_LIMIT` requests, one set per header set."""
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for custom_id, context, query in requests:
+            body, _path, headers = self.backend.request_parts(context, query)
+            betas = headers.get("anthropic-beta", "")
+            groups.setdefault(betas, []).append(
+                {"custom_id": custom_id, "params": batch_params(body)}
+            )
+        ids: list[str] = []
+        for betas, group in groups.items():
+            for start in range(0, len(group), BATCH_LIMIT):
+                chunk = group[start : start + BATCH_LIMIT]
+                ids.append(self._create(chunk, betas))
+        return ids
+
+    def _create(self, requests: list[dict[str, Any]], betas: str) -> str:
+        resource = self._resource(bool(betas))
+        extra = {"betas": [b.strip() for b in betas.split(",") if b.strip()]} if betas else {}
+        batch = self._call(lambda: resource.create(requests=requests, **extra))
+        self._beta[batch.id] = bool(betas)
+        return str(batch.id)
+
+    def status(self, batch_id: str) -> BatchStatus:
+        resource = self._resource(self._beta.get(batch_id, False))
+        batch = self._call(lambda: resource.retrieve(batch_id))
+        counts = batch.request_counts
+        return BatchStatus(
+            batch_id,
+            ended=batch.processing_status == "ended",
+            processing=counts.processing,
+            succeeded=counts.succeeded,
+            errored=counts.errored,
+            expired=counts.expired,
+            canceled=counts.canceled,
+        )
+
+    def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
+        resource = self._resource(self._beta.get(batch_id, False))
+        for line in self._call(lambda: resource.results(batch_id)):
+            custom_id = str(line.custom_id)
+            if custom_id in skills:
+                yield self._answer(custom_id, line.result.model_dump(), skills[custom_id])
+
+    def _answer(self, custom_id: str, result: dict[str, Any], skill: str) -> BatchAnswer:
+        kind = result.get("type")
+        if kind == "succeeded":
+            message = result.get("message") or {}
+            usage = Usage.from_dict(message.get("usage"))
+            model = message.get("model") or self.backend.model
+            decision = decide_message(message.get("content") or [], message.get("stop_reason"),
+                                      usage)  # fmt: skip
+            if decision is None:
+                outcome = RunOutcome("error", error=CAPPED, usage=usage, model=model, batch=True)
+                return BatchAnswer(custom_id, outcome, retry=True)
+            triggered = decision.chosen == f"skill:{skill}"
+            outcome = RunOutcome(
+                "triggered" if triggered else "not_triggered",
+                chosen=decision.chosen,
+                usage=usage,
+                request_id=message.get("id"),
+                model=model,
+                batch=True,
+            )
+            return BatchAnswer(custom_id, outcome)
+        if kind == "errored":
+            error = (result.get("error") or {}).get("error") or {}
+            etype = str(error.get("type") or "api_error")
+            text = f"{etype}: {redact(str(error.get('message') or 'error'))} (batch request)"
+            fatal = etype in FATAL_ERRORS
+            outcome = RunOutcome("error", error=text, fatal=fatal, batch=True)
+            return BatchAnswer(custom_id, outcome, retry=not fatal)
+        # expired or canceled: never processed, so never billed
+        text = f"the batch request {kind} before it was processed"
+        outcome = RunOutcome("error", error=text, requests=0, batch=True)
+        return BatchAnswer(custom_id, outcome, retry=kind == "expired")
+
+    def cancel(self, batch_id: str) -> None:
+        resource = self._resource(self._beta.get(batch_id, False))
+        self._call(lambda: resource.cancel(batch_id))
+
+    def _call(self, call: Any) -> Any:
+        """One SDK call (with the SDK's retries); its failures as :class:`BatchError`."""
+        sdk = self.backend.sdk()
+        try:
+            return call()
+        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
+            raise BatchError(describe_error(exc), fatal=True) from None
+        except sdk.APIStatusError as exc:
+            raise BatchError(describe_error(exc)) from None
+        except sdk.APIError as exc:
+            raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None
+

@@ -1,0 +1,102 @@
+"""``--trigger-batch`` in the pytest layer: which runs the collected items need, and how the
+runs a controller made in message batches reach xdist workers.
+
+The runs are made by the controller before any item runs: in a plain run at the start of the
+run loop, from the items; under xdist once the workers have collected, from the ids they
+report (workers never submit batches). Items then resolve from those runs as from live ones.
+
+A worker's settings are fixed when it starts, before any batch has ended, so the runs reach
+it through a JSON file the controller writes in a private temporary folder (its path travels
+in ``workerinput``) before it hands out the first item, and removes at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pytest_skilltrigger.plugin.items import (
+    SamplingItem,
+    routing_item_name,
+    routing_request,
+    trigger_item_name,
+)
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.batches import Presampled
+    from pytest_skilltrigger.engine.context import TriggerContext
+    from pytest_skilltrigger.engine.sampler import SamplingPlan
+    from pytest_skilltrigger.plugin.role import Role
+    from pytest_skilltrigger.skills.evalset import EvalEntry
+
+WORKER_KEY = "skilltrigger_batch_runs"  # workerinput: where the controller's runs will be
+Request = tuple["TriggerContext", "EvalEntry", "SamplingPlan"]
+
+
+def requests_of_items(items: Iterable[pytest.Item], plan: SamplingPlan) -> list[Request]:
+    """What the collected items will sample (a plain run's)."""
+    return [item.request(plan) for item in items if isinstance(item, SamplingItem)]
+
+
+def requests_of_ids(role: Role, rootpath: str, ids: Sequence[str], plan: SamplingPlan
+                    ) -> list[Request]:  # fmt: skip
+    """What the items with these node ids will sample (the xdist controller's, which has the
+    skills but no items): each id's file is a skill's SKILL.md or a routing eval set, and its
+    name the item name built from the same entry."""
+    by_file: dict[str, dict[str, Request]] = {}
+    requests: list[Request] = []
+    for nodeid in ids:
+        file, _, name = nodeid.partition("::")
+        path = os.path.abspath(os.path.join(rootpath, file))
+        if path not in by_file:
+            by_file[path] = _named_requests(role, path, plan)
+        request = by_file[path].get(name)
+        if request is not None:
+            requests.append(request)
+    return requests
+
+
+def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Request]:
+    target = role.by_skill_md.get(path)
+    if target is not None:
+        context = target.context()
+        return {trigger_item_name(target, e): (context, e, plan) for e in target.eval_set.entries}
+    routing = role.by_routing_path.get(path)
+    if routing is None:
+        return {}
+    contexts = role.routing_contexts(routing)
+    return {
+        routing_item_name(e): routing_request(routing, contexts, e, plan) for e in routing.entries
+    }
+
+
+class Handoff:
+    """The controller's runs for its workers: one JSON file in a private temporary folder."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="skilltrigger-batch-")
+        self.path = os.path.join(self.folder, "runs.json")
+
+    def write(self, presampled: Sequence[Presampled]) -> None:
+        from pytest_skilltrigger.support.atomic import atomic_write_text
+
+        atomic_write_text(self.path, json.dumps([p.to_dict() for p in presampled]))
+
+    def remove(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def read_handoff(path: str | None) -> list[Presampled]:
+    """A worker's share of the controller's runs (none when it made none)."""
+    from pytest_skilltrigger.engine.batches import Presampled
+
+    if not path or not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as handle:
+        return [Presampled.from_dict(item) for item in json.load(handle)]

@@ -1,0 +1,61 @@
+"""The xdist controller's role, registered only when xdist distributes the run.
+
+It runs no item and takes in what the workers' reports carry: their calls count against the
+one budget, and their runs are stored here. With ``--trigger-batch`` it makes the collected
+items' runs as message batches before xdist hands out the first item.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_skilltrigger.plugin.controller import Controller
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.plugin.batching import Handoff
+
+
+class DistController(Controller):
+    """The xdist controller: runs no item; counts and stores what workers sampled."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        super().__init__(config)
+        self.handoff: Handoff | None = None
+        if self.targets and self.settings.batch and not config.option.collectonly:
+            from pytest_skilltrigger.plugin.batching import Handoff
+
+            self.handoff = Handoff()
+        self._batched = False
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Tell each worker where the batch runs will be (``--trigger-batch``)."""
+        if self.handoff is not None:
+            from pytest_skilltrigger.plugin.batching import WORKER_KEY
+
+            node.workerinput[WORKER_KEY] = self.handoff.path
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Once the first worker has collected, and before xdist hands out any item: make
+        the collected items' runs as message batches, for every worker to read."""
+        if self.handoff is None or self._batched:
+            return
+        self._batched = True
+        from pytest_skilltrigger.plugin.batching import requests_of_ids
+
+        requests = requests_of_ids(self, str(self.config.rootpath), ids, self.engine.plan)
+        self.handoff.write(self.presample(requests))
+
+    def finish(self, session: pytest.Session) -> None:
+        try:
+            super().finish(session)
+        finally:
+            if self.handoff is not None:
+                self.handoff.remove()
+
+    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
+        self.engine.absorb(context_key, result, phase)

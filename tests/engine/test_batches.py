@@ -1,0 +1,116 @@
+"""The engine's batch path without pytest: a whole message decided by the first-choice rule,
+the batch request built from the live one, the waves of a library session, the runs handed
+to workers, and the batch rate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.backends.api.batches import DECISION_MAX_TOKENS, batch_params
+from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.engine.batches import Presampled
+from pytest_skilltrigger.engine.cost import BATCH_RATE, CostGuard, cost_usd, price_of
+from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.skills.catalog import load_targets
+from tests.fake_messages_api import FakeMessagesAPI
+from tests.plugin.test_items import entry, make_skill
+
+THINK = {"type": "thinking", "thinking": "...", "signature": "x"}
+PREAMBLE = {"type": "text", "text": "Let me look."}
+
+
+def skill(name: str) -> dict:
+    return {"type": "tool_use", "id": "t", "name": "Skill", "input": {"skill": name}}
+
+
+@pytest.mark.parametrize(
+    ("content", "stop", "chosen"),
+    [
+        ([THINK, PREAMBLE, skill("pdf")], "tool_use", "skill:pdf"),
+        ([THINK, {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}, skill("pdf")],
+         "tool_use", "tool:Bash"),
+        ([THINK, PREAMBLE], "end_turn", "text"),
+        ([THINK, PREAMBLE], "max_tokens", None),  # cut before any tool call: undecided
+        ([THINK, {"type": "tool_use", "id": "t", "name": "Skill", "input": {}}], "max_tokens",
+         None),  # cut inside the Skill call: which skill is unknown
+        ([skill("pdf")], "max_tokens", "skill:pdf"),  # the call was complete
+    ],
+)  # fmt: skip
+def test_a_whole_message_is_decided_by_its_first_tool_call(
+    content: list[dict], stop: str, chosen: str | None
+) -> None:
+    decision = decide_message(content, stop, Usage(1, 2))
+    assert (decision.chosen if decision else None) == chosen
+
+
+def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
+    body = {
+        "model": "m", "max_tokens": 32000, "stream": True,
+        "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": "q"}],
+    }  # fmt: skip
+    params = batch_params(json.dumps(body).encode())
+    assert "stream" not in params
+    assert params["max_tokens"] == DECISION_MAX_TOKENS
+    assert params["system"] == body["system"]  # caching markers untouched
+    thinking = {**body, "thinking": {"type": "enabled", "budget_tokens": 10000}}
+    assert batch_params(json.dumps(thinking).encode())["max_tokens"] == 10000 + DECISION_MAX_TOKENS
+    small = {**body, "max_tokens": 512}
+    assert batch_params(json.dumps(small).encode())["max_tokens"] == 512
+
+
+def test_presampled_runs_cross_as_json_unchanged() -> None:
+    item = Presampled(
+        ("key", "merge pdfs", 3, 0.5, True, False),
+        [RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
+         RunOutcome("not_triggered", chosen="text", from_store=True)],
+    )  # fmt: skip
+    again = Presampled.from_dict(json.loads(json.dumps(item.to_dict())))
+    assert again == item
+
+
+def test_a_batch_call_costs_half_and_is_counted_as_one() -> None:
+    guard = CostGuard("claude-sonnet-5")
+    usage = Usage(1000, 200, 300, 4000)
+    guard.add(usage, 1, "items")
+    guard.add(usage, 1, "items", batch=True)
+    spend = guard.by_phase["items"]
+    full = cost_usd(usage, price_of("claude-sonnet-5"))
+    assert (spend.calls, spend.batch_calls) == (2, 1)
+    assert spend.cost_usd == pytest.approx(full * (1 + BATCH_RATE))
+    assert spend.to_dict()["batch_calls"] == 1
+
+
+def test_a_library_session_samples_in_waves_of_batches(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """Exact early stopping across waves: 2 runs each first; only the query split 1-1 gets a
+    third, in a second batch. Verdicts and run counts equal the live path's."""
+    queries = [("tidy csv one", ["skill:alpha", "skill:alpha"]),
+               ("tidy csv two", ["skill:alpha", "text", "skill:alpha"]),
+               ("write a poem", ["text"])]  # fmt: skip
+    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
+    (target,) = load_targets([str(folder)])
+    outcomes = {}
+    for batch in (False, True):
+        for query, script in queries:
+            fake_api.script(query, script)
+        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01)
+        session = TriggerSession(settings)
+        try:
+            context = target.context()
+            plan = session.plan
+            session.presample([(context, e, plan) for e in target.eval_set.entries])
+            results = session.evaluate(context, target.eval_set.entries)
+        finally:
+            session.close()
+        outcomes[batch] = [(r.query, r.triggers, r.runs, r.passed) for r in results]
+    assert outcomes[True] == outcomes[False]
+    assert [runs for _q, _t, runs, _p in outcomes[True]] == [2, 3, 2]
+    assert fake_api.stats["batches_created"] == 2
+    assert fake_api.stats["batch_requests"] == 7 == fake_api.stats["trigger_calls"]

@@ -1,0 +1,264 @@
+"""``--trigger-batch``: the items' runs made as Message Batches, in the waves exact early
+stopping plans, against the fake API's batch endpoints (real SDK, real sockets).
+
+Every count here is the server's own: batches created, requests in them, polls, cancels and
+live calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger.engine.cost import BATCH_RATE, cost_usd, price_of
+from pytest_skilltrigger.engine.outcome import Usage
+from tests.fake_messages_api import FakeMessagesAPI, extract_query
+from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
+from tests.plugin.test_xdist import ALPHA, BETA, build, run_args, script, stable
+
+BATCH = ("--trigger-batch", "--trigger-batch-poll=0.05")
+
+
+@pytest.fixture(autouse=True)
+def _not_inside_an_outer_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def results_of(report: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """Each query's runs (how many triggered, what was chosen) and verdict."""
+    return [
+        (r["query"], r["triggers"], r["runs"], r["chosen"], r["pass"])
+        for skill in report["skills"]
+        for r in skill["results"]
+    ]
+
+
+def test_batch_verdicts_and_runs_equal_live_ones_on_the_same_outcomes(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    live = pytester.runpytest(*run_args(root, "--trigger-json=live.json"))
+    live.assert_outcomes(passed=5, failed=3)
+    live_calls = fake_api.stats["trigger_calls"]
+
+    script(fake_api)
+    fake_api.batch_polls = 2
+    batch = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=batch.json", "-q"))
+    batch.assert_outcomes(passed=5, failed=3)
+    stats = fake_api.stats
+    assert stats["trigger_calls"] == live_calls  # no live call in the batch run
+    assert stats["batch_requests"] == live_calls  # the same runs, made in batches
+    # waves: every query's first two runs, then the third run of the one query split 1-1
+    assert stats["batches_created"] == 2
+    # each wave: two polls in progress, the one that sees it end, and the SDK's own retrieve
+    # before it reads the results
+    assert stats["batch_polls"] == 2 * (2 + 1 + 1)
+    live_report = json.loads((pytester.path / "live.json").read_text())
+    batch_report = json.loads((pytester.path / "batch.json").read_text())
+    assert results_of(batch_report) == results_of(live_report)
+    items = batch_report["totals"]["by_phase"]["items"]
+    assert items["calls"] == items["batch_calls"] == stats["batch_requests"]
+    assert batch_report["totals"]["batch_calls"] == stats["batch_requests"]
+    # one progress line per poll worth showing, also under -q
+    lines = [ln for ln in batch.outlines if ln.startswith("skilltrigger: batch msgbatch_")]
+    assert any("(wave 1, ended)" in ln for ln in lines)
+    assert any("(wave 2, ended): 1 succeeded, 0 processing, 0 errored" in ln for ln in lines)
+    assert f"({stats['batch_requests']} in batches)" in batch.stdout.str()
+
+
+def test_batch_calls_are_priced_at_half_the_live_rate(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    result = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=out.json"))
+    result.assert_outcomes(passed=5, failed=3)
+    totals = json.loads((pytester.path / "out.json").read_text())["totals"]
+    usage = Usage.from_dict(totals)
+    assert usage.input_tokens > 0
+    price = price_of(fake_api.batch_requests_log[0]["model"])
+    assert price is not None
+    assert totals["cost_usd"] == pytest.approx(cost_usd(usage, price) * BATCH_RATE, rel=1e-4)
+
+
+def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    plain = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=plain.json"))
+    plain.assert_outcomes(passed=5, failed=3)
+    created, requests = fake_api.stats["batches_created"], fake_api.stats["batch_requests"]
+
+    script(fake_api)
+    dist = pytester.runpytest_subprocess(
+        "-n", "2", *run_args(root, *BATCH, "--trigger-json=dist.json")
+    )
+    dist.assert_outcomes(passed=5, failed=3)
+    assert "INTERNALERROR" not in dist.stdout.str() + dist.stderr.str()
+    assert fake_api.stats["trigger_calls"] == 0
+    assert fake_api.stats["batches_created"] == 2 * created
+    assert fake_api.stats["batch_requests"] == 2 * requests
+    plain_report = json.loads((pytester.path / "plain.json").read_text())
+    dist_report = json.loads((pytester.path / "dist.json").read_text())
+    assert stable(dist_report) == stable(plain_report)
+    # the controller's temporary hand-over to its workers is gone
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("skilltrigger-batch-*"))
+
+
+def test_a_deselected_item_is_not_batched_under_xdist(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    dist = pytester.runpytest_subprocess("-n", "2", *run_args(root, *BATCH, "-k", "beta"))
+    dist.assert_outcomes(passed=2, failed=1)
+    assert fake_api.stats["trigger_calls"] == 0
+    queries = {extract_query(params) for params in fake_api.batch_requests_log}
+    assert queries == {q for q, _, _ in BETA}
+    assert fake_api.stats["batch_requests"] == len(BETA) * 2
+
+
+def test_batch_runs_are_stored_and_reused_by_live_and_batch_reruns(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    root = build(pytester, fake_api)
+    store = f"--trigger-store={tmp_path / 'store.sqlite'}"
+    first = pytester.runpytest(*run_args(root, *BATCH, store))
+    first.assert_outcomes(passed=5, failed=3)
+    requests = fake_api.stats["batch_requests"]
+    assert requests > 0
+    live = pytester.runpytest(*run_args(root, store, "--trigger-json=live.json"))
+    live.assert_outcomes(passed=5, failed=3)
+    again = pytester.runpytest(*run_args(root, *BATCH, store))
+    again.assert_outcomes(passed=5, failed=3)
+    assert fake_api.stats["trigger_calls"] == 0
+    assert fake_api.stats["batch_requests"] == requests
+    assert fake_api.stats["batches_created"] == 2
+    report = json.loads((pytester.path / "live.json").read_text())
+    assert report["totals"]["calls"] == 0
+
+
+@pytest.mark.parametrize("kind", ["errored", "expired"])
+def test_a_failed_batch_request_is_sent_again_in_the_next_wave(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, kind: str
+) -> None:
+    root = build(pytester, fake_api)
+    query = ALPHA[0][0]
+    fake_api.batch_script(query, [kind])
+    result = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=out.json"))
+    result.assert_outcomes(passed=5, failed=3)
+    assert fake_api.stats["batch_results"][kind] == 1
+    report = json.loads((pytester.path / "out.json").read_text())
+    first = report["skills"][0]["results"][0]
+    assert (first["query"], first["triggers"], first["runs"]) == (query, 2, 2)
+    # an errored request is processed and paid; an expired one is not
+    paid = fake_api.stats["batch_requests"] - (1 if kind == "expired" else 0)
+    assert report["totals"]["batch_calls"] == paid
+
+
+def test_a_request_that_keeps_failing_is_an_error_never_a_miss(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    query = ALPHA[0][0]
+    fake_api.batch_script(query, ["errored"] * 6)
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    result.assert_outcomes(passed=4, failed=3, errors=1)
+    result.stdout.fnmatch_lines(["*trigger run failed: *(batch request)*"])
+
+
+def test_bad_credentials_stop_the_session_at_the_batch(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
+    root = build(pytester, fake_api)
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and "failed" not in outcomes
+    assert outcomes.get("errors", outcomes.get("error")) == 1
+    assert "invalid x-api-key" in result.stdout.str()
+    assert fake_api.stats["batches_created"] == 0 and fake_api.stats["trigger_calls"] == 0
+
+
+def test_an_unknown_model_stops_the_session_after_one_wave(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.known_models = {"claude-sonnet-5"}
+    root = build(pytester, fake_api)
+    result = pytester.runpytest(*run_args(root, *BATCH, "--trigger-model=claude-nope-1"))
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and "failed" not in outcomes
+    assert "not_found_error" in result.stdout.str()
+    assert fake_api.stats["batches_created"] == 1 and fake_api.stats["trigger_calls"] == 0
+
+
+def test_the_batch_timeout_ends_the_wait_with_errors_and_cancels(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    fake_api.batch_polls = 10_000
+    result = pytester.runpytest(*run_args(root, *BATCH, "--trigger-batch-timeout=0.5"))
+    result.assert_outcomes(errors=8)
+    result.stdout.fnmatch_lines(["*--trigger-batch-timeout*"])
+    assert fake_api.stats["batch_cancels"] == 1
+    assert fake_api.stats["trigger_calls"] == 0
+
+
+def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path) -> None:
+    folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
+    with FakeMessagesAPI() as api:
+        api.batch_polls = 10_000
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
+        out = tmp_path / "out.json"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", f"--skill-path={folder}", "-p", "no:cacheprovider",
+             "--trigger-cache=off", *BATCH, f"--trigger-json={out}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while api.stats["batch_polls"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=30)
+        assert api.stats["batch_cancels"] == 1, output
+        assert api.stats["trigger_calls"] == 0
+    assert proc.returncode == 2, output
+    assert "Traceback" not in output
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_batch_needs_the_api_backend(pytester: pytest.Pytester) -> None:
+    folder = make_skill(pytester.path, "alpha-skill", [entry("tidy csv", True)], "Alpha.")
+    result = pytester.runpytest_subprocess(
+        f"--skill-path={folder}", "--trigger-batch", "--trigger-backend=claude-code"
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --trigger-batch: needs the API backend*"])
+
+
+def test_the_optimizer_measures_each_round_in_batches(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    queries = [(f"alpha: tidy csv column {i}", True) for i in range(4)] + [
+        (f"write a poem about {w}", False) for w in ("rain", "snow")
+    ]
+    folder = make_skill(pytester.path, "alpha-skill", [entry(q, s) for q, s in queries],
+                        "Gardening helper.")  # fmt: skip
+    fake_api.proposals = ["Alpha tidies csv column data in spreadsheets."] * 3
+    result = pytester.runpytest(
+        *run_args(folder, *BATCH, "--optimize-description", "--max-iterations=2",
+                  "--trigger-json=out.json")
+    )  # fmt: skip
+    assert fake_api.stats["trigger_calls"] == 0  # every trigger run was a batch run
+    phases = json.loads((pytester.path / "out.json").read_text())["totals"]["by_phase"]
+    assert phases["rounds"]["batch_calls"] == phases["rounds"]["calls"] > 0
+    assert phases["confirmation"]["batch_calls"] == phases["confirmation"]["calls"] > 0
+    assert phases["improve"]["batch_calls"] == 0  # proposals are live requests
+    assert "Alpha tidies csv column data" in (folder / "SKILL.md").read_text(), result.stdout.str()
