@@ -35,6 +35,13 @@ def _unchanged_reason(run: Optimization) -> str:
         return "some queries errored or were skipped, so the comparison is not sound"
     if confirmation is not None and not confirmation.complete:
         return "some fresh runs errored or were skipped, so the lead is not confirmed"
+    if confirmation is not None and confirmation.lead_holds:
+        return (
+            "the best won on its own queries but takes more of its siblings' queries than it "
+            f"gains (the folder's queries on fresh runs: "
+            f"{format_score(confirmation.start + confirmation.start_cross)} with the start, "
+            f"{format_score(confirmation.best + confirmation.best_cross)} with the best)"
+        )
     if confirmation is not None:
         return (
             "the best's lead came from chance: it did not hold on fresh runs "

@@ -9,16 +9,19 @@ afterwards, from those outcomes, by :func:`~pytest_skilltrigger.optimizer.accept
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.optimizer.folder import folder_of, with_sibling_description
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
 from pytest_skilltrigger.optimizer.options import OptimizeOptions
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.routing import RoutingSet
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 
@@ -48,13 +51,16 @@ class OptimizationDriver:
         self.started = time.monotonic()
 
     def run(
-        self, targets: list[Target], initial: Mapping[str, Mapping[int, QueryResult]]
+        self,
+        targets: list[Target],
+        initial: Mapping[str, Mapping[int, QueryResult]],
+        routing_sets: Sequence[RoutingSet] = (),
     ) -> dict[str, Optimization]:
         """Optimise every target; the outcomes by skill path, in target order."""
         proposer = DescriptionProposer(self._ask)
         with sigterm_as_interrupt():
             try:
-                self._run_targets(targets, initial, proposer)
+                self._run_targets(targets, initial, proposer, routing_sets)
             except KeyboardInterrupt:
                 # between rounds (writing reports, which is atomic): keep what finished and
                 # say it was interrupted
@@ -78,8 +84,23 @@ class OptimizationDriver:
         targets: list[Target],
         initial: Mapping[str, Mapping[int, QueryResult]],
         proposer: DescriptionProposer,
+        routing_sets: Sequence[RoutingSet],
     ) -> None:
-        for target in targets:
+        """The skills in turn: each is measured against its siblings as they are by then
+        (an improved sibling is listed with its new description), and also on its siblings'
+        queries (see :mod:`~pytest_skilltrigger.optimizer.folder`)."""
+        improved: dict[str, tuple[str, str]] = {}  # skill path -> (folder, new description)
+        for original in targets:
+            target, relisted = original, False
+            where = os.path.dirname(original.skill.path)
+            for path, (folder, description) in improved.items():
+                if folder == where and path != original.skill.path:
+                    target = with_sibling_description(
+                        target, self._name_of(targets, path), description
+                    )
+                    relisted = True
+            folder = folder_of(target, targets, routing_sets, self.options.holdout,
+                               self.options.seed)  # fmt: skip
             run = optimize(
                 target,
                 self.session,
@@ -87,14 +108,22 @@ class OptimizationDriver:
                 holdout=self.options.holdout,
                 max_iterations=self.options.max_iterations,
                 seed=self.options.seed,
-                initial=initial.get(target.skill.skill_md, {}),
+                # the items measured the listing as it was: a relisted skill starts afresh
+                initial={} if relisted else initial.get(target.skill.skill_md, {}),
                 on_iteration=self._on_iteration,
+                folder=folder,
             )
             self.runs[target.skill.path] = run
             self._publish()
             if run.interrupted:
                 self.log(f"{target.name}: interrupted")
                 break
+            if run.improved:
+                improved[target.skill.path] = (where, run.best().description)
+
+    @staticmethod
+    def _name_of(targets: list[Target], path: str) -> str:
+        return next(t.name for t in targets if t.skill.path == path)
 
     def _on_iteration(self, run: Optimization, it: Iteration) -> None:
         self.runs[run.target.skill.path] = run
@@ -102,9 +131,13 @@ class OptimizationDriver:
         elapsed = time.monotonic() - self.started
         tokens = it.usage.input_tokens + it.usage.output_tokens
         if it.evaluated:
+            folder = ""
+            if run.folder:
+                cross = it.cross_train + it.cross_test
+                folder = f", folder's queries {format_score(cross)}"
             self.log(
                 f"{run.target.name} iteration {it.iteration}/{total}: "
-                f"train {format_score(it.train)}, test {format_score(it.test)}, "
+                f"train {format_score(it.train)}, test {format_score(it.test)}{folder}, "
                 f"{elapsed:.1f}s, {tokens:,} tokens"
             )
         else:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score, passed
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.optimizer.folder import Folder, skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
@@ -46,6 +47,9 @@ class Iteration:
     proposal: Proposal | None = None
     elapsed: float = 0.0
     usage: Usage = field(default_factory=Usage)
+    # the folder's queries (see optimizer.folder), on the train and test sides
+    cross_train: list[QueryResult] = field(default_factory=list)
+    cross_test: list[QueryResult] = field(default_factory=list)
 
     @property
     def evaluated(self) -> bool:
@@ -91,20 +95,38 @@ class Confirmation:
     on: str  # "test" | "train"
     start: list[QueryResult]
     best: list[QueryResult]
+    # the folder's queries on the same side (none for a skill alone in its folder)
+    start_cross: list[QueryResult] = field(default_factory=list)
+    best_cross: list[QueryResult] = field(default_factory=list)
+
+    def _all(self) -> list[QueryResult]:
+        return self.start + self.best + self.start_cross + self.best_cross
 
     @property
     def complete(self) -> bool:
-        return all(r.passed is not None for r in self.start + self.best)
+        return all(r.passed is not None for r in self._all())
+
+    @property
+    def lead_holds(self) -> bool:
+        """The winner's lead over the start on the skill's own queries survives."""
+        return self.complete and passed(self.best) > passed(self.start)
+
+    @property
+    def folder_holds(self) -> bool:
+        """The folder does not lose more than the skill gains: counted over the skill's own
+        queries and its siblings' (and the routing set's), the winner passes at least as
+        many as the start."""
+        return passed(self.best + self.best_cross) >= passed(self.start + self.start_cross)
 
     @property
     def holds(self) -> bool:
-        """The winner's lead over the start survives the re-measurement."""
-        return self.complete and passed(self.best) > passed(self.start)
+        """The winner may replace the start: its lead holds and the folder does not lose."""
+        return self.lead_holds and self.folder_holds
 
     @property
     def missing(self) -> int:
         """Queries of the re-measurement without a verdict (errored or skipped)."""
-        return sum(1 for r in self.start + self.best if r.passed is None)
+        return sum(1 for r in self._all() if r.passed is None)
 
     def verdict(self) -> str:
         """One line for people: the scores, and whether the lead holds."""
@@ -115,7 +137,18 @@ class Confirmation:
         scores = (
             f"best {format_score(self.best)}, start {format_score(self.start)}"
         )
-        return f"{scores}: {'the lead holds' if self.holds else 'the lead does not hold'}"
+        if not self.lead_holds:
+            return f"{scores}: the lead does not hold"
+        if not self.folder_holds:
+            return (
+                f"{scores}: the lead holds, but it takes more of its siblings' queries than it "
+                f"gains (folder {format_score(self.start + self.start_cross)} -> "
+                f"{format_score(self.best + self.best_cross)})"
+            )
+        if self.start_cross:
+            folder = format_score(self.best + self.best_cross)
+            return f"{scores}: the lead holds, and the folder does not lose (folder {folder})"
+        return f"{scores}: the lead holds"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +157,10 @@ class Confirmation:
             "start_score": format_score(self.start),
             "best_score": format_score(self.best),
             "holds": self.holds,
+            "lead_holds": self.lead_holds,
+            "folder_holds": self.folder_holds,
+            "folder_start_score": format_score(self.start + self.start_cross),
+            "folder_best_score": format_score(self.best + self.best_cross),
             "complete": self.complete,
             "verdict": self.verdict(),
             "start_results": [r.summary_row() for r in self.start],
@@ -143,6 +180,7 @@ class Optimization:
     exit_reason: str = ""
     interrupted: bool = False
     confirmation: Confirmation | None = None
+    folder: Folder = field(default_factory=Folder)
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]
@@ -209,8 +247,22 @@ class Optimization:
             "improved": self.improved,
             "confirmation": self.confirmation.to_dict() if self.confirmation else None,
             "interrupted": self.interrupted,
-            "history": [it.to_dict() for it in self.iterations],
+            "history": [self._history_entry(it) for it in self.iterations],
         }
+
+    def _history_entry(self, it: Iteration) -> dict[str, Any]:
+        """An iteration's entry; in a folder of skills also each skill's score (the
+        siblings': their queries this candidate leaves alone) and the folder's."""
+        entry = it.to_dict()
+        if self.folder and it.evaluated:
+            name, cross = self.target.name, self.folder.train + self.folder.test
+            cross_results = it.cross_train + it.cross_test
+            scores = skill_scores(name, it.train + it.test, cross, cross_results)
+            entry["skill_scores"] = {skill: f"{p}/{t}" for skill, (p, t) in scores.items()}
+            done, total = (sum(v[i] for v in scores.values()) for i in (0, 1))
+            entry["folder_score"] = f"{done}/{total}"
+            entry["folder_taken"] = taken_lines(name, cross, cross_results)
+        return entry
 
 
 def optimize(
@@ -223,15 +275,20 @@ def optimize(
     seed: int = 42,
     initial: Mapping[int, QueryResult] | None = None,
     on_iteration: Callable[[Optimization, Iteration], None] | None = None,
+    folder: Folder | None = None,
 ) -> Optimization:
     """Run the improvement rounds for one skill.
 
     ``initial`` maps entry index to results already measured for the starting description
     (the items' results): iteration 1 only evaluates what is missing. A KeyboardInterrupt
-    stops the loop, marks the run interrupted and returns what was finished.
+    stops the loop, marks the run interrupted and returns what was finished. ``folder`` holds
+    the siblings' queries each candidate is also measured on (see :mod:`.folder`).
     """
     train, test = split_entries(target.eval_set.entries, holdout, seed)
-    run = Optimization(target, holdout, train, test)
+    folder = folder or Folder()
+    run = Optimization(target, holdout, train, test, folder=folder)
+    cross_train = [c.entry for c in folder.train]
+    cross_test = [c.entry for c in folder.test]
     description = target.description
     proposal: Proposal | None = None
     # iteration 1 reuses the items' results, but samples again what errored or was skipped
@@ -249,6 +306,7 @@ def optimize(
                     base.train,
                     attempts,
                     when_to_use=target.skill.when_to_use,
+                    folder_lines=taken_lines(target.name, folder.train, base.cross_train),
                 )
                 proposal = proposer.propose(prompt)
                 if proposal.description is None:
@@ -260,16 +318,21 @@ def optimize(
                     continue
                 description = proposal.description
             known = measured if number == 1 else {}
-            results = _evaluate(session, target, description, train + test, known)
+            sides = (train, test, cross_train, cross_test)
+            results = _evaluate(session, target, description, [e for s in sides for e in s],
+                                known)  # fmt: skip
+            own_train, own_test, c_train, c_test = _cut(results, sides)
             it = Iteration(
                 number,
                 description,
                 "evaluated",
-                train=results[: len(train)],
-                test=results[len(train):],
+                train=own_train,
+                test=own_test,
                 proposal=proposal,
                 elapsed=time.monotonic() - started,
                 usage=sum((r.usage for r in results), proposal.usage if proposal else Usage()),
+                cross_train=c_train,
+                cross_test=c_test,
             )
             run.iterations.append(it)
             if on_iteration:
@@ -295,7 +358,9 @@ def optimize(
 def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
     """Measure the start and the best again, on fresh runs, on the set that chose the best."""
     on = "test" if run.test_entries else "train"
-    entries = run.test_entries or run.train_entries
+    own = run.test_entries or run.train_entries
+    cross = [c.entry for c in (run.folder.test if run.test_entries else run.folder.train)]
+    entries = own + cross
     start, best = run.evaluated()[0], run.best()
     plan = replace(session.plan, fresh=True, phase="confirmation")
 
@@ -309,12 +374,20 @@ def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
          for e in entries]
     )  # fmt: skip
     start_futures, best_futures = submit(start.description), submit(best.description)
-    return Confirmation(
-        best.iteration,
-        on,
-        [f.result() for f in start_futures],
-        [f.result() for f in best_futures],
-    )
+    start_all = [f.result() for f in start_futures]
+    best_all = [f.result() for f in best_futures]
+    n = len(own)
+    return Confirmation(best.iteration, on, start_all[:n], best_all[:n], start_all[n:],
+                        best_all[n:])  # fmt: skip
+
+
+def _cut(results: list[QueryResult], sides: tuple[list[EvalEntry], ...]) -> list[list[QueryResult]]:
+    """Results of entries sampled together, cut back into their sides."""
+    out, at = [], 0
+    for side in sides:
+        out.append(results[at : at + len(side)])
+        at += len(side)
+    return out
 
 
 def _evaluate(

@@ -63,6 +63,7 @@ def build_prompt(
     train_results: Sequence[QueryResult],
     attempts: Sequence[Attempt],
     when_to_use: str | None = None,
+    folder_lines: Sequence[str] = (),
 ) -> str:
     """The proposer prompt. Only train data goes in; see the module docstring."""
     missed = [r for r in train_results if r.should_trigger and r.passed is False]
@@ -86,6 +87,12 @@ def build_prompt(
     if false_hits:
         lines = [f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits]
         parts.append("Requests that should NOT have used the skill but did:\n" + "\n".join(lines))
+    if folder_lines:
+        parts.append(
+            "The assistant chooses among all the skills of this skill's folder. Requests of "
+            "the other skills there that the current description gets wrong (taking a "
+            "sibling's request is as bad as missing one of its own):\n" + "\n".join(folder_lines)
+        )
     if attempts:
         blocks = []
         for n, attempt in enumerate(attempts, 1):

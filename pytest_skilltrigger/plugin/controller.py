@@ -198,9 +198,13 @@ class Controller(Role):
         initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
         files = None
         if self.optimize.report_path or self.optimize.results_dir:
-            files = RoundFiles(self.optimize.report_path, self.optimize.results_dir)
+            from pytest_skilltrigger.reports.routing import routing_tables
+
+            tables = routing_tables(self.results.ordered(), self.routing_results)
+            files = RoundFiles(self.optimize.report_path, self.optimize.results_dir,
+                               [t.to_dict() for t in tables])  # fmt: skip
         driver = OptimizationDriver(self.engine, self.optimize, self._log, files)
-        runs = driver.run(self.targets, initial)
+        runs = driver.run(self.targets, initial, self.routing_sets)
         if driver.interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         else:

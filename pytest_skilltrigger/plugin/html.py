@@ -67,28 +67,6 @@ def extra_html(payload: dict[str, Any]) -> str:
     return f'<table class="skilltrigger-extra">{body}</table>'
 
 
-def routing_html(table: dict[str, Any]) -> str:
-    """A folder's routing table (from the JSON report) as an escaped HTML table."""
-    from pytest_skilltrigger.reports.routing import choice_label
-
-    columns = table["columns"]
-    head = "".join(f"<th>{escape_html(choice_label(c))}</th>" for c in columns)
-    rows = []
-    for row in table["rows"]:
-        kind = "should trigger" if row["should_trigger"] else "should not"
-        cells = "".join(f"<td>{escape_html(row['chosen'].get(c, 0))}</td>" for c in columns)
-        rows.append(
-            f"<tr><th>{escape_html(row['skill'])}</th><td>{kind}</td>{cells}"
-            f"<td>{escape_html(row['errors'])}</td></tr>"
-        )
-    clashes = "".join(f"<li>{escape_html(c['text'])}</li>" for c in table["clashes"])
-    return (
-        f'<h3 class="skilltrigger-routing">Routing in {escape_html(table["folder"])}</h3>'
-        f"<table><tr><th>queries of</th><th>kind</th>{head}<th>errors</th></tr>"
-        f"{''.join(rows)}</table><ul>{clashes}</ul>"
-    )
-
-
 class HtmlColumns:
     """Hooks for pytest-html; ``lookup`` gives the typed result of a trigger item by node id,
     ``routing`` the routing tables of the session's report (once it is built)."""
@@ -104,7 +82,9 @@ class HtmlColumns:
     ) -> None:
         """The routing tables under the summary (the report is built by then: the
         controller's sessionfinish runs before pytest-html's)."""
-        postfix.extend(routing_html(table) for table in self.routing())
+        from pytest_skilltrigger.reports.html_report import routing_section
+
+        postfix.extend(routing_section(table) for table in self.routing())
 
     def add_extras(self, report: Any, target: Target, index: int, result: QueryResult) -> None:
         """Append the trigger extras (an HTML table and a JSON link) to ``report.extras``.

@@ -174,6 +174,7 @@ def _iteration_row(
     best: Any,
     train_cols: list[tuple[str, int, dict[str, Any]]],
     test_cols: list[tuple[str, int, dict[str, Any]]],
+    folder: bool = False,
 ) -> str:
     train = entry.get("train_results") or []
     test = entry.get("test_results") or []
@@ -198,10 +199,28 @@ def _iteration_row(
         f'<td class="score">{_score(tp, tt)}</td>',
         f'<td class="score">{_score(sp, st)}</td>',
     ]
+    if folder:
+        cells.append(_folder_cell(entry))
     cells += [_cell(train_index.get((q, n)), "train") for q, n, _ in train_cols]
     cells += [_cell(test_index.get((q, n)), "test") for q, n, _ in test_cols]
     class_attr = f' class="{_e(" ".join(classes))}"' if classes else ""
     return f"<tr{class_attr}>{''.join(cells)}</tr>"
+
+
+def _folder_cell(entry: dict[str, Any]) -> str:
+    """The folder's score under this candidate, each skill's below it, and the siblings'
+    requests it takes."""
+    if "folder_score" not in entry:
+        return '<td class="score">—</td>'
+    scores = "<br>".join(
+        f"{_e(name)} {_e(score)}" for name, score in (entry.get("skill_scores") or {}).items()
+    )
+    taken = "".join(f"<li>{_e(line.lstrip('- '))}</li>" for line in entry.get("folder_taken") or [])
+    taken = f'<ul class="note">{taken}</ul>' if taken else ""
+    return (
+        f'<td class="score">{_e(entry["folder_score"])}'
+        f'<span class="note">{scores}</span>{taken}</td>'
+    )
 
 
 def _table(skill: dict[str, Any]) -> str:
@@ -213,6 +232,8 @@ def _table(skill: dict[str, Any]) -> str:
     best = skill.get("best_iteration")
     group = ['<th rowspan="2">Iter.</th>', '<th rowspan="2">Description</th>']
     group += ['<th rowspan="2">Train</th>', '<th rowspan="2">Test</th>']
+    if any("folder_score" in h for h in history):
+        group.append('<th rowspan="2" title="its own queries and its siblings\'">Folder</th>')
     if train_cols:
         group.append(
             f'<th class="group-train" colspan="{len(train_cols)}">'
@@ -225,7 +246,8 @@ def _table(skill: dict[str, Any]) -> str:
         )
     queries = [_query_header(q, row, "train") for q, _, row in train_cols]
     queries += [_query_header(q, row, "test") for q, _, row in test_cols]
-    rows = [_iteration_row(h, best, train_cols, test_cols) for h in history]
+    folder = any("folder_score" in h for h in history)
+    rows = [_iteration_row(h, best, train_cols, test_cols, folder) for h in history]
     head = f"<tr>{''.join(group)}</tr><tr>{''.join(queries)}</tr>"
     if not queries:
         head = f"<tr>{''.join(group)}</tr>"  # a lone empty <tr> would be invalid HTML
@@ -294,13 +316,38 @@ LEGEND = (
 )
 
 
+def routing_section(table: dict[str, Any]) -> str:
+    """A folder's routing table (a ``routing`` entry of the JSON report) as escaped HTML:
+    rows are whose queries, columns what the model chose first; the clashes below."""
+    from pytest_skilltrigger.reports.routing import choice_label
+
+    columns = table["columns"]
+    head = "".join(f"<th>{_e(choice_label(c))}</th>" for c in columns)
+    rows = []
+    for row in table["rows"]:
+        kind = "should trigger" if row["should_trigger"] else "should not"
+        cells = "".join(f"<td>{_e(row['chosen'].get(c, 0))}</td>" for c in columns)
+        rows.append(
+            f"<tr><th>{_e(row['skill'])}</th><td>{kind}</td>{cells}"
+            f"<td>{_e(row['errors'])}</td></tr>"
+        )
+    clashes = "".join(f"<li>{_e(c['text'])}</li>" for c in table["clashes"])
+    return (
+        f'<h3 class="skilltrigger-routing">Routing in {_e(table["folder"])}</h3>'
+        f"<table><tr><th>queries of</th><th>kind</th>{head}<th>errors</th></tr>"
+        f"{''.join(rows)}</table><ul>{clashes}</ul>"
+    )
+
+
 def render_html(
-    skills: list[dict[str, Any]], *, running: bool, title: str = "Skill trigger report"
-) -> str:
+    skills: list[dict[str, Any]], *, running: bool, title: str = "Skill trigger report",
+    routing: list[dict[str, Any]] | None = None,
+) -> str:  # fmt: skip
     """The whole report page as one string (write it atomically).
 
     ``running`` adds a 5-second meta refresh so a browser left open follows the loop; the
-    final page has none, so it stops reloading once the run is over.
+    final page has none, so it stops reloading once the run is over. ``routing`` are the
+    session's routing tables (how each folder's queries were routed by the items' runs).
     """
     refresh = '<meta http-equiv="refresh" content="5">\n' if running else ""
     banner = (
@@ -311,6 +358,9 @@ def render_html(
     sections = "".join(_skill_section(s) for s in skills if isinstance(s, dict))
     if not sections:
         sections = '<p class="empty">No skill has been evaluated yet.</p>'
+    if routing:
+        tables = "".join(routing_section(t) for t in routing)
+        sections += f'<section class="routing"><h2>Routing, as the tests ran</h2>{tables}</section>'
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'

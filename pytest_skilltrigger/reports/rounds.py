@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.reports.html_report import render_html
 from pytest_skilltrigger.reports.json_report import write_report
@@ -26,8 +26,12 @@ if TYPE_CHECKING:
 class RoundFiles:
     """Where the rounds are written: an HTML report path, a results folder, or both."""
 
-    def __init__(self, report_path: str | None, results_dir: str | None) -> None:
+    def __init__(
+        self, report_path: str | None, results_dir: str | None,
+        routing: list[dict[str, Any]] | None = None,
+    ) -> None:  # fmt: skip
         self.report_path = report_path
+        self.routing = routing or []  # the session's routing tables, shown under the rounds
         self.results_dir: str | None = None
         if results_dir:
             stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -53,7 +57,7 @@ class RoundFiles:
             for run in runs
         ]
         running = not all(run.exit_reason for run in runs)
-        page = render_html(skills, running=running)
+        page = render_html(skills, running=running, routing=self.routing)
         if self.report_path:
             atomic_write_text(self.report_path, page)
         if self.results_dir:

@@ -1,0 +1,142 @@
+"""Improving one skill of a folder without hurting its siblings.
+
+The model chooses among every skill of a folder, so a description that wins its own queries
+can do it by taking its siblings' (a description of "spreadsheets" that also claims "PDF
+tables" takes the pdf skill's requests). The siblings' should-trigger queries are therefore
+the improved skill's natural negatives, and the folder's routing entries say which requests
+are its own and which are not. Both are measured with every candidate, in the improved
+skill's context (the folder's listing with the candidate in it), through each sibling's own
+train/test split: the proposer sees the train side, and the folder's score on fresh test runs
+decides whether a winner may be written (see :class:`~pytest_skilltrigger.optimizer.loop.
+Confirmation`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from pytest_skilltrigger.engine.outcome import QueryResult
+from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.skills.routing import RoutingSet
+
+ROUTING = "routing"  # the owner of an entry taken from the folder's routing eval set
+CROSS_INDEX = 1_000_000  # cross entries' indexes start here, apart from the skill's own
+
+
+@dataclass(frozen=True)
+class CrossEntry:
+    """A query from the folder, sampled in the improved skill's context. ``entry`` says
+    whether the improved skill should take it; ``owner`` is the sibling whose eval set it
+    comes from (it should not), or :data:`ROUTING`."""
+
+    entry: EvalEntry
+    owner: str
+
+
+@dataclass(frozen=True)
+class Folder:
+    """The folder's queries that measure what a candidate does to its siblings."""
+
+    train: tuple[CrossEntry, ...] = ()
+    test: tuple[CrossEntry, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.train or self.test)
+
+    @property
+    def owners(self) -> list[str]:
+        return sorted({c.owner for c in self.train + self.test})
+
+
+def folder_of(
+    target: Target, targets: Sequence[Target], routing_sets: Sequence[RoutingSet],
+    holdout: float, seed: int,
+) -> Folder:  # fmt: skip
+    """The cross entries of ``target``'s folder: each sibling's should-trigger queries (on the
+    side of that sibling's own split) and the folder's routing entries (split the same way),
+    leaving out queries of the skill's own eval set."""
+    where = os.path.dirname(target.skill.path)
+    own = {e.query for e in target.eval_set.entries}
+    seen: set[str] = set()
+    train: list[CrossEntry] = []
+    test: list[CrossEntry] = []
+
+    def add(side: list[CrossEntry], query: str, should: bool, owner: str) -> None:
+        if query in own or query in seen:
+            return
+        seen.add(query)
+        index = CROSS_INDEX + len(train) + len(test)
+        side.append(CrossEntry(EvalEntry(index, query, should, {"owner": owner}), owner))
+
+    for sibling in targets:
+        if sibling is target or os.path.dirname(sibling.skill.path) != where:
+            continue
+        s_train, s_test = split_entries(sibling.eval_set.entries, holdout, seed)
+        for part, side in ((s_train, train), (s_test, test)):
+            for e in part:
+                if e.should_trigger:
+                    add(side, e.query, False, sibling.name)
+    for routing in routing_sets:
+        if routing.folder != where or target.name not in routing.skills:
+            continue
+        as_entries = [
+            EvalEntry(e.index, e.query, e.expected_skill == target.name) for e in routing.entries
+        ]
+        r_train, r_test = split_entries(as_entries, holdout, seed)
+        for part, side in ((r_train, train), (r_test, test)):
+            for e in part:
+                add(side, e.query, e.should_trigger, ROUTING)
+    return Folder(tuple(train), tuple(test))
+
+
+def with_sibling_description(target: Target, name: str, description: str) -> Target:
+    """``target`` with sibling ``name`` listed under a new description: the skills of a
+    folder are improved in turn, each against its siblings as they now are."""
+    siblings = tuple(
+        replace(s, description=description) if s.name == name else s for s in target.siblings
+    )
+    return replace(target, siblings=siblings) if siblings != target.siblings else target
+
+
+def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
+                results: Sequence[QueryResult]) -> list[str]:  # fmt: skip
+    """The proposer's lines on the folder's queries the current description gets wrong:
+    a sibling's request it takes, a routed request it takes or leaves."""
+    from pytest_skilltrigger.reports.formatting import describe_chosen
+
+    lines = []
+    for item, result in zip(cross, results, strict=True):
+        if result.passed is not False:
+            continue
+        if item.entry.should_trigger:
+            lines.append(
+                f"- the request {result.query!r} is routed to this skill, but the model chose "
+                f"{describe_chosen(result.chosen, exclude=f'skill:{skill_name}')}"
+            )
+        elif item.owner == ROUTING:
+            lines.append(
+                f"- the model chose {skill_name!r} for {result.query!r} "
+                f"({result.triggers}/{result.runs} runs), which is routed elsewhere"
+            )
+        else:
+            lines.append(
+                f"- the model chose {skill_name!r} for this request of {item.owner!r}: "
+                f"{result.query!r} ({result.triggers}/{result.runs} runs)"
+            )
+    return lines
+
+
+def skill_scores(skill_name: str, own: Sequence[QueryResult], cross: Sequence[CrossEntry],
+                 results: Sequence[QueryResult]) -> dict[str, list[int]]:  # fmt: skip
+    """Per skill of the folder, ``[passed, total]``: the improved skill's own queries, and
+    for each sibling (and the routing set) its queries the candidate leaves alone."""
+    scores = {skill_name: [sum(1 for r in own if r.passed), len(own)]}
+    for item, result in zip(cross, results, strict=True):
+        score = scores.setdefault(item.owner, [0, 0])
+        score[0] += 1 if result.passed else 0
+        score[1] += 1
+    return scores

@@ -1,0 +1,173 @@
+"""Improving one skill of a folder without hurting its siblings (issue #15, point 3).
+
+The fake model chooses among every listed skill by word overlap, so a proposal that names a
+sibling's words really does take the sibling's requests: what the candidate does to the folder
+is observable on the server's side.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.optimizer.folder import ROUTING, folder_of, with_sibling_description
+from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.skills.catalog import load_routing_sets, load_targets
+from tests.fake_messages_api import FakeMessagesAPI, extract_query, parse_listing
+from tests.helpers import plugin_args
+
+SHEETS_POS = [
+    "tidy spreadsheet columns",
+    "sort spreadsheet rows",
+    "merge spreadsheet cells",
+    "format spreadsheet totals",
+    # no proposal wins these: the rounds go on after the greedy one (one is on train)
+    "review spreadsheet wording",
+    "audit spreadsheet layout",
+    "print spreadsheet nicely",
+]
+SHEETS_NEG = ["write poem about rain", "bake bread loaf"]
+# each names four of pdf's words and "spreadsheet": the greedy proposal's five take it
+PDF_POS = [
+    f"extract spreadsheet tables from invoices documents {word}"
+    for word in ("today", "please", "quickly", "again", "first", "carefully", "later", "twice")
+]
+PDF_NEG = ["translate hamlet into french", "compute fibonacci numbers"]
+PDF_DESCRIPTION = "Extract tables from invoices and scanned documents; fill forms in files."
+GREEDY = (
+    "Tidy, sort, merge and format spreadsheet columns, rows, cells and totals; extract tables "
+    "from invoices and documents."
+)
+MODEST = "Tidy, sort, merge and format spreadsheet columns, rows, cells and totals."
+
+
+def make_folder(root: Path) -> Path:
+    folder = root / "skills"
+    for name, description, pos, neg in (
+        ("pdf", PDF_DESCRIPTION, PDF_POS, PDF_NEG),
+        ("sheets", "Helps with gardening.", SHEETS_POS, SHEETS_NEG),
+    ):
+        (folder / name / "evals").mkdir(parents=True)
+        (folder / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n"
+        )
+        entries = [{"query": q, "should_trigger": True} for q in pos]
+        entries += [{"query": q, "should_trigger": False} for q in neg]
+        (folder / name / "evals" / "trigger-eval.json").write_text(json.dumps(entries))
+    return folder
+
+
+def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.RunResult, dict]:
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, f"--trigger-json={out}"),
+        "--optimize-description", "--holdout=0.5", "--no-early-stop", *args,
+    )  # fmt: skip
+    return result, json.loads(out.read_text())
+
+
+def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
+    tmp_path: Path,
+) -> None:
+    folder = make_folder(tmp_path)
+    (folder / "routing-eval.json").write_text(json.dumps([
+        {"query": "sum the spreadsheet totals column", "expected_skill": "sheets"},
+        {"query": "pull the table out of invoice.pdf", "expected_skill": "pdf"},
+        {"query": "what is a spreadsheet", "expected_skill": None},
+        {"query": "tidy spreadsheet columns", "expected_skill": "sheets"},  # own query: once
+    ]))  # fmt: skip
+    targets = load_targets([str(folder)])
+    pdf, sheets = targets
+    routing = load_routing_sets(targets, [str(folder)])
+    scope = folder_of(sheets, targets, routing, 0.5, 42)
+    pdf_train, pdf_test = split_entries(pdf.eval_set.entries, 0.5, 42)
+    sibling = [(c.entry.query, c.entry.should_trigger) for c in scope.test if c.owner == "pdf"]
+    assert sibling == [(e.query, False) for e in pdf_test if e.should_trigger]
+    assert {c.entry.query for c in scope.train if c.owner == "pdf"} == {
+        e.query for e in pdf_train if e.should_trigger
+    }
+    routed = {c.entry.query: c.entry.should_trigger for c in scope.train + scope.test
+              if c.owner == ROUTING}  # fmt: skip
+    assert routed == {
+        "sum the spreadsheet totals column": True,
+        "pull the table out of invoice.pdf": False,
+        "what is a spreadsheet": False,
+    }
+    indexes = [c.entry.index for c in scope.train + scope.test]
+    assert len(set(indexes)) == len(indexes) and min(indexes) > 1000
+    assert scope.owners == ["pdf", ROUTING]
+
+
+def test_an_improved_sibling_is_listed_with_its_new_description(tmp_path: Path) -> None:
+    _pdf, sheets = load_targets([str(make_folder(tmp_path))])
+    relisted = with_sibling_description(sheets, "pdf", "Read PDFs.")
+    assert [s.description for s in relisted.siblings if s.name == "pdf"] == ["Read PDFs."]
+    assert "- pdf: Read PDFs." in [s.line for s in relisted.context().listing()]
+    assert with_sibling_description(sheets, "nobody", "x") is sheets
+
+
+def test_a_winner_that_takes_its_siblings_queries_is_not_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The greedy proposal wins every sheets query, so it is the best-scoring candidate, and
+    its lead on sheets' own queries holds on fresh runs; but it takes more of pdf's queries
+    than it gains, so SKILL.md stays as it was, and the reports say why."""
+    folder = make_folder(pytester.path)
+    original = (folder / "sheets" / "SKILL.md").read_bytes()
+    fake_api.proposals = [GREEDY, GREEDY]
+    result, report = run(pytester, folder, "--max-iterations=3", "--trigger-report=rounds.html")
+    sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
+    assert sheets["best_description"] == GREEDY
+    confirmation = sheets["confirmation"]
+    assert confirmation["lead_holds"] is True and confirmation["folder_holds"] is False
+    assert sheets["improved"] is False
+    assert (folder / "sheets" / "SKILL.md").read_bytes() == original
+    result.stdout.fnmatch_lines([
+        "*takes more of its siblings' queries than it gains*",
+        "*sheets/SKILL.md unchanged: the best won on its own queries but takes more*",
+    ])  # fmt: skip
+    # every iteration records each skill's score and the folder's
+    start, greedy = sheets["history"][0], sheets["history"][1]
+    assert start["skill_scores"]["pdf"] == "8/8" and greedy["skill_scores"]["pdf"] == "0/8"
+    assert start["skill_scores"]["sheets"] == "2/9" and greedy["skill_scores"]["sheets"] == "6/9"
+    assert (start["folder_score"], greedy["folder_score"]) == ("10/17", "6/17")
+    # the third proposal was asked knowing which of pdf's requests the greedy one takes
+    prompts = [
+        json.dumps(body) for body in fake_api.requests
+        if not any(t.get("name") == "Skill" for t in body.get("tools") or [])
+    ]  # fmt: skip
+    assert "for this request of 'pdf'" in prompts[-1]
+    assert "for this request of 'pdf'" not in prompts[0]  # the start took none
+    # the rounds' page shows the folder's scores, what was taken, and the routing table
+    page = (pytester.path / "rounds.html").read_text()
+    assert ">Folder</th>" in page and "10/17" in page and "pdf 0/8" in page
+    assert "for this request of &#x27;pdf&#x27;" in page
+    assert "Routing, as the tests ran" in page and "Routing in " in page
+
+
+def test_a_modest_winner_is_written_and_the_next_skill_sees_it(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A winner that leaves its siblings' queries alone is written; skills are improved in
+    turn, so a skill optimised after it is measured with the new description listed."""
+    folder = make_folder(pytester.path)
+    (folder / "zeta" / "evals").mkdir(parents=True)
+    (folder / "zeta" / "SKILL.md").write_text("---\nname: zeta\ndescription: Hiking maps.\n---\n")
+    entries = [{"query": q, "should_trigger": True} for q in ("plan hiking maps", "draw trails")]
+    entries += [{"query": q, "should_trigger": False} for q in ("boil water", "read poem aloud")]
+    (folder / "zeta" / "evals" / "trigger-eval.json").write_text(json.dumps(entries))
+    fake_api.proposals = [MODEST, "Plan hiking maps and draw trails."]
+    result, report = run(pytester, folder, "--max-iterations=2")
+    sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
+    assert sheets["improved"] is True, result.stdout.str()
+    assert MODEST in (folder / "sheets" / "SKILL.md").read_text()
+    # zeta came after sheets: its rounds listed sheets under the new description
+    zeta_queries = {e["query"] for e in entries}
+    listings = [
+        dict(parse_listing(body)) for body in fake_api.requests
+        if any(t.get("name") == "Skill" for t in body.get("tools") or [])
+        and extract_query(body) in zeta_queries
+    ]  # fmt: skip
+    assert any(listing.get("sheets", "").startswith(MODEST[:40]) for listing in listings)
