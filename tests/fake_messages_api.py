@@ -912,17 +912,7 @@ class FakeMessagesAPI:
             self._error(h, rid, 404, "not_found_error", f"model: {model}")
             return
         if counting:
-            usage = self._usage_uncached(body)
-            payload = json.dumps({"input_tokens": usage}).encode()
-            h.start(
-                200,
-                {
-                    "Content-Type": "application/json",
-                    "Content-Length": str(len(payload)),
-                    "request-id": rid,
-                },
-            )
-            h.wfile.write(payload)
+            self._send_json(h, rid, {"input_tokens": self._usage_uncached(body)})
             return
 
         trigger = _is_trigger(body)
@@ -1044,14 +1034,7 @@ class FakeMessagesAPI:
     ) -> None:
         """``message`` (the whole answer, built in ``_handle_post``) as one JSON body."""
         payload = json.dumps(message, ensure_ascii=False).encode()
-        h.start(
-            200,
-            {
-                "Content-Type": "application/json",
-                "Content-Length": str(len(payload)),
-                "request-id": rid,
-            },
-        )
+        self._start_body(h, rid, payload)
         if fault == "drop":
             h.wfile.write(payload[: len(payload) // 3])
             self._cut(h)
@@ -1371,27 +1354,23 @@ class FakeMessagesAPI:
             )
             return
         payload = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
-        h.start(
-            200,
-            {
-                "Content-Type": "application/binary",
-                "Content-Length": str(len(payload)),
-                "request-id": rid,
-            },
-        )
+        self._start_body(h, rid, payload, "application/binary")
         h.wfile.write(payload)
 
     @staticmethod
-    def _send_json(h: _Handler, rid: str, obj: dict[str, Any]) -> None:
-        payload = json.dumps(obj).encode()
+    def _start_body(
+        h: _Handler, rid: str, payload: bytes, content_type: str = "application/json"
+    ) -> None:
+        """A 200 answer's status line and headers for a body of known length."""
         h.start(
             200,
-            {
-                "Content-Type": "application/json",
-                "Content-Length": str(len(payload)),
-                "request-id": rid,
-            },
+            {"Content-Type": content_type, "Content-Length": str(len(payload)), "request-id": rid},
         )
+
+    @classmethod
+    def _send_json(cls, h: _Handler, rid: str, obj: dict[str, Any]) -> None:
+        payload = json.dumps(obj).encode()
+        cls._start_body(h, rid, payload)
         h.wfile.write(payload)
 
 

@@ -65,13 +65,26 @@ class BatchStatus:
 
 
 @dataclass(frozen=True)
+class BatchRequest:
+    """One run in a batch. ``capped``: with ``max_tokens`` cut to what a decision needs (a
+    request whose answer reached that cap is sent again with the live request's own)."""
+
+    custom_id: str
+    context: TriggerContext
+    query: str
+    capped: bool = True
+
+
+@dataclass(frozen=True)
 class BatchAnswer:
-    """One request's result in an ended batch. ``retry``: worth sending again in the next
-    wave (a transient error, an expired request, an answer capped before a decision)."""
+    """One request's result in a batch. ``retry``: worth sending again in the next wave (a
+    transient error, an expired request, an answer cut at the cap before a decision, which
+    ``capped`` marks)."""
 
     custom_id: str
     outcome: RunOutcome
     retry: bool = False
+    capped: bool = False
 
 
 class BatchError(Exception):
@@ -87,16 +100,21 @@ class BatchClient(Protocol):
     """Message batches of trigger runs, offered by a backend that has them (the API's
     ``batches()``). One request is one run: a context and a query."""
 
-    def create(self, requests: Sequence[tuple[str, TriggerContext, str]]) -> list[str]:
-        """Submit ``(custom_id, context, query)`` requests; the ids of the batches made
-        (requests whose contexts need different headers go in separate batches)."""
+    def create(self, requests: Sequence[BatchRequest]) -> list[str]:
+        """Submit the requests; the ids of the batches made (requests whose contexts need
+        different headers, or too many for one batch, go in separate batches). Raises
+        :class:`BatchError`, having cancelled any batch it made."""
         ...
 
-    def status(self, batch_id: str) -> BatchStatus: ...
+    def status(self, batch_id: str) -> BatchStatus:
+        """One poll; raises :class:`BatchError`."""
+        ...
 
     def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
         """The ended batch's answers, decided by the first-choice rule; ``skills`` maps
-        each custom id to the skill whose trigger it tests."""
+        each custom id to the skill whose trigger it tests. Raises :class:`BatchError`."""
         ...
 
-    def cancel(self, batch_id: str) -> None: ...
+    def cancel(self, batch_id: str) -> None:
+        """Ask for the batch to stop; what it processed before stays readable."""
+        ...

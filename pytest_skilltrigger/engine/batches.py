@@ -8,8 +8,11 @@ follows), until every verdict is decided. So a batch run makes exactly the runs 
 with the same outcomes would, and gives the same verdicts.
 
 A request that errored or expired is an error for its query, never a miss; it is sent again
-in the next wave, at most :data:`RETRIES` times. A wait past ``batch_timeout`` cancels the
-batch and leaves its queries with errors. Ctrl-C cancels every batch in flight.
+in the next wave, at most :data:`RETRIES` times. So is an answer cut at the batch request's
+``max_tokens`` before a decision, then with the live request's own ``max_tokens``, and read
+as a live stream would be. A wait past ``batch_timeout`` cancels the batch, keeps what was
+processed before the cancel, and leaves the other queries with errors. Ctrl-C cancels every
+batch in flight.
 
 Nothing here knows pytest: the caller gets the runs as :class:`Presampled` values to hand to
 the sampler (and, under xdist, to the workers as JSON), and progress as
@@ -20,18 +23,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pytest_skilltrigger.backends.base import BatchClient, BatchError
+from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchError, BatchRequest
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import BATCH_RATE, CostGuard
+from pytest_skilltrigger.engine.cost import CostGuard, budget_reached
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.sampler import QueryIdent, SamplingPlan, wave_size
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
 PROGRESS_EVERY = 5.0  # at most one progress line per batch in this many seconds
+CANCEL_GRACE = 30.0  # after a cancel at the timeout, how long to wait for what was processed
 
 
 @dataclass(frozen=True)
@@ -58,19 +62,26 @@ class BatchProgress:
 @dataclass
 class Presampled:
     """The runs made (and the stored runs built on) for one sampling, ready for the sampler;
-    crosses to xdist workers as JSON."""
+    crosses to xdist workers as JSON. ``skipped`` says why no (further) run could be made
+    (the budget): the sampling is then skipped without a call."""
 
     ident: QueryIdent
     outcomes: list[RunOutcome]
+    skipped: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ident": list(self.ident), "outcomes": [o.to_dict() for o in self.outcomes]}
+        return {
+            "ident": list(self.ident),
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "skipped": self.skipped,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Presampled:
         key, query, runs, threshold, curtail, fresh = data["ident"]
         ident = (str(key), str(query), int(runs), float(threshold), bool(curtail), bool(fresh))
-        return cls(ident, [RunOutcome.from_dict(o) for o in data["outcomes"]])
+        outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]
+        return cls(ident, outcomes, data.get("skipped"))
 
 
 @dataclass
@@ -83,11 +94,26 @@ class BatchWork:
     plan: SamplingPlan
     outcomes: list[RunOutcome] = field(default_factory=list)
     retries: int = RETRIES
-    skipped: bool = False  # the budget allowed no batch request for it
+    skipped: str | None = None  # why no further request was sent (the budget)
     failed: bool = False  # a request of the current wave is to be sent again
+    uncapped: bool = False  # an answer reached the cap: send the live max_tokens from now on
+    # what answers dropped for a retry used: paid, so carried onto the next run kept
+    carried: Usage = field(default_factory=Usage)
+    carried_requests: int = 0
 
     def wave(self) -> int:
         return 0 if self.skipped else wave_size(self.outcomes, self.plan)
+
+    def keep(self, outcome: RunOutcome) -> None:
+        """Add a run, with what the dropped answers before it used."""
+        self.outcomes.append(
+            replace(
+                outcome,
+                usage=outcome.usage + self.carried,
+                requests=outcome.requests + self.carried_requests,
+            )
+        )
+        self.carried, self.carried_requests = Usage(), 0
 
 
 class BatchRunner:
@@ -114,121 +140,143 @@ class BatchRunner:
         self.timeout = timeout
         self.progress = progress
         self.fatal: str | None = None
-        self.requests = 0  # batch requests sent
+        self._started = 0.0
 
     def run(self, works: Sequence[BatchWork]) -> None:
         """Decide every work (its ``outcomes`` grow); KeyboardInterrupt cancels what is in
         flight and propagates."""
-        started = time.monotonic()
+        self._started = time.monotonic()
         wave = 0
         while not self.fatal:
             todo = [(work, n) for work in works if (n := work.wave()) > 0]
             if not todo:
                 return
             wave += 1
-            self._wave(wave, todo, started)
+            self._wave(wave, todo)
 
-    def _wave(self, wave: int, todo: list[tuple[BatchWork, int]], started: float) -> None:
-        requests: list[tuple[str, TriggerContext, str]] = []
+    def _left(self) -> float:
+        return self.timeout - (time.monotonic() - self._started)
+
+    def _timeout_reason(self) -> str:
+        waited = time.monotonic() - self._started
+        return f"no batch result after waiting {waited:.0f}s (--trigger-batch-timeout)"
+
+    def _wave(self, wave: int, todo: list[tuple[BatchWork, int]]) -> None:
+        requests: list[BatchRequest] = []
         owners: dict[str, tuple[BatchWork, float]] = {}
         for number, (work, runs) in enumerate(todo):
             reserved = self._reserve(work, runs)
             if reserved is None:
-                work.skipped = True
+                work.skipped = budget_reached(self.guard.budget_usd if self.guard else None)
                 continue
             for run in range(runs):
                 custom_id = f"w{wave}-q{number}-r{run}"
-                requests.append((custom_id, work.context, work.query))
+                requests.append(BatchRequest(custom_id, work.context, work.query,
+                                             capped=not work.uncapped))  # fmt: skip
                 owners[custom_id] = (work, reserved / runs)
         if not requests:
             return
-        try:
-            ids = self.client.create(requests)
-        except BatchError as exc:
-            self._fail(owners, f"cannot create the batch: {exc}", fatal=exc.fatal)
+        if self._left() <= 0:
+            self._fail(owners, self._timeout_reason())
             return
-        self.requests += len(requests)
+        skills = {c: work.context.skill_name for c, (work, _r) in owners.items()}
+        ids: list[str] = []
         answered: set[str] = set()
         try:
+            ids = self.client.create(requests)
             for batch_id in ids:
-                if not self._wait(batch_id, wave, started):
-                    continue
-                skills = {cid: owners[cid][0].context.skill_name for cid in owners}
-                for answer in self.client.results(batch_id, skills):
+                for answer in self._answers(batch_id, wave, skills):
                     answered.add(answer.custom_id)
-                    self._take(owners[answer.custom_id], answer.outcome, answer.retry)
+                    self._take(owners[answer.custom_id], answer)
         except KeyboardInterrupt:
             self._cancel(ids)
             raise
-        except BatchError as exc:
-            self.fatal = self.fatal or (str(exc) if exc.fatal else None)
+        except Exception as exc:  # a BatchError, or anything the SDK let through
+            fatal = isinstance(exc, BatchError) and exc.fatal
             self._cancel(ids)
-            reason = f"the batch failed: {exc}"
-            self._fail({c: o for c, o in owners.items() if c not in answered}, reason, exc.fatal)
-            return
+            self._fail({c: o for c, o in owners.items() if c not in answered},
+                       f"the batch failed: {exc}", fatal)  # fmt: skip
         for work, _runs in todo:
             if work.failed:  # one retry spent per wave, however many of its requests failed
                 work.retries -= 1
                 work.failed = False
         missing = {c: o for c, o in owners.items() if c not in answered}
         if missing:
-            waited = time.monotonic() - started
-            self._fail(
-                missing,
-                f"no batch result after waiting {waited:.0f}s (--trigger-batch-timeout)"
-                if waited >= self.timeout
-                else "the batch gave no result for this request",
-            )
+            self._fail(missing, self._timeout_reason() if self._left() <= 0 else
+                       "the batch gave no result for this request")  # fmt: skip
 
-    def _reserve(self, work: BatchWork, runs: int) -> float | None:
-        """The budget reservation for a work's runs at the batch rate (None: refused)."""
-        if self.guard is None or self.guard.budget_usd is None:
-            return 0.0
-        try:
-            usage = self.estimate(work.context, work.query)
-        except Exception:  # the request itself will say what is wrong with it
-            usage = Usage()
-        cost = self.guard.estimate_usd(usage) * BATCH_RATE * runs
-        return cost if self.guard.reserve(cost) else None
+    def _answers(self, batch_id: str, wave: int, skills: dict[str, str]) -> list[BatchAnswer]:
+        """The batch's answers once it has ended. At the timeout it is cancelled, and what
+        was processed before the cancel is still read (it is paid); the rest has none."""
+        timed_out = not self._wait(batch_id, wave)
+        if timed_out:
+            self._cancel([batch_id])
+            if not self._wait(batch_id, wave, grace=True):
+                return []
+        answers = list(self.client.results(batch_id, skills))
+        if timed_out:  # canceled requests: the timeout's error, said as such
+            answers = [a for a in answers if a.outcome.requests > 0]
+        return answers
 
-    def _wait(self, batch_id: str, wave: int, started: float) -> bool:
-        """Poll with back-off until the batch ends (True) or the wait passes the timeout
-        (the batch is cancelled: False)."""
+    def _wait(self, batch_id: str, wave: int, grace: bool = False) -> bool:
+        """Poll with back-off until the batch ends (True), or until the timeout (or, after a
+        cancel, the grace period) passes (False). A poll that fails is tried again at the
+        next pause: one failed request must not cancel hours of work."""
         pause, shown = self.poll, float("-inf")
+        until = time.monotonic() + (CANCEL_GRACE if grace else max(self._left(), 0.0))
         while True:
-            left = self.timeout - (time.monotonic() - started)
+            left = until - time.monotonic()
             if left <= 0:
-                self._cancel([batch_id])
                 return False
             time.sleep(min(pause, left))
-            status = self.client.status(batch_id)
+            pause = max(self.poll, min(pause * 2, MAX_POLL))
+            try:
+                status = self.client.status(batch_id)
+            except BatchError as exc:
+                if exc.fatal:
+                    raise
+                continue
             now = time.monotonic()
             if self.progress is not None and (status.ended or now - shown >= PROGRESS_EVERY):
                 shown = now
                 self.progress(
                     BatchProgress(
                         batch_id, wave, status.succeeded, status.processing,
-                        status.errored + status.expired + status.canceled, now - started,
-                        status.ended,
+                        status.errored + status.expired + status.canceled,
+                        now - self._started, status.ended,
                     )
                 )  # fmt: skip
             if status.ended:
                 return True
-            pause = min(pause * 2, MAX_POLL)
 
-    def _take(self, owner: tuple[BatchWork, float], outcome: RunOutcome, retry: bool) -> None:
+    def _reserve(self, work: BatchWork, runs: int) -> float | None:
+        """The budget reservation for a work's runs at the batch rate (None: refused)."""
+        if self.guard is None:
+            return 0.0
+        return self.guard.reserve_runs(
+            lambda: self.estimate(work.context, work.query), runs, batch=True
+        )
+
+    def _take(self, owner: tuple[BatchWork, float], answer: BatchAnswer) -> None:
         """Count one answer (every request the API processed is paid, at the batch rate) and
-        give it to its work: an answer worth retrying is dropped while retries are left."""
+        give it to its work. An answer worth another try is dropped while retries are left
+        (what it used is carried onto the run kept); one cut at the cap is sent again with
+        the live request's ``max_tokens``."""
         work, reserved = owner
+        outcome = answer.outcome
         if self.guard is not None:
             self.guard.settle(reserved, outcome.usage, outcome.requests, work.plan.phase,
                               outcome.model, batch=True)  # fmt: skip
         if outcome.fatal:
             self.fatal = self.fatal or outcome.error
-        if retry and work.retries > 0:
+        if answer.capped:
+            work.uncapped = True
+        if answer.retry and work.retries > 0:
             work.failed = True
+            work.carried = work.carried + outcome.usage
+            work.carried_requests += outcome.requests
             return
-        work.outcomes.append(outcome)
+        work.keep(outcome)
 
     def _fail(self, owners: dict[str, tuple[BatchWork, float]], reason: str,
               fatal: bool = False) -> None:  # fmt: skip
@@ -239,15 +287,13 @@ class BatchRunner:
             if self.guard is not None:
                 self.guard.settle(reserved, Usage(), 0, work.plan.phase)
             if not any(o.status == "error" for o in work.outcomes):
-                work.outcomes.append(
-                    RunOutcome("error", error=reason, fatal=fatal, requests=0, batch=True)
-                )
+                work.keep(RunOutcome("error", error=reason, fatal=fatal, requests=0, batch=True))
 
     def _cancel(self, ids: Sequence[str]) -> None:
-        """Cancel batches still running (an interrupt, a timeout); a failure to cancel is
-        not worth a second error."""
+        """Cancel batches still running (an interrupt, a timeout, a failure); a failure to
+        cancel is not worth a second error."""
         for batch_id in ids:
             try:
                 self.client.cancel(batch_id)
-            except BatchError:
+            except Exception:
                 pass

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, Usage
 from pytest_skilltrigger.support.errors import InputError
 
 PRICES_PER_MTOK: dict[str, dict[str, float]] = {
@@ -181,6 +181,22 @@ class CostGuard:
             self._reserved += estimate_usd
             return True
 
+    def reserve_runs(
+        self, estimate: Callable[[], Usage], runs: int = 1, batch: bool = False
+    ) -> float | None:
+        """Reserve room for ``runs`` runs of the size ``estimate`` gives (at the batch rate
+        for batch runs): the amount reserved, 0 without a budget, None when refused. An
+        estimate that fails reserves the output alone: the run itself will say what is
+        wrong with its request."""
+        if self.budget_usd is None:
+            return 0.0
+        try:
+            usage = estimate()
+        except Exception:
+            usage = Usage()
+        cost = (maybe_cost_usd(usage, self.price() or FALLBACK_PRICE, batch) or 0.0) * runs
+        return cost if self.reserve(cost) else None
+
     def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
                model: str | None = None, batch: bool = False) -> None:  # fmt: skip
         """Replace a reservation by the actual cost of a call (or of a run's calls)."""
@@ -202,6 +218,11 @@ class CostGuard:
     def total(self) -> Spend:
         with self._lock:
             return total_of(self.by_phase.values())
+
+
+def budget_reached(budget_usd: float | None) -> str:
+    """Why a query is skipped once the budget cannot fund its next call."""
+    return f"{BUDGET_REACHED} of {format_usd(budget_usd)} reached; no new calls"
 
 
 def format_usd(value: float | None) -> str:

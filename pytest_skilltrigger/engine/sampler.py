@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard, format_usd
-from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, QueryResult, RunOutcome, Usage
+from pytest_skilltrigger.engine.cost import CostGuard, budget_reached
+from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import runs_still_needed
 from pytest_skilltrigger.engine.workers import DaemonPool
@@ -146,8 +146,9 @@ class Sampler:
         self._lock = threading.Lock()
         self._queries: dict[QueryIdent, _Query] = {}  # every sampling, finished or not
         self._keys: dict[TriggerContext, str] = {}
-        # runs already made for a sampling (message batches), taken instead of stored runs
-        self._prefilled: dict[QueryIdent, list[RunOutcome]] = {}
+        # runs already made for a sampling (message batches), taken instead of stored runs,
+        # with why it was skipped (the budget) if it was
+        self._prefilled: dict[QueryIdent, tuple[list[RunOutcome], str | None]] = {}
         self._closed = False
 
     def context_key(self, context: TriggerContext) -> str:
@@ -182,11 +183,13 @@ class Sampler:
             future: Future[QueryResult] = Future()
             state = _Query(ident, context, query, should_trigger, plan, future)
             self._queries[ident] = state
-        prefilled = self._prefilled.pop(ident, None)
+        with self._lock:
+            prefilled = self._prefilled.get(ident)
         if prefilled is not None:
-            state.outcomes.extend(prefilled)
-        elif self.store is not None and not plan.fresh:
-            state.outcomes.extend(self.store.lookup(key, query, plan.runs))
+            state.outcomes.extend(prefilled[0])
+            state.skipped = prefilled[1]
+        else:
+            state.outcomes.extend(self.stored(key, query, plan))
         with self._lock:
             done = self._advance(state)
         if done:
@@ -197,17 +200,38 @@ class Sampler:
         """What makes two samplings of a query the same."""
         return (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
 
+    def stored(self, key: str, query: str, plan: SamplingPlan) -> list[RunOutcome]:
+        """The stored runs a sampling starts from (none for a fresh one, or without a
+        store to reuse)."""
+        if self.store is None or plan.fresh:
+            return []
+        return self.store.lookup(key, query, plan.runs)
+
     def sampled(self, ident: QueryIdent) -> bool:
         """Whether this sampling is under way or decided (or has runs waiting for it)."""
         with self._lock:
             return ident in self._queries or ident in self._prefilled
 
-    def prefill(self, ident: QueryIdent, outcomes: Sequence[RunOutcome]) -> None:
+    def prefill(
+        self, ident: QueryIdent, outcomes: Sequence[RunOutcome], skipped: str | None = None
+    ) -> None:
         """Runs made for a sampling before it is submitted (a message batch's, with the
-        stored runs they build on): its submission takes them instead of the store's, and
-        makes only the runs still needed."""
+        stored runs they build on): its submissions take them instead of the store's and
+        make only the runs still needed, none when ``skipped`` (the budget ran out). They
+        stay until :meth:`drop_prefilled`, so that every item sharing a sampling that
+        errored gets that error, not a live call. A fatal error stops the session here too
+        (an xdist worker learns it from the controller's runs)."""
         with self._lock:
-            self._prefilled[ident] = list(outcomes)
+            self._prefilled[ident] = (list(outcomes), skipped)
+        for outcome in outcomes:
+            if outcome.fatal and not self.fatal:
+                self.fatal = outcome.error or "fatal backend error"
+
+    def drop_prefilled(self) -> None:
+        """Forget runs made ahead (once the items are done): a later sampling of the same
+        query (the improvement rounds' first iteration) samples afresh what errored."""
+        with self._lock:
+            self._prefilled.clear()
 
     def _advance(self, state: _Query) -> bool:
         """Issue the next wave; True when the query is done. Call with the lock held."""
@@ -246,18 +270,15 @@ class Sampler:
         reserved = 0.0
         if self.fatal:
             outcome = RunOutcome("error", error=self.fatal, fatal=True, requests=0)
-        elif self.guard is not None and self.guard.budget_usd is not None:
-            try:
-                usage = self.backend.estimate(state.context, state.query)
-            except Exception:  # the run itself will say what is wrong with the request
-                usage = Usage()
-            reserved = self.guard.estimate_usd(usage)
-            if not self.guard.reserve(reserved):
+        elif self.guard is not None:
+            granted = self.guard.reserve_runs(
+                lambda: self.backend.estimate(state.context, state.query)
+            )
+            if granted is not None:
+                reserved = granted
+            else:
                 with self._lock:
-                    state.skipped = (
-                        f"{BUDGET_REACHED} of {format_usd(self.guard.budget_usd)} reached; "
-                        "no new calls"
-                    )
+                    state.skipped = budget_reached(self.guard.budget_usd)
                     state.pending -= 1
                     done = self._advance(state)
                 if done:

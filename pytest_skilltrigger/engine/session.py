@@ -167,11 +167,13 @@ class TriggerSession:
     def presample(
         self,
         requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
+        keep: bool = True,
     ) -> list[Presampled]:
         """With ``--trigger-batch``, make the runs these samplings need as message batches
         (waves with exact early stopping, see :mod:`~pytest_skilltrigger.engine.batches`) and
-        hand them to the sampler, so that submitting them later makes no live call. Returns
-        what was made, for other processes (:meth:`prefill`); nothing without batches."""
+        hand them to the sampler (unless not ``keep``: a process that runs no item), so that
+        submitting them later makes no live call. Returns what was made, for other processes
+        (:meth:`prefill`); nothing without batches."""
         batches = getattr(self.backend, "batches", None)
         if not self.settings.batch or batches is None or self.sampler is None:
             return []
@@ -184,9 +186,7 @@ class TriggerSession:
             if ident in seen or sampler.sampled(ident):
                 continue
             seen.add(ident)
-            stored = []
-            if self.store is not None and self.settings.cache_mode == "use" and not plan.fresh:
-                stored = self.store.lookup(key, entry.query, plan.runs)
+            stored = sampler.stored(key, entry.query, plan)
             works.append(BatchWork(ident, context, entry.query, plan, stored))
         if not works:
             return []
@@ -200,15 +200,22 @@ class TriggerSession:
         finally:
             if runner.fatal:
                 sampler.fatal = sampler.fatal or runner.fatal
-        made = [Presampled(w.ident, w.outcomes) for w in works if not w.skipped]
-        self.prefill(made)
+        made = [Presampled(w.ident, w.outcomes, w.skipped) for w in works]
+        if keep:
+            self.prefill(made)
         return made
 
     def prefill(self, presampled: Sequence[Presampled]) -> None:
         """Take runs made by message batches (here, or by the xdist controller)."""
         if self.sampler is not None:
             for item in presampled:
-                self.sampler.prefill(item.ident, item.outcomes)
+                self.sampler.prefill(item.ident, item.outcomes, item.skipped)
+
+    def drop_prefilled(self) -> None:
+        """Forget the runs made ahead for the items, once they are done (see
+        :meth:`Sampler.drop_prefilled`)."""
+        if self.sampler is not None:
+            self.sampler.drop_prefilled()
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """Ask the model a plain question (the optimizer's proposals): through the Messages

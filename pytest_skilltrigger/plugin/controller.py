@@ -195,6 +195,7 @@ class Controller(Role):
         if self.engine.unavailable:
             self._log(f"skilltrigger: not optimising: {self.engine.unavailable}")
             return None
+        self.engine.drop_prefilled()  # what errored for the items is sampled afresh
         initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
         files = None
         if self.optimize.report_path or self.optimize.results_dir:
@@ -216,12 +217,13 @@ class Controller(Role):
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
         return {path: run.to_dict() for path, run in runs.items()}
 
-    def presample(self, requests: list[Any]) -> list[Presampled]:
+    def presample(self, requests: list[Any], keep: bool = True) -> list[Presampled]:
         """Make these samplings' runs as message batches, showing a progress line per poll
-        worth showing (also under ``-q``: batches take minutes)."""
+        worth showing (also under ``-q``: batches take minutes); ``keep`` them here when this
+        process runs the items."""
         if self.engine.unavailable:
             return []
-        return self.engine.presample(requests)
+        return self.engine.presample(requests, keep=keep)
 
     def batch_progress(self, progress: BatchProgress) -> None:
         self._log(f"skilltrigger: {progress.line()}")

@@ -48,7 +48,7 @@ class DistController(Controller):
         from pytest_skilltrigger.plugin.batching import requests_of_ids
 
         requests = requests_of_ids(self, str(self.config.rootpath), ids, self.engine.plan)
-        self.handoff.write(self.presample(requests))
+        self.handoff.write(self.presample(requests, keep=False))
 
     def finish(self, session: pytest.Session) -> None:
         try:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pytest_skilltrigger.plugin.batching import WORKER_KEY, read_handoff
-from pytest_skilltrigger.plugin.items import SamplingItem
+from pytest_skilltrigger.plugin.items import SamplingItem, TriggerRunError
 from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
 
@@ -26,6 +28,7 @@ class DistWorker(ItemRunner):
         return index, max(1, int(info.get("workercount", 1)))
 
     _batch_runs_read = False
+    _batch_missing: str | None = None
 
     def prefetch(self, items: list[pytest.Item]) -> None:
         """Before the first submission, take the runs the controller made in message batches
@@ -34,7 +37,17 @@ class DistWorker(ItemRunner):
             self._batch_runs_read = True
             path = self.config.workerinput.get(WORKER_KEY)
             if path and not self.engine.unavailable:
-                self.engine.prefill(read_handoff(path))
+                if not os.path.exists(path):
+                    # a worker on another host, which cannot see the controller's files:
+                    # running the items live would pay again for what the batches made
+                    self._batch_missing = (
+                        f"the controller's batch runs ({path}) are not readable here; "
+                        "--trigger-batch needs workers on the controller's host"
+                    )
+                else:
+                    self.engine.prefill(read_handoff(path))
+        if self._batch_missing:
+            raise TriggerRunError(self._batch_missing)
         super().prefetch(items)
 
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:

@@ -114,3 +114,32 @@ def test_a_library_session_samples_in_waves_of_batches(
     assert [runs for _q, _t, runs, _p in outcomes[True]] == [2, 3, 2]
     assert fake_api.stats["batches_created"] == 2
     assert fake_api.stats["batch_requests"] == 7 == fake_api.stats["trigger_calls"]
+
+
+def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
+    fake_api: FakeMessagesAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every first answer reaches a tiny cap before its decision; sent again with the live
+    request's max_tokens it decides as a live run does: same verdicts, and the runs kept
+    carry the requests of the answers dropped before them."""
+    import pytest_skilltrigger.backends.api.batches as batches
+
+    monkeypatch.setattr(batches, "DECISION_MAX_TOKENS", 1)
+    queries = [("tidy csv one", ["skill:alpha"]), ("write a poem", ["text"])]
+    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
+    (target,) = load_targets([str(folder)])
+    for query, script in queries:
+        fake_api.script(query, script)
+    session = TriggerSession(Settings(cache_mode="off", batch=True, batch_poll=0.01))
+    try:
+        context = target.context()
+        session.presample([(context, e, session.plan) for e in target.eval_set.entries])
+        results = session.evaluate(context, target.eval_set.entries)
+    finally:
+        session.close()
+    assert [(r.triggers, r.runs, r.passed) for r in results] == [(2, 2, True), (0, 2, True)]
+    capped = [p["max_tokens"] for p in fake_api.batch_requests_log]
+    assert capped[:4] == [1] * 4 and all(m > 1 for m in capped[4:]) and len(capped) == 8
+    # the dropped answers' requests ride on the query's next run kept: all paid, none lost
+    assert [sum(o.requests for o in r.outcomes) for r in results] == [4, 4]
+    assert session.spending()["items"].batch_calls == 8

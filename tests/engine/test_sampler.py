@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import BUDGET_REACHED, Sampler, SamplingPlan
+from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, RunOutcome, Usage
+from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.verdict import passes
 

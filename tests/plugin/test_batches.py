@@ -90,8 +90,12 @@ def test_batch_calls_are_priced_at_half_the_live_rate(
 
 
 def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_call(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
-) -> None:
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))  # the hand-over folder goes here
     root = build(pytester, fake_api)
     plain = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=plain.json"))
     plain.assert_outcomes(passed=5, failed=3)
@@ -110,7 +114,7 @@ def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_cal
     dist_report = json.loads((pytester.path / "dist.json").read_text())
     assert stable(dist_report) == stable(plain_report)
     # the controller's temporary hand-over to its workers is gone
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("skilltrigger-batch-*"))
+    assert not list(private_tmp.glob("skilltrigger-batch-*"))
 
 
 def test_a_deselected_item_is_not_batched_under_xdist(
@@ -262,3 +266,44 @@ def test_the_optimizer_measures_each_round_in_batches(
     assert phases["confirmation"]["batch_calls"] == phases["confirmation"]["calls"] > 0
     assert phases["improve"]["batch_calls"] == 0  # proposals are live requests
     assert "Alpha tidies csv column data" in (folder / "SKILL.md").read_text(), result.stdout.str()
+
+
+def test_under_xdist_an_unknown_model_in_the_batch_stops_the_workers(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.known_models = {"claude-sonnet-5"}
+    root = build(pytester, fake_api)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", *run_args(root, *BATCH, "--trigger-model=claude-nope-1")
+    )
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and "failed" not in outcomes
+    assert 1 <= outcomes.get("errors", outcomes.get("error", 0)) <= 2  # the first of each
+    assert fake_api.stats["trigger_calls"] == 0
+
+
+def test_a_budget_that_ends_in_a_batch_skips_without_live_calls(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    root = build(pytester, fake_api)
+    result = pytester.runpytest(*run_args(root, *BATCH, "--trigger-budget-usd=0.004"))
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) > 0
+    assert fake_api.stats["trigger_calls"] == 0
+    result.stdout.fnmatch_lines(["*cost budget*reached*"])
+
+
+def test_items_sharing_an_errored_sampling_make_no_live_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A routing item shares its expected skill's sampling of the same query: when the batch
+    could not run it, both items error, and neither goes live."""
+    root = build(pytester, fake_api)
+    query = BETA[0][0]
+    (root / "routing-eval.json").write_text(
+        json.dumps([{"query": query, "expected_skill": "beta-skill"}])
+    )
+    fake_api.batch_script(query, ["errored"] * 6)
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    result.assert_outcomes(passed=4, failed=3, errors=2)
+    assert fake_api.stats["trigger_calls"] == 0

@@ -8,7 +8,8 @@ thinking budget when the context thinks first). Prompt-caching markers stay wher
 A whole answer is decided by the rule the streams use
 (:func:`~pytest_skilltrigger.backends.first_choice.decide_message`): its first ``tool_use``
 block, else "text". An answer cut at the cap before its first tool call was complete decides
-nothing: it is retried in the next wave like a transient error.
+nothing: it is sent again in the next wave with the live request's own ``max_tokens``, and
+that answer is read as a live stream would be (one that ends without a tool is "text").
 
 Everything goes through the SDK's ``messages.batches`` resources (``beta.messages.batches``
 when the captured request carries ``anthropic-beta``) on the backend's one client, so its
@@ -22,25 +23,28 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend, describe_error
-from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchStatus
+from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
 
 # Output a decision needs: a short preamble and one tool call fit with room to spare.
 DECISION_MAX_TOKENS = 2048
 BATCH_LIMIT = 100_000  # requests the API takes in one batch
+BATCH_BYTES = 200 * 1024 * 1024  # under the API's 256 MB a batch, with room for the framing
 # result error types after which no request can succeed (as a live run's 401/403/404)
 FATAL_ERRORS = {"authentication_error", "permission_error", "not_found_error"}
 CAPPED = "the answer reached max_tokens before a complete tool call (no decision)"
 
 
-def batch_params(body: bytes) -> dict[str, Any]:
-    """A live request's body as batch ``params``: not streamed, ``max_tokens`` capped to
-    what a decision needs (above the thinking budget, which the API requires)."""
+def batch_params(body: bytes, capped: bool = True) -> dict[str, Any]:
+    """A live request's body as batch ``params``: not streamed, and ``max_tokens`` capped
+    to what a decision needs (above the thinking budget, which the API requires) unless
+    not ``capped``."""
     params = json.loads(body)
     params.pop("stream", None)
+    if not capped:
+        return params
     thinking = params.get("thinking")
     budget = thinking.get("budget_tokens", 0) if isinstance(thinking, dict) else 0
     cap = DECISION_MAX_TOKENS + int(budget or 0)
@@ -54,25 +58,48 @@ class MessageBatches:
     def __init__(self, backend: AnthropicBackend) -> None:
         self.backend = backend
         self._beta: dict[str, bool] = {}  # batch id -> made on the beta resource
+        self._uncapped: set[str] = set()  # custom ids sent with the live max_tokens
 
     def _resource(self, beta: bool) -> Any:
         client = self.backend.client()
         return client.beta.messages.batches if beta else client.messages.batches
 
-    def create(self, requests: Sequence[tuple[str, TriggerContext, str]]) -> list[str]:
-        """Batches of at most :data:`BATCH_LIMIT` requests, one set per header set."""
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for custom_id, context, query in requests:
-            body, _path, headers = self.backend.request_parts(context, query)
+    def create(self, requests: Sequence[BatchRequest]) -> list[str]:
+        """Batches within the API's limits (:data:`BATCH_LIMIT` requests,
+        :data:`BATCH_BYTES`), one set per header set. When one cannot be made, those already
+        made are cancelled: nothing runs unread."""
+        groups: dict[str, list[list[dict[str, Any]]]] = {}
+        sizes: dict[str, int] = {}
+        for request in requests:
+            try:
+                body, _path, headers = self.backend.request_parts(request.context, request.query)
+                params = batch_params(body, request.capped)
+            except Exception as exc:  # a capture that failed, a body that is not JSON
+                raise BatchError(f"cannot build the request: {type(exc).__name__}: {exc}") from None
+            if not request.capped:
+                self._uncapped.add(request.custom_id)
             betas = headers.get("anthropic-beta", "")
-            groups.setdefault(betas, []).append(
-                {"custom_id": custom_id, "params": batch_params(body)}
-            )
+            item = {"custom_id": request.custom_id, "params": params}
+            size = len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
+            chunks = groups.setdefault(betas, [[]])
+            if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + size > BATCH_BYTES:
+                chunks.append([])
+                sizes[betas] = 0
+            chunks[-1].append(item)
+            sizes[betas] = sizes.get(betas, 0) + size
         ids: list[str] = []
-        for betas, group in groups.items():
-            for start in range(0, len(group), BATCH_LIMIT):
-                chunk = group[start : start + BATCH_LIMIT]
-                ids.append(self._create(chunk, betas))
+        try:
+            for betas, chunks in groups.items():
+                for chunk in chunks:
+                    if chunk:
+                        ids.append(self._create(chunk, betas))
+        except BaseException:
+            for batch_id in ids:
+                try:
+                    self.cancel(batch_id)
+                except BatchError:
+                    pass
+            raise
         return ids
 
     def _create(self, requests: list[dict[str, Any]], betas: str) -> str:
@@ -83,6 +110,7 @@ class MessageBatches:
         return str(batch.id)
 
     def status(self, batch_id: str) -> BatchStatus:
+        """One poll of the batch (the request counts are progress only until it ends)."""
         resource = self._resource(self._beta.get(batch_id, False))
         batch = self._call(lambda: resource.retrieve(batch_id))
         counts = batch.request_counts
@@ -97,8 +125,14 @@ class MessageBatches:
         )
 
     def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
+        """The answers, read as the SDK streams the JSONL (a read that fails midway is a
+        :class:`BatchError` like any other)."""
         resource = self._resource(self._beta.get(batch_id, False))
-        for line in self._call(lambda: resource.results(batch_id)):
+        lines = iter(self._call(lambda: resource.results(batch_id)))
+        while True:
+            line = self._call(lambda: next(lines, None))
+            if line is None:
+                return
             custom_id = str(line.custom_id)
             if custom_id in skills:
                 yield self._answer(custom_id, line.result.model_dump(), skills[custom_id])
@@ -109,11 +143,15 @@ class MessageBatches:
             message = result.get("message") or {}
             usage = Usage.from_dict(message.get("usage"))
             model = message.get("model") or self.backend.model
-            decision = decide_message(message.get("content") or [], message.get("stop_reason"),
-                                      usage)  # fmt: skip
+            content = message.get("content") or []
+            decision = decide_message(content, message.get("stop_reason"), usage)
+            if decision is None and custom_id in self._uncapped:
+                # the live request's own cap: a stream would have ended here, undecided by a
+                # tool, so it reads as one that ended
+                decision = decide_message(content, "end_turn", usage)
             if decision is None:
                 outcome = RunOutcome("error", error=CAPPED, usage=usage, model=model, batch=True)
-                return BatchAnswer(custom_id, outcome, retry=True)
+                return BatchAnswer(custom_id, outcome, retry=True, capped=True)
             triggered = decision.chosen == f"skill:{skill}"
             outcome = RunOutcome(
                 "triggered" if triggered else "not_triggered",
@@ -137,6 +175,7 @@ class MessageBatches:
         return BatchAnswer(custom_id, outcome, retry=kind == "expired")
 
     def cancel(self, batch_id: str) -> None:
+        """Ask the batch to stop (an interrupt, the timeout): what it processed stays."""
         resource = self._resource(self._beta.get(batch_id, False))
         self._call(lambda: resource.cancel(batch_id))
 
@@ -149,6 +188,6 @@ class MessageBatches:
             raise BatchError(describe_error(exc), fatal=True) from None
         except sdk.APIStatusError as exc:
             raise BatchError(describe_error(exc)) from None
-        except sdk.APIError as exc:
+        except Exception as exc:  # the SDK's other errors, the HTTP library's read errors
             raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None
 
