@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("throughput", "curtailment", "store", "load", "client_call")
+BENCHES = ("throughput", "curtailment", "store", "load", "client_call", "batch")
 
 
 def load_average() -> str:
