@@ -447,3 +447,48 @@ def test_the_plugin_names_the_captured_context_and_runs_it(
     agents = {h["user-agent"].split("/")[0] for h in fake_api.request_headers}
     assert agents == {"Anthropic"}  # the runs went through the SDK, not the CLI
     assert all(len(body["tools"]) > 4 for body in fake_api.requests)  # the CLI's tools
+
+
+def test_a_batch_sends_the_captured_request_whole(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
+) -> None:
+    """--trigger-batch with the captured context: each batch request is the live replay of
+    the CLI's own request (its tools, thinking, roles, caching markers and the spliced
+    query), not streamed and with max_tokens capped above the thinking budget; the CLI's
+    betas go with the batch."""
+    from pytest_skilltrigger.backends.api.batches import DECISION_MAX_TOKENS
+
+    skills = pytester.path / "skills"
+    folder = skills / SKILL
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
+    query = "combine these three pdf files into one"
+    evals = [{"query": query, "should_trigger": True}]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
+    common = (
+        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
+        "--trigger-context=claude-code", f"--claude-bin={claude_bin}", "--runs-per-query=1",
+        # the capture is stored and replayed by both runs; the runs are made afresh
+        "--trigger-cache=refresh", f"--trigger-store={pytester.path / 'store.sqlite'}",
+    )  # fmt: skip
+    fake_api.script(query, [f"skill:{SKILL}"])
+    pytester.runpytest_subprocess(*common, timeout=240).assert_outcomes(passed=1)
+    (live,) = fake_api.requests
+    (live_headers,) = fake_api.request_headers
+    fake_api.script(query, [f"skill:{SKILL}"])
+    batch = pytester.runpytest_subprocess(
+        *common, "--trigger-batch", "--trigger-batch-poll=0.05", timeout=240
+    )
+    batch.assert_outcomes(passed=1)
+    assert fake_api.stats["trigger_calls"] == 1  # the live run's only: the capture is local
+    (params,) = fake_api.batch_requests_log
+    budget = (live.get("thinking") or {}).get("budget_tokens") or 0
+    assert live["stream"] is True and len(live["tools"]) > 4  # the CLI's request
+    assert params.keys() == live.keys() - {"stream"}
+    assert params["max_tokens"] == min(live["max_tokens"], DECISION_MAX_TOKENS + budget)
+    assert params == {k: v for k, v in live.items() if k not in ("stream", "max_tokens")} | {
+        "max_tokens": params["max_tokens"]
+    }
+    assert any(b.get("cache_control") for b in params["system"])  # caching markers kept
+    (headers,) = fake_api.batch_headers
+    assert headers["anthropic-beta"] == live_headers["anthropic-beta"]
