@@ -21,8 +21,14 @@ def accept_all(runs: Iterable[Optimization], log: Callable[[str], None]) -> None
     runs = list(runs)
     if any(run.interrupted for run in runs):
         return
+    unwritten: set[str] = set()  # improved, but the file could not be rewritten
     for run in runs:
-        accept(run, log)
+        stale = sorted(set(run.relisted) & unwritten)
+        if stale:
+            log(f"{run.target.name}: measured with the new description of {', '.join(stale)}, "
+                "which was not written: its results assume a listing not on disk")  # fmt: skip
+        if not accept(run, log) and run.improved:
+            unwritten.add(run.target.name)
 
 
 def _unchanged_reason(run: Optimization) -> str:
@@ -47,11 +53,19 @@ def _unchanged_reason(run: Optimization) -> str:
             "the best's lead came from chance: it did not hold on fresh runs "
             "(paste it by hand if you still want it)"
         )
+    refused = run.refused_for_folder()
+    if refused:
+        numbers = ", ".join(str(n) for n in refused)
+        return (
+            f"the candidates that did best on its own queries (iteration {numbers}) take more "
+            "of its siblings' queries than they gain"
+        )
     return "nothing beat the starting description"
 
 
-def accept(run: Optimization, log: Callable[[str], None]) -> None:
-    """Print before/after for one skill and rewrite its SKILL.md when the best won."""
+def accept(run: Optimization, log: Callable[[str], None]) -> bool:
+    """Print before/after for one skill and rewrite its SKILL.md when the best won; whether
+    it was rewritten."""
     target = run.target
     data = run.to_dict()
     log(f"{target.name}: {data['exit_reason']}")
@@ -68,7 +82,7 @@ def accept(run: Optimization, log: Callable[[str], None]) -> None:
         )
     if not run.improved:
         log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
-        return
+        return False
     try:
         write_description(target.skill.skill_md, data["best_description"], target.skill.raw)
     except FileChangedError:
@@ -76,8 +90,9 @@ def accept(run: Optimization, log: Callable[[str], None]) -> None:
             f"  {target.skill.skill_md} changed on disk during the run: not overwritten; "
             "paste the best description by hand"
         )
-        return
+        return False
     except InputError as exc:
         log(f"  not written: {exc}")
-        return
+        return False
     log(f"  wrote the new description to {target.skill.skill_md}")
+    return True

@@ -91,14 +91,13 @@ class OptimizationDriver:
         queries (see :mod:`~pytest_skilltrigger.optimizer.folder`)."""
         improved: dict[str, tuple[str, str]] = {}  # skill path -> (folder, new description)
         for original in targets:
-            target, relisted = original, False
+            target, relisted = original, []
             where = os.path.dirname(original.skill.path)
             for path, (folder, description) in improved.items():
                 if folder == where and path != original.skill.path:
-                    target = with_sibling_description(
-                        target, self._name_of(targets, path), description
-                    )
-                    relisted = True
+                    name = self._name_of(targets, path)
+                    target = with_sibling_description(target, name, description)
+                    relisted.append(name)
             folder = folder_of(target, targets, routing_sets, self.options.holdout,
                                self.options.seed)  # fmt: skip
             run = optimize(
@@ -113,6 +112,7 @@ class OptimizationDriver:
                 on_iteration=self._on_iteration,
                 folder=folder,
             )
+            run.relisted = tuple(relisted)
             self.runs[target.skill.path] = run
             self._publish()
             if run.interrupted:
@@ -132,9 +132,9 @@ class OptimizationDriver:
         tokens = it.usage.input_tokens + it.usage.output_tokens
         if it.evaluated:
             folder = ""
-            if run.folder:
-                cross = it.cross_train + it.cross_test
-                folder = f", folder's queries {format_score(cross)}"
+            if run.folder:  # the folder's score, as in the JSON: its own queries and the rest
+                every = it.train + it.test + it.cross_train + it.cross_test
+                folder = f", folder {format_score(every)}"
             self.log(
                 f"{run.target.name} iteration {it.iteration}/{total}: "
                 f"train {format_score(it.train)}, test {format_score(it.test)}{folder}, "

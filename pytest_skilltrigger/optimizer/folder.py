@@ -17,13 +17,17 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from pytest_skilltrigger.engine.context import ListedSkill
 from pytest_skilltrigger.engine.outcome import QueryResult
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.skills.routing import RoutingSet
+from pytest_skilltrigger.support.errors import InputError
 
-ROUTING = "routing"  # the owner of an entry taken from the folder's routing eval set
+# the owner of an entry taken from the folder's routing eval set (no skill name has brackets)
+ROUTING = "(routing)"
 CROSS_INDEX = 1_000_000  # cross entries' indexes start here, apart from the skill's own
 
 
@@ -60,20 +64,21 @@ def folder_of(
     side of that sibling's own split) and the folder's routing entries (split the same way),
     leaving out queries of the skill's own eval set."""
     where = os.path.dirname(target.skill.path)
-    own = {e.query for e in target.eval_set.entries}
+    # the same query as the loaders see it: surrounding blanks do not make another one
+    own = {e.query.strip() for e in target.eval_set.entries}
     seen: set[str] = set()
     train: list[CrossEntry] = []
     test: list[CrossEntry] = []
 
     def add(side: list[CrossEntry], query: str, should: bool, owner: str) -> None:
-        if query in own or query in seen:
+        if query.strip() in own or query.strip() in seen:
             return
-        seen.add(query)
+        seen.add(query.strip())
         index = CROSS_INDEX + len(train) + len(test)
         side.append(CrossEntry(EvalEntry(index, query, should, {"owner": owner}), owner))
 
     for sibling in targets:
-        if sibling is target or os.path.dirname(sibling.skill.path) != where:
+        if sibling.skill.path == target.skill.path or os.path.dirname(sibling.skill.path) != where:
             continue
         s_train, s_test = split_entries(sibling.eval_set.entries, holdout, seed)
         for part, side in ((s_train, train), (s_test, test)):
@@ -95,17 +100,30 @@ def folder_of(
 
 def with_sibling_description(target: Target, name: str, description: str) -> Target:
     """``target`` with sibling ``name`` listed under a new description: the skills of a
-    folder are improved in turn, each against its siblings as they now are."""
+    folder are improved in turn, each against its siblings as they now are. The sibling's
+    SKILL.md text changes with it: the Claude Code backend installs that text, and captured
+    requests list what it says."""
     siblings = tuple(
-        replace(s, description=description) if s.name == name else s for s in target.siblings
+        _relisted(s, description) if s.name == name else s for s in target.siblings
     )
     return replace(target, siblings=siblings) if siblings != target.siblings else target
 
 
+def _relisted(sibling: ListedSkill, description: str) -> ListedSkill:
+    text = sibling.skill_md
+    if text is not None:
+        try:
+            text = replace_description(text, description, sibling.name)
+        except InputError:  # no rendering reads back exactly: listed by name and description
+            text = None
+    return replace(sibling, description=description, skill_md=text)
+
+
 def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
                 results: Sequence[QueryResult]) -> list[str]:  # fmt: skip
-    """The proposer's lines on the folder's queries the current description gets wrong:
-    a sibling's request it takes, a routed request it takes or leaves."""
+    """What a description gets wrong among the folder's queries, one sentence each: a
+    sibling's request it takes, a routed request it takes or leaves (for the proposer, the
+    JSON history and the HTML report)."""
     from pytest_skilltrigger.reports.formatting import describe_chosen
 
     lines = []
@@ -114,17 +132,17 @@ def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
             continue
         if item.entry.should_trigger:
             lines.append(
-                f"- the request {result.query!r} is routed to this skill, but the model chose "
+                f"the request {result.query!r} is routed to this skill, but the model chose "
                 f"{describe_chosen(result.chosen, exclude=f'skill:{skill_name}')}"
             )
         elif item.owner == ROUTING:
             lines.append(
-                f"- the model chose {skill_name!r} for {result.query!r} "
+                f"the model chose {skill_name!r} for {result.query!r} "
                 f"({result.triggers}/{result.runs} runs), which is routed elsewhere"
             )
         else:
             lines.append(
-                f"- the model chose {skill_name!r} for this request of {item.owner!r}: "
+                f"the model chose {skill_name!r} for this request of {item.owner!r}: "
                 f"{result.query!r} ({result.triggers}/{result.runs} runs)"
             )
     return lines

@@ -9,21 +9,22 @@ counted as misses.
 Picking the best of several candidates by a handful of test queries overstates the winner:
 with a few runs per query, borderline queries flip by chance, and the candidate that got the
 lucky flips wins. So a winner that beats the start is measured again, together with the
-start, on fresh runs of the same queries (stored runs are not reused); it counts as an
+start, on fresh runs of the same queries (see :mod:`.confirmation`); it counts as an
 improvement, and SKILL.md is rewritten, only when its lead holds on that re-measurement. The
-re-measured scores are reported beside the selection scores.
+re-measured scores are reported beside the selection scores. In a folder of skills, each
+candidate is also measured on its siblings' queries (see :mod:`.folder`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score, passed
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.optimizer.confirmation import Confirmation, confirm
 from pytest_skilltrigger.optimizer.folder import Folder, skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt
 from pytest_skilltrigger.optimizer.split import split_entries
@@ -87,88 +88,6 @@ class Iteration:
 
 
 @dataclass
-class Confirmation:
-    """The start and the winner measured again on fresh runs of the queries that chose the
-    winner (test, or train when there is no test set)."""
-
-    best_iteration: int
-    on: str  # "test" | "train"
-    start: list[QueryResult]
-    best: list[QueryResult]
-    # the folder's queries on the same side (none for a skill alone in its folder)
-    start_cross: list[QueryResult] = field(default_factory=list)
-    best_cross: list[QueryResult] = field(default_factory=list)
-
-    def _all(self) -> list[QueryResult]:
-        return self.start + self.best + self.start_cross + self.best_cross
-
-    @property
-    def complete(self) -> bool:
-        return all(r.passed is not None for r in self._all())
-
-    @property
-    def lead_holds(self) -> bool:
-        """The winner's lead over the start on the skill's own queries survives."""
-        return self.complete and passed(self.best) > passed(self.start)
-
-    @property
-    def folder_holds(self) -> bool:
-        """The folder does not lose more than the skill gains: counted over the skill's own
-        queries and its siblings' (and the routing set's), the winner passes at least as
-        many as the start."""
-        return passed(self.best + self.best_cross) >= passed(self.start + self.start_cross)
-
-    @property
-    def holds(self) -> bool:
-        """The winner may replace the start: its lead holds and the folder does not lose."""
-        return self.lead_holds and self.folder_holds
-
-    @property
-    def missing(self) -> int:
-        """Queries of the re-measurement without a verdict (errored or skipped)."""
-        return sum(1 for r in self._all() if r.passed is None)
-
-    def verdict(self) -> str:
-        """One line for people: the scores, and whether the lead holds."""
-        if not self.complete:
-            return (
-                f"not confirmed: {self.missing} of the fresh samplings errored or were skipped"
-            )
-        scores = (
-            f"best {format_score(self.best)}, start {format_score(self.start)}"
-        )
-        if not self.lead_holds:
-            return f"{scores}: the lead does not hold"
-        if not self.folder_holds:
-            return (
-                f"{scores}: the lead holds, but it takes more of its siblings' queries than it "
-                f"gains (folder {format_score(self.start + self.start_cross)} -> "
-                f"{format_score(self.best + self.best_cross)})"
-            )
-        if self.start_cross:
-            folder = format_score(self.best + self.best_cross)
-            return f"{scores}: the lead holds, and the folder does not lose (folder {folder})"
-        return f"{scores}: the lead holds"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "best_iteration": self.best_iteration,
-            "on": self.on,
-            "start_score": format_score(self.start),
-            "best_score": format_score(self.best),
-            "holds": self.holds,
-            "lead_holds": self.lead_holds,
-            "folder_holds": self.folder_holds,
-            "folder_start_score": format_score(self.start + self.start_cross),
-            "folder_best_score": format_score(self.best + self.best_cross),
-            "complete": self.complete,
-            "verdict": self.verdict(),
-            "start_results": [r.summary_row() for r in self.start],
-            "best_results": [r.summary_row() for r in self.best],
-        }
-
-
-@dataclass
 class Optimization:
     """The whole run for one skill; ``to_dict`` gives the reference keys."""
 
@@ -181,6 +100,8 @@ class Optimization:
     interrupted: bool = False
     confirmation: Confirmation | None = None
     folder: Folder = field(default_factory=Folder)
+    # siblings listed with the new descriptions they won earlier in this session
+    relisted: tuple[str, ...] = ()
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]
@@ -190,10 +111,47 @@ class Optimization:
         return max(self.evaluated(), key=lambda it: (passed(it.train), it.iteration))
 
     def best(self) -> Iteration:
-        """Most test passes, then most train passes, then the earlier iteration."""
+        """Most test passes, then most passes of the folder's test queries, then most train
+        passes, then the earlier iteration; among the candidates that do not lose the folder
+        more than they gain (:meth:`folder_loses`)."""
+        eligible = [it for it in self.evaluated() if not self.folder_loses(it)]
         return max(
-            self.evaluated(), key=lambda it: (passed(it.test), passed(it.train), -it.iteration)
-        )
+            eligible or self.evaluated(),
+            key=lambda it: (passed(it.test), passed(self._folder_side(it)), passed(it.train),
+                            -it.iteration),
+        )  # fmt: skip
+
+    def _folder_side(self, it: Iteration) -> list[QueryResult]:
+        """The queries a candidate is accepted on, its own and the folder's: the test side,
+        or train when there is no test set."""
+        if self.test_entries:
+            return it.test + it.cross_test
+        return it.train + it.cross_train
+
+    def folder_loses(self, it: Iteration) -> bool:
+        """True when, counted over its own queries and its siblings' (on the side that
+        decides), the candidate passes fewer than the start: what it gains it takes from its
+        siblings and more. Such a candidate is never the best."""
+        evaluated = self.evaluated()
+        if not self.folder or not evaluated:
+            return False
+        return passed(self._folder_side(it)) < passed(self._folder_side(evaluated[0]))
+
+    def refused_for_folder(self) -> list[int]:
+        """Candidates that would have been the best on the skill's own queries but lose the
+        folder (:meth:`folder_loses`)."""
+        if not self.evaluated():
+            return []
+        best = self.best()
+        own = self._own_side
+        return [
+            it.iteration
+            for it in self.evaluated()
+            if self.folder_loses(it) and passed(own(it)) > passed(own(best))
+        ]
+
+    def _own_side(self, it: Iteration) -> list[QueryResult]:
+        return it.test if self.test_entries else it.train
 
     @property
     def improved(self) -> bool:
@@ -246,6 +204,7 @@ class Optimization:
             "test_size": len(self.test_entries),
             "improved": self.improved,
             "confirmation": self.confirmation.to_dict() if self.confirmation else None,
+            "refused_for_folder": self.refused_for_folder(),
             "interrupted": self.interrupted,
             "history": [self._history_entry(it) for it in self.iterations],
         }
@@ -337,14 +296,15 @@ def optimize(
             run.iterations.append(it)
             if on_iteration:
                 on_iteration(run, it)
-            if passed(it.train) == len(it.train):
+            if passed(it.train + it.cross_train) == len(it.train) + len(it.cross_train):
+                # its siblings' train queries too: a winner that takes them is no end point
                 run.exit_reason = f"all_passed (iteration {number})"
                 break
         else:
             run.exit_reason = f"max_iterations ({max_iterations})"
         if run.beats_start:
             try:
-                run.confirmation = _confirm(session, run)
+                run.confirmation = confirm(session, run)
             except KeyboardInterrupt:
                 run.interrupted = True
                 run.exit_reason += "; interrupted while measuring the best again"
@@ -353,32 +313,6 @@ def optimize(
         run.interrupted = True
         run.exit_reason = f"interrupted (after {len(run.evaluated())} evaluated iterations)"
     return run
-
-
-def _confirm(session: TriggerSession, run: Optimization) -> Confirmation:
-    """Measure the start and the best again, on fresh runs, on the set that chose the best."""
-    on = "test" if run.test_entries else "train"
-    own = run.test_entries or run.train_entries
-    cross = [c.entry for c in (run.folder.test if run.test_entries else run.folder.train)]
-    entries = own + cross
-    start, best = run.evaluated()[0], run.best()
-    plan = replace(session.plan, fresh=True, phase="confirmation")
-
-    def submit(description: str) -> list[Future[QueryResult]]:
-        context = run.target.context(description)
-        return [session.submit(context, e, plan) for e in entries]
-
-    # with --trigger-batch both measurements go in the same batches
-    session.presample(
-        [(run.target.context(d), e, plan) for d in (start.description, best.description)
-         for e in entries]
-    )  # fmt: skip
-    start_futures, best_futures = submit(start.description), submit(best.description)
-    start_all = [f.result() for f in start_futures]
-    best_all = [f.result() for f in best_futures]
-    n = len(own)
-    return Confirmation(best.iteration, on, start_all[:n], best_all[:n], start_all[n:],
-                        best_all[n:])  # fmt: skip
 
 
 def _cut(results: list[QueryResult], sides: tuple[list[EvalEntry], ...]) -> list[list[QueryResult]]:

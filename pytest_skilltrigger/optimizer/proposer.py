@@ -91,7 +91,8 @@ def build_prompt(
         parts.append(
             "The assistant chooses among all the skills of this skill's folder. Requests of "
             "the other skills there that the current description gets wrong (taking a "
-            "sibling's request is as bad as missing one of its own):\n" + "\n".join(folder_lines)
+            "sibling's request is as bad as missing one of its own):\n"
+            + "\n".join(f"- {line}" for line in folder_lines)
         )
     if attempts:
         blocks = []

@@ -215,7 +215,7 @@ def _folder_cell(entry: dict[str, Any]) -> str:
     scores = "<br>".join(
         f"{_e(name)} {_e(score)}" for name, score in (entry.get("skill_scores") or {}).items()
     )
-    taken = "".join(f"<li>{_e(line.lstrip('- '))}</li>" for line in entry.get("folder_taken") or [])
+    taken = "".join(f"<li>{_e(line)}</li>" for line in entry.get("folder_taken") or [])
     taken = f'<ul class="note">{taken}</ul>' if taken else ""
     return (
         f'<td class="score">{_e(entry["folder_score"])}'

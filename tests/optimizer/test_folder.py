@@ -23,7 +23,7 @@ SHEETS_POS = [
     "sort spreadsheet rows",
     "merge spreadsheet cells",
     "format spreadsheet totals",
-    # no proposal wins these: the rounds go on after the greedy one (one is on train)
+    # no proposal wins these
     "review spreadsheet wording",
     "audit spreadsheet layout",
     "print spreadsheet nicely",
@@ -97,36 +97,44 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
     }
     indexes = [c.entry.index for c in scope.train + scope.test]
     assert len(set(indexes)) == len(indexes) and min(indexes) > 1000
-    assert scope.owners == ["pdf", ROUTING]
+    assert scope.owners == sorted(["pdf", ROUTING])
 
 
 def test_an_improved_sibling_is_listed_with_its_new_description(tmp_path: Path) -> None:
+    """In the listing, and in the SKILL.md the Claude Code backend installs for it."""
+    from pytest_skilltrigger.backends.claude_code.workspace import installed_text
+    from pytest_skilltrigger.skills.skill import parse_frontmatter
+
     _pdf, sheets = load_targets([str(make_folder(tmp_path))])
     relisted = with_sibling_description(sheets, "pdf", "Read PDFs.")
-    assert [s.description for s in relisted.siblings if s.name == "pdf"] == ["Read PDFs."]
+    (pdf,) = [s for s in relisted.siblings if s.name == "pdf"]
+    assert pdf.description == "Read PDFs."
     assert "- pdf: Read PDFs." in [s.line for s in relisted.context().listing()]
+    installed = installed_text(pdf, tested=False)
+    assert parse_frontmatter(installed, "SKILL.md")[0]["description"] == "Read PDFs."
+    assert installed.endswith("# pdf\n")  # the rest of the file as it was
     assert with_sibling_description(sheets, "nobody", "x") is sheets
 
 
 def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
-    """The greedy proposal wins every sheets query, so it is the best-scoring candidate, and
-    its lead on sheets' own queries holds on fresh runs; but it takes more of pdf's queries
-    than it gains, so SKILL.md stays as it was, and the reports say why."""
+    """The greedy proposal scores best on sheets' own queries, but it takes more of pdf's
+    queries than it gains: it is never the best, SKILL.md stays as it was, and the reports
+    say why. The rounds do not stop at it (its siblings' train queries fail), and the next
+    proposal is asked knowing which of pdf's requests it takes, never pdf's test queries."""
     folder = make_folder(pytester.path)
     original = (folder / "sheets" / "SKILL.md").read_bytes()
     fake_api.proposals = [GREEDY, GREEDY]
     result, report = run(pytester, folder, "--max-iterations=3", "--trigger-report=rounds.html")
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
-    assert sheets["best_description"] == GREEDY
-    confirmation = sheets["confirmation"]
-    assert confirmation["lead_holds"] is True and confirmation["folder_holds"] is False
-    assert sheets["improved"] is False
+    assert [h["test_passed"] for h in sheets["history"]] == [1, 3, 3]  # greedy wins its own
+    assert sheets["refused_for_folder"] == [2, 3]
+    assert sheets["best_iteration"] == 1 and sheets["improved"] is False
     assert (folder / "sheets" / "SKILL.md").read_bytes() == original
     result.stdout.fnmatch_lines([
-        "*takes more of its siblings' queries than it gains*",
-        "*sheets/SKILL.md unchanged: the best won on its own queries but takes more*",
+        "*sheets/SKILL.md unchanged: the candidates that did best on its own queries "
+        "(iteration 2, 3) take more of its siblings' queries than they gain",
     ])  # fmt: skip
     # every iteration records each skill's score and the folder's
     start, greedy = sheets["history"][0], sheets["history"][1]
@@ -140,6 +148,11 @@ def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     ]  # fmt: skip
     assert "for this request of 'pdf'" in prompts[-1]
     assert "for this request of 'pdf'" not in prompts[0]  # the start took none
+    pdf_train, pdf_test = split_entries(
+        load_targets([str(folder / "pdf")])[0].eval_set.entries, 0.5, 42
+    )
+    assert any(e.query in prompts[-1] for e in pdf_train if e.should_trigger)
+    assert not any(e.query in prompt for prompt in prompts for e in pdf_test)
     # the rounds' page shows the folder's scores, what was taken, and the routing table
     page = (pytester.path / "rounds.html").read_text()
     assert ">Folder</th>" in page and "10/17" in page and "pdf 0/8" in page
@@ -171,3 +184,43 @@ def test_a_modest_winner_is_written_and_the_next_skill_sees_it(
         and extract_query(body) in zeta_queries
     ]  # fmt: skip
     assert any(listing.get("sheets", "").startswith(MODEST[:40]) for listing in listings)
+
+
+def test_a_folder_safe_candidate_wins_over_a_greedy_one(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Both proposals win the same sheets queries; only the modest one leaves pdf's alone,
+    so it is the best, its lead and the folder hold on fresh runs, and it is written."""
+    folder = make_folder(pytester.path)
+    fake_api.proposals = [GREEDY, MODEST]
+    result, report = run(pytester, folder, "--max-iterations=3")
+    sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
+    assert sheets["best_iteration"] == 3 and sheets["refused_for_folder"] == []
+    confirmation = sheets["confirmation"]
+    assert confirmation["lead_holds"] and confirmation["folder_holds"], confirmation
+    assert sheets["improved"] is True, result.stdout.str()
+    assert MODEST in (folder / "sheets" / "SKILL.md").read_text()
+
+
+def test_a_lead_that_holds_but_loses_the_folder_on_fresh_runs_is_not_written() -> None:
+    """The confirmation's own guard: measured again, the winner gains one of its queries and
+    loses two of its siblings'."""
+    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+    from pytest_skilltrigger.optimizer.confirmation import Confirmation
+
+    def result(query: str, should: bool, hit: bool) -> QueryResult:
+        status = "triggered" if hit else "not_triggered"
+        outcome = RunOutcome(status, chosen="skill:sheets" if hit else "skill:pdf")
+        return QueryResult(query, should, 1, 0.5, (outcome,))
+
+    confirmation = Confirmation(
+        2, "test",
+        start=[result("tidy", True, False)], best=[result("tidy", True, True)],
+        start_cross=[result("pdf a", False, False), result("pdf b", False, False)],
+        best_cross=[result("pdf a", False, True), result("pdf b", False, True)],
+    )  # fmt: skip
+    assert confirmation.lead_holds and not confirmation.folder_holds
+    assert not confirmation.holds
+    assert "takes more of its siblings' queries than it gains (folder 2/3 -> 1/3)" in (
+        confirmation.verdict()
+    )
