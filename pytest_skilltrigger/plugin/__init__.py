@@ -43,13 +43,16 @@ def _role_class(config: pytest.Config) -> type[Role]:
         from pytest_skilltrigger.plugin.worker import DistWorker
 
         return DistWorker
-    from pytest_skilltrigger.plugin.controller import LocalController
-    from pytest_skilltrigger.plugin.dist_controller import DistController
-
     distributing = (
         config.pluginmanager.hasplugin("xdist")
         and config.getoption("dist", "no") != "no"
         and bool(config.getoption("tx", None))
         and not config.getoption("collectonly")
     )
-    return DistController if distributing else LocalController
+    if distributing:
+        from pytest_skilltrigger.plugin.dist_controller import DistController
+
+        return DistController
+    from pytest_skilltrigger.plugin.controller import LocalController
+
+    return LocalController
