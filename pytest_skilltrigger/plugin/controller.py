@@ -35,6 +35,11 @@ class Controller(Role):
         # (workers run with the arguments and rootdir the controller settled: checked here)
         options.check_values_not_taken_for_paths(config)
         super().__init__(config)
+        self.baseline: dict | None = None  # an earlier --trigger-json, checked now
+        if self.gates.baseline_path:
+            from pytest_skilltrigger.reports.baseline import load_baseline
+
+            self.baseline = load_baseline(self.gates.baseline_path)
         self.gate_failures: list[str] = []
         self.regressions: list[Change] = []
         self.improvements: list[Change] = []
@@ -277,10 +282,10 @@ class Controller(Role):
                         f"should-trigger queries passed ({table['passed']}/{table['decided']}), "
                         f"below --trigger-min-routing-accuracy {gates.min_routing_accuracy:g}"
                     )
-        if gates.baseline is not None:
+        if self.baseline is not None:
             from pytest_skilltrigger.reports.baseline import compare
 
-            self.regressions, self.improvements = compare(gates.baseline, report)
+            self.regressions, self.improvements = compare(self.baseline, report)
             if gates.fail_on_regression and self.regressions:
                 self.gate_failures.append(
                     f"{len(self.regressions)} regression(s) against the baseline"

@@ -251,7 +251,7 @@ class Gates:
     min_accuracy: float | None = None
     min_routing_accuracy: float | None = None
     require_backend: bool = False
-    baseline: dict | None = None
+    baseline_path: str | None = None  # read by the controller only (workers never compare)
     fail_on_regression: bool = False
 
 
@@ -269,16 +269,11 @@ def gates(config: pytest.Config) -> Gates:
     fail_on_regression = flag(config, "--trigger-fail-on-regression")
     if fail_on_regression and not baseline_path:
         raise InputError("--trigger-fail-on-regression", "needs --trigger-baseline")
-    baseline = None
-    if baseline_path:
-        from pytest_skilltrigger.reports.baseline import load_baseline  # only when asked for
-
-        baseline = load_baseline(baseline_path)
     return Gates(
         min_accuracy=min_accuracy,
         min_routing_accuracy=min_routing,
         require_backend=flag(config, "--trigger-require-backend"),
-        baseline=baseline,
+        baseline_path=baseline_path,
         fail_on_regression=fail_on_regression,
     )
 

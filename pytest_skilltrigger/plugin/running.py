@@ -23,6 +23,7 @@ from pytest_skilltrigger.plugin.items import (
 from pytest_skilltrigger.plugin.role import Role
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.outcome import QueryResult, TriggerCheck
 
 
@@ -35,6 +36,7 @@ class ItemRunner(Role):
         self._keys: dict[str, str | None] = {}  # each item's context key, for its record
         # the skill_trigger fixture's results per test, until its report carries them
         self._checks: dict[str, list[wire.CheckRecord]] = {}
+        self._contexts: dict[str, TriggerContext] = {}  # the fixture's skills, by path
 
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         """Items this process will run after ``item``, whose runs can start now."""
@@ -139,10 +141,13 @@ class ItemRunner(Role):
         )
         if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
             raise ValueError("runs must be >= 1 and threshold within 0..1")
-        try:  # a relative path is the project's, wherever pytest was started
-            context = load_context(os.path.join(self.config.rootpath, path))
-        except InputError as exc:
-            raise ValueError(str(exc)) from None
+        full = os.path.join(self.config.rootpath, path)  # the project's, wherever pytest started
+        context = self._contexts.get(full)
+        if context is None:  # read once a session: a suite may check many queries of a skill
+            try:
+                context = self._contexts[full] = load_context(full)
+            except InputError as exc:
+                raise ValueError(str(exc)) from None
         entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})
         result = self.engine.submit(context, entry, plan).result()
         if nodeid is not None:
