@@ -8,7 +8,7 @@ fails fast with one line and nothing is written.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -92,8 +92,11 @@ def listing_warnings(skill: Skill, description: str) -> list[str]:
     ]
 
 
-def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
-    """The other skills in the folder that holds this skill; unreadable ones are skipped."""
+def _siblings(
+    skill: Skill, read: Callable[[str], Skill] = read_skill
+) -> tuple[tuple[ListedSkill, ...], list[str]]:
+    """The other skills in the folder that holds this skill; unreadable ones are skipped.
+    ``read`` reads a skill folder (a session's targets share one cache)."""
     parent = os.path.dirname(skill.path)
     listed: list[ListedSkill] = []
     warnings: list[str] = []
@@ -102,7 +105,7 @@ def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
         if folder == skill.path or not os.path.isfile(os.path.join(folder, "SKILL.md")):
             continue
         try:
-            other = read_skill(folder)
+            other = read(folder)
         except InputError as exc:
             warnings.append(f"{exc} (sibling skipped)")
             continue
@@ -111,6 +114,25 @@ def _siblings(skill: Skill) -> tuple[tuple[ListedSkill, ...], list[str]]:
                 ListedSkill(other.name, other.description, other.when_to_use, other.text)
             )
     return tuple(listed), warnings
+
+
+def _reader(known: dict[str, Skill]) -> Callable[[str], Skill]:
+    """``read_skill`` that reads each folder once: in a folder of N skills every one lists
+    the other N - 1, and their SKILL.md files are parsed once, not N times."""
+    failed: dict[str, InputError] = {}
+
+    def read(folder: str) -> Skill:
+        if folder in failed:
+            raise failed[folder]
+        if folder not in known:
+            try:
+                known[folder] = read_skill(folder)
+            except InputError as exc:
+                failed[folder] = exc
+                raise
+        return known[folder]
+
+    return read
 
 
 def load_targets(
@@ -137,6 +159,7 @@ def load_targets(
         raise InputError("--skill-description", "must not be empty")
     if description is not None and not is_valid_unicode(description):
         raise InputError("--skill-description", "is not valid UTF-8 text")
+    read = _reader({skill.path: skill for skill in skills})
     targets = []
     for skill in skills:
         found = eval_set if eval_set is not None else find_eval_set(skill.path)
@@ -147,7 +170,7 @@ def load_targets(
                 "names); name one with --eval-set",
             )
         evals = load_eval_set(found)
-        siblings, sibling_warnings = _siblings(skill)
+        siblings, sibling_warnings = _siblings(skill, read)
         start = description if description is not None else skill.description
         sibling_warnings += listing_warnings(skill, start)
         targets.append(
