@@ -526,7 +526,9 @@ class FakeMessagesAPI:
                          (kind -> n), ``decisions`` (outcome -> n, successful responses only,
                          batch requests that succeed included), ``connections`` (accepted
                          sockets), ``in_flight_max`` (live requests only), ``alpn`` (protocol
-                         agreed in each TLS handshake -> n); for batches ``batches_created``,
+                         agreed in each TLS handshake -> n), ``output_tokens`` (what
+                         the live answers sent without a fault were billed); for batches
+                         ``batches_created``,
                          ``batch_requests`` (requests in created batches), ``batch_polls``
                          (every GET of a batch), ``batch_results_fetches``, ``batch_cancels``
                          and ``batch_results`` (result type -> n, counted when a batch ends).
@@ -593,6 +595,7 @@ class FakeMessagesAPI:
             "connections": 0,
             "in_flight_max": 0,
             "alpn": {},
+            "output_tokens": 0,
             "batches_created": 0,
             "batch_requests": 0,
             "batch_polls": 0,
@@ -601,6 +604,8 @@ class FakeMessagesAPI:
             "batch_results": {},
         }
         self.batch_polls = 1
+        # statuses the next batch creates are refused with, in order (429, 529, ...)
+        self.batch_create_refusals: list[int] = []
         self.batch_faults: dict[str, float] = {}
         self.batch_requests_log: list[dict[str, Any]] = []
         self.batch_headers: list[dict[str, str]] = []
@@ -937,6 +942,9 @@ class FakeMessagesAPI:
             return
 
         message, rng = self._answer(body, trigger, f"msg_fake_{rid[9:]}", advance=fault is None)
+        if fault is None:
+            with self._lock:
+                self.stats["output_tokens"] += message["usage"]["output_tokens"]
         if not stream:
             self._send_json_message(h, rid, message, fault)
         else:
@@ -1249,6 +1257,12 @@ class FakeMessagesAPI:
         problem = batch_problem(body)
         if problem is not None:
             self._error(h, rid, 400, "invalid_request_error", problem)
+            return
+        with self._lock:
+            refused = self.batch_create_refusals.pop(0) if self.batch_create_refusals else None
+        if refused is not None:  # the API did not take it (an overload, a rate limit)
+            retry = {"x-should-retry": "true"}
+            self._error(h, rid, refused, "overloaded_error", "Overloaded", retry)
             return
         requests = [(item["custom_id"], item["params"]) for item in body["requests"]]
         with self._lock:

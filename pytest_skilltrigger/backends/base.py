@@ -91,9 +91,10 @@ class BatchError(Exception):
     """A batch could not be created, polled or read; ``fatal`` when no further call can
     succeed (bad credentials, unknown model)."""
 
-    def __init__(self, message: str, *, fatal: bool = False) -> None:
+    def __init__(self, message: str, *, fatal: bool = False, rejected: bool = False) -> None:
         super().__init__(message)
         self.fatal = fatal
+        self.rejected = rejected  # the API answered that it did not take it: safe to resend
 
 
 class BatchClient(Protocol):

@@ -35,6 +35,7 @@ from pytest_skilltrigger.engine.sampler import QueryIdent, SamplingPlan, wave_si
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
 PROGRESS_EVERY = 5.0  # at most one progress line per batch in this many seconds
+RESULT_READS = 3  # tries at reading an ended batch's results (free) before its runs error
 CANCEL_GRACE = 30.0  # after a cancel at the timeout, how long to wait for what was processed
 
 
@@ -179,44 +180,57 @@ class BatchRunner:
         if self._left() <= 0:
             self._fail(owners, self._timeout_reason())
             return
-        skills = {c: work.context.skill_name for c, (work, _r) in owners.items()}
         ids: list[str] = []
         answered: set[str] = set()
+        failure: tuple[str, bool] | None = None  # why the wave failed, and whether fatally
         try:
             ids = self.client.create(requests)
             for batch_id in ids:
-                for answer in self._answers(batch_id, wave, skills):
-                    answered.add(answer.custom_id)
-                    self._take(owners[answer.custom_id], answer)
+                self._collect(batch_id, wave, owners, answered)
         except KeyboardInterrupt:
             self._cancel(ids)
             raise
         except Exception as exc:  # a BatchError, or anything the SDK let through
-            fatal = isinstance(exc, BatchError) and exc.fatal
+            failure = (f"the batch failed: {exc}", isinstance(exc, BatchError) and exc.fatal)
             self._cancel(ids)
-            self._fail({c: o for c, o in owners.items() if c not in answered},
-                       f"the batch failed: {exc}", fatal)  # fmt: skip
         for work, _runs in todo:
             if work.failed:  # one retry spent per wave, however many of its requests failed
                 work.retries -= 1
                 work.failed = False
         missing = {c: o for c, o in owners.items() if c not in answered}
         if missing:
-            self._fail(missing, self._timeout_reason() if self._left() <= 0 else
-                       "the batch gave no result for this request")  # fmt: skip
+            if failure is None:
+                timed_out = self._left() <= 0
+                reason = "the batch gave no result for this request"
+                failure = (self._timeout_reason() if timed_out else reason, False)
+            self._fail(missing, *failure)
 
-    def _answers(self, batch_id: str, wave: int, skills: dict[str, str]) -> list[BatchAnswer]:
-        """The batch's answers once it has ended. At the timeout it is cancelled, and what
-        was processed before the cancel is still read (it is paid); the rest has none."""
+    def _collect(self, batch_id: str, wave: int, owners: dict[str, tuple[BatchWork, float]],
+                 answered: set[str]) -> None:  # fmt: skip
+        """Take the batch's answers once it has ended. At the timeout it is cancelled, and
+        what it processed before the cancel is still read (it is paid); the rest has none.
+        Reading the results is free: a read that fails midway is started again, skipping
+        what was taken."""
         timed_out = not self._wait(batch_id, wave)
         if timed_out:
             self._cancel([batch_id])
             if not self._wait(batch_id, wave, grace=True):
-                return []
-        answers = list(self.client.results(batch_id, skills))
-        if timed_out:  # canceled requests: the timeout's error, said as such
-            answers = [a for a in answers if a.outcome.requests > 0]
-        return answers
+                return
+        skills = {c: work.context.skill_name for c, (work, _r) in owners.items()}
+        for attempt in range(RESULT_READS):
+            try:
+                for answer in self.client.results(batch_id, skills):
+                    if answer.custom_id in answered:
+                        continue
+                    if timed_out and answer.outcome.requests == 0:
+                        continue  # canceled: the timeout's error, said as such
+                    answered.add(answer.custom_id)
+                    self._take(owners[answer.custom_id], answer)
+                return
+            except BatchError as exc:
+                if exc.fatal or attempt == RESULT_READS - 1:
+                    raise
+                time.sleep(self.poll)
 
     def _wait(self, batch_id: str, wave: int, grace: bool = False) -> bool:
         """Poll with back-off until the batch ends (True), or until the timeout (or, after a

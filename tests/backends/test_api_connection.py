@@ -171,3 +171,18 @@ def test_a_retired_model_gets_the_sdks_deprecation_warning_once(fake_api: FakeMe
     finally:
         b.close()
     assert len([w for w in record if issubclass(w.category, DeprecationWarning)]) == 1
+
+
+def test_a_run_is_priced_at_the_output_its_stream_reports(fake_api: FakeMessagesAPI) -> None:
+    """A Skill call is decided at its block's end, before the message_delta that reports the
+    output tokens (thinking included): the drained tail is read for them, so what a run is
+    priced at equals what the server billed, for Skill calls and plain answers alike."""
+    fake_api.script(QUERY, ["skill:pdf-tools", "text", "skill:pdf-tools"])
+    b = AnthropicBackend(model="claude-opus-5-5", timeout=10, max_retries=0)
+    try:
+        outcomes = [b.run(CONTEXT, QUERY) for _ in range(6)]
+    finally:
+        b.close()
+    assert {o.chosen for o in outcomes} == {"skill:pdf-tools", "text"}
+    assert sum(o.usage.output_tokens for o in outcomes) == fake_api.stats["output_tokens"]
+    assert all(o.usage.output_tokens > 1 for o in outcomes)

@@ -307,3 +307,16 @@ def test_items_sharing_an_errored_sampling_make_no_live_call(
     result = pytester.runpytest(*run_args(root, *BATCH))
     result.assert_outcomes(passed=4, failed=3, errors=2)
     assert fake_api.stats["trigger_calls"] == 0
+
+
+def test_a_create_the_api_refused_is_sent_again_and_only_then(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The SDK does not retry a create (it has no idempotency key: a create that timed out
+    after the API took it would start a second batch nobody reads); one the API answered
+    529 to was not taken, so it is sent again."""
+    root = build(pytester, fake_api)
+    fake_api.batch_create_refusals = [529]
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    result.assert_outcomes(passed=5, failed=3)
+    assert fake_api.stats["batches_created"] == 2 and fake_api.stats["trigger_calls"] == 0

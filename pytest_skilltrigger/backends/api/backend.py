@@ -18,12 +18,12 @@ import random
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
-from pytest_skilltrigger.backends.api.sse import decide
+from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.claude_code.capture import Captures, splice
 from pytest_skilltrigger.backends.first_choice import StreamError
@@ -275,24 +275,31 @@ class AnthropicBackend:
         self._reachable = True
         request_id = response.headers.get("request-id")
         raw = response.http_response
+        encoded = response.headers.get("content-encoding", "identity") != "identity"
+        reader = EventReader(raw.iter_bytes() if encoded else raw.iter_raw())
         try:
-            encoded = response.headers.get("content-encoding", "identity") != "identity"
-            chunks = iter(raw.iter_bytes() if encoded else raw.iter_raw())
-            decision = decide(chunks)
+            decision = reader.decide()
             if decision.tool_input is not None or decision.chosen == "text":
-                _drain(chunks)
+                # A stream decided at its end (a Skill call, a plain answer) is read on for
+                # its short tail: its connection goes back to the pool, and its
+                # message_delta gives the output tokens (thinking included) it is billed
+                # for. One decided at another tool's start is cut at once, which also stops
+                # the generation of that tool's input.
+                reader.drain(DRAIN_BYTES)
         except StreamError as exc:
             message = _with_id(f"stream error: {redact(str(exc))}", request_id)
-            return RunOutcome("error", error=message, request_id=request_id), exc.retryable
+            outcome = RunOutcome("error", error=message, usage=reader.usage, request_id=request_id)
+            return outcome, exc.retryable
         except Exception as exc:  # the HTTP library's read errors: a stream cut while read
             message = _with_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
-            return RunOutcome("error", error=message, request_id=request_id), True
+            outcome = RunOutcome("error", error=message, usage=reader.usage, request_id=request_id)
+            return outcome, True
         finally:
             response.close()
         triggered = decision.chosen == f"skill:{context.skill_name}"
         status = "triggered" if triggered else "not_triggered"
         outcome = RunOutcome(
-            status, chosen=decision.chosen, usage=decision.usage, request_id=request_id
+            status, chosen=decision.chosen, usage=reader.usage, request_id=request_id
         )
         return outcome, False
 
@@ -344,22 +351,6 @@ class AnthropicBackend:
         with self._client_lock:
             if self._client is not None:
                 self._client.close()
-
-
-def _drain(chunks: Iterator[bytes]) -> None:
-    """Read the short tail of a stream decided at its end, unparsed, so the connection goes
-    back to the pool instead of being torn down (a new TLS handshake costs more than the
-    few frames after a finished tool call). A long tail is cut; so is any stream decided at
-    a tool's start, whose input is still being generated: closing it at once saves both the
-    wait and the output tokens. The decision is made: a failure here does not undo it."""
-    seen = 0
-    try:
-        for chunk in chunks:
-            seen += len(chunk)
-            if seen >= DRAIN_BYTES:
-                return
-    except Exception:  # the HTTP library's read errors; the decision stands
-        return
 
 
 def _warn_if_deprecated(model: str) -> None:

@@ -19,12 +19,15 @@ retries, authentication and transport apply.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend, describe_error
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
+from pytest_skilltrigger.backends.claude_code.capture import MARKER, splice
 from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
 
@@ -32,6 +35,8 @@ from pytest_skilltrigger.support.redact import redact
 DECISION_MAX_TOKENS = 2048
 BATCH_LIMIT = 100_000  # requests the API takes in one batch
 BATCH_BYTES = 200 * 1024 * 1024  # under the API's 256 MB a batch, with room for the framing
+CREATE_TIMEOUT = 600.0  # a create uploads up to BATCH_BYTES
+CREATE_TRIES = 3
 # result error types after which no request can succeed (as a live run's 401/403/404)
 FATAL_ERRORS = {"authentication_error", "permission_error", "not_found_error"}
 CAPPED = "the answer reached max_tokens before a complete tool call (no decision)"
@@ -59,6 +64,7 @@ class MessageBatches:
         self.backend = backend
         self._beta: dict[str, bool] = {}  # batch id -> made on the beta resource
         self._uncapped: set[str] = set()  # custom ids sent with the live max_tokens
+        self._frames: dict[tuple[TriggerContext, bool], tuple[tuple[bytes, bytes], str]] = {}
 
     def _resource(self, beta: bool) -> Any:
         client = self.backend.client()
@@ -66,33 +72,31 @@ class MessageBatches:
 
     def create(self, requests: Sequence[BatchRequest]) -> list[str]:
         """Batches within the API's limits (:data:`BATCH_LIMIT` requests,
-        :data:`BATCH_BYTES`), one set per header set. When one cannot be made, those already
-        made are cancelled: nothing runs unread."""
-        groups: dict[str, list[list[dict[str, Any]]]] = {}
+        :data:`BATCH_BYTES`), one set per header set. Each request is its context's batch
+        frame with the query spliced in, as live runs splice theirs: nothing is parsed or
+        serialised per request. When one batch cannot be made, those already made are
+        cancelled: nothing runs unread."""
+        groups: dict[str, list[list[bytes]]] = {}
         sizes: dict[str, int] = {}
         for request in requests:
-            try:
-                body, _path, headers = self.backend.request_parts(request.context, request.query)
-                params = batch_params(body, request.capped)
-            except Exception as exc:  # a capture that failed, a body that is not JSON
-                raise BatchError(f"cannot build the request: {type(exc).__name__}: {exc}") from None
+            frame, betas = self._frame(request.context, request.capped)
             if not request.capped:
                 self._uncapped.add(request.custom_id)
-            betas = headers.get("anthropic-beta", "")
-            item = {"custom_id": request.custom_id, "params": params}
-            size = len(json.dumps(item, ensure_ascii=False).encode("utf-8"))
+            item = b'{"custom_id": %s, "params": %s}' % (
+                json.dumps(request.custom_id).encode("ascii"), splice(frame, request.query)
+            )
             chunks = groups.setdefault(betas, [[]])
-            if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + size > BATCH_BYTES:
+            if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + len(item) > BATCH_BYTES:
                 chunks.append([])
                 sizes[betas] = 0
             chunks[-1].append(item)
-            sizes[betas] = sizes.get(betas, 0) + size
+            sizes[betas] = sizes.get(betas, 0) + len(item) + 1
         ids: list[str] = []
         try:
             for betas, chunks in groups.items():
                 for chunk in chunks:
                     if chunk:
-                        ids.append(self._create(chunk, betas))
+                        ids.append(self._create(b'{"requests": [%s]}' % b",".join(chunk), betas))
         except BaseException:
             for batch_id in ids:
                 try:
@@ -102,10 +106,42 @@ class MessageBatches:
             raise
         return ids
 
-    def _create(self, requests: list[dict[str, Any]], betas: str) -> str:
-        resource = self._resource(bool(betas))
-        extra = {"betas": [b.strip() for b in betas.split(",") if b.strip()]} if betas else {}
-        batch = self._call(lambda: resource.create(requests=requests, **extra))
+    def _frame(self, context: TriggerContext, capped: bool) -> tuple[tuple[bytes, bytes], str]:
+        """A context's batch ``params`` around the query, built once (and its betas): the
+        live request for a marker query, as :func:`batch_params` changes it."""
+        key = (context, capped)
+        if key not in self._frames:
+            try:
+                body, _path, headers = self.backend.request_parts(context, MARKER)
+                whole = json.dumps(batch_params(body, capped), ensure_ascii=False)
+            except Exception as exc:  # a capture that failed, a body that is not JSON
+                message = f"cannot build the request: {type(exc).__name__}: {exc}"
+                raise BatchError(message) from None
+            head, _marker, tail = whole.encode("utf-8").partition(MARKER.encode("ascii"))
+            self._frames[key] = ((head, tail), headers.get("anthropic-beta", ""))
+        return self._frames[key]
+
+    def _create(self, body: bytes, betas: str) -> str:
+        """One batch, posted as built. Not retried by the SDK (it sends no idempotency key,
+        so a create that timed out after the API took it would start a second, unread
+        batch); retried here only when the API answered that it did not take it."""
+        from anthropic.types.messages import MessageBatch  # the SDK is loaded by now
+
+        client = self.backend.client().with_options(max_retries=0, timeout=CREATE_TIMEOUT)
+        path = "/v1/messages/batches" + ("?beta=true" if betas else "")
+        headers = {"anthropic-beta": betas} if betas else {}
+        for attempt in range(CREATE_TRIES):
+            try:
+                batch = self._call(
+                    lambda: client.post(
+                        path, cast_to=MessageBatch, content=body, options={"headers": headers}
+                    )
+                )  # fmt: skip
+                break
+            except BatchError as exc:
+                if not exc.rejected or attempt == CREATE_TRIES - 1:
+                    raise
+                time.sleep(2.0**attempt)
         self._beta[batch.id] = bool(betas)
         return str(batch.id)
 
@@ -186,8 +222,9 @@ class MessageBatches:
             return call()
         except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
             raise BatchError(describe_error(exc), fatal=True) from None
-        except sdk.APIStatusError as exc:
-            raise BatchError(describe_error(exc)) from None
+        except sdk.APIStatusError as exc:  # 429 and 5xx: the API did not take the request
+            rejected = exc.status_code == 429 or exc.status_code >= 500
+            raise BatchError(describe_error(exc), rejected=rejected) from None
         except Exception as exc:  # the SDK's other errors, the HTTP library's read errors
             raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None
 

@@ -13,7 +13,7 @@ with the Claude Code backend, which receives the same events wrapped in JSON lin
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from pytest_skilltrigger.backends.first_choice import (
     DECODED_EVENTS,
@@ -21,37 +21,78 @@ from pytest_skilltrigger.backends.first_choice import (
     FirstChoice,
     StreamError,
 )
+from pytest_skilltrigger.engine.outcome import Usage
 
 
 def decide(chunks: Iterable[bytes]) -> Decision:
-    """Consume a raw event stream, in byte chunks as they arrive, until the first decision.
+    """Consume a raw event stream until the first decision (see :class:`EventReader`)."""
+    return EventReader(chunks).decide()
 
-    Raises :class:`StreamError` on an ``error`` event or a stream that ends undecided. Work
-    stays at byte level: an event is split off at its blank line, only its name is decoded,
-    and its data (its ``data:`` lines joined) is JSON-decoded only when
-    :meth:`FirstChoice.wants` it. Line ends may be
-    ``\\n``, ``\\r\\n`` or ``\\r`` (a ``\\r\\n`` cut between two chunks included).
+
+class EventReader:
+    """A raw event stream, in byte chunks as they arrive, read event by event.
+
+    Work stays at byte level: an event is split off at its blank line, only its name is
+    decoded, and its data (its ``data:`` lines joined) is JSON-decoded only when
+    :meth:`FirstChoice.wants` it. Line ends may be ``\\n``, ``\\r\\n`` or ``\\r`` (a
+    ``\\r\\n`` cut between two chunks included).
     """
-    choice = FirstChoice()
-    pending = b""
-    for chunk in chunks:
-        pending += chunk
-        if b"\r" in pending:
-            carry = pending.endswith(b"\r")  # its "\n" may start the next chunk
-            body = pending[:-1] if carry else pending
-            pending = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + (
-                b"\r" if carry else b""
-            )
-        if b"\n\n" not in pending:
-            continue
-        *events, pending = pending.split(b"\n\n")
-        for event in events:
-            decision = _feed_event(choice, event)
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.choice = FirstChoice()
+        self._chunks = iter(chunks)
+        self._events: list[bytes] = []
+        self._pending = b""
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens the stream has reported so far (also when it failed after its start)."""
+        return self.choice.usage
+
+    def decide(self) -> Decision:
+        """Read until the first decision. Raises :class:`StreamError` on an ``error`` event
+        or a stream that ends undecided."""
+        for event in self._read():
+            decision = _feed_event(self.choice, event)
             if decision is not None:
                 return decision
-    # An event not closed by its blank line is incomplete (the connection was cut inside it):
-    # the event-stream rules discard it.
-    raise StreamError("stream ended before the model chose anything (connection cut)")
+        # An event not closed by its blank line is incomplete (the connection was cut inside
+        # it): the event-stream rules discard it.
+        raise StreamError("stream ended before the model chose anything (connection cut)")
+
+    def drain(self, limit: int) -> Usage:
+        """Read the tail of a decided stream, at most ``limit`` more bytes, for the usage its
+        ``message_delta`` reports (the output tokens, thinking included, are known only
+        there); a read that fails leaves the usage as it was."""
+        try:
+            for event in self._read(limit):  # to the stream's end: the connection is reused
+                if b"message_delta" in event:
+                    _feed_event(self.choice, event)
+        except Exception:  # the HTTP library's read errors; the decision stands
+            pass
+        return self.choice.usage
+
+    def _read(self, limit: int | None = None) -> Iterator[bytes]:
+        """Whole events, as the chunks complete them (at most ``limit`` more bytes read)."""
+        seen = 0
+        while True:
+            while self._events:
+                yield self._events.pop(0)
+            if limit is not None and seen >= limit:
+                return
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return
+            seen += len(chunk)
+            pending = self._pending + chunk
+            if b"\r" in pending:
+                carry = pending.endswith(b"\r")  # its "\n" may start the next chunk
+                body = pending[:-1] if carry else pending
+                pending = body.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                pending += b"\r" if carry else b""
+            if b"\n\n" in pending:
+                *self._events, pending = pending.split(b"\n\n")
+            self._pending = pending
 
 
 _EVENT_NAMES = {name.encode(): name for name in (*DECODED_EVENTS, "content_block_delta", "ping")}
