@@ -197,6 +197,12 @@ class CostGuard:
         cost = (maybe_cost_usd(usage, self.price() or FALLBACK_PRICE, batch) or 0.0) * runs
         return cost if self.reserve(cost) else None
 
+    def charge(self, usd: float) -> None:
+        """Count against the budget what another process spent for this one (the xdist
+        controller's batches): reported where it was spent, so not under a phase here."""
+        with self._lock:
+            self.spent_usd += usd
+
     def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
                model: str | None = None, batch: bool = False) -> None:  # fmt: skip
         """Replace a reservation by the actual cost of a call (or of a run's calls)."""

@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from typing import Any
 
 from pytest_skilltrigger.backends import (
     BackendUnavailable,
@@ -141,6 +142,13 @@ class TriggerSession:
         except Exception:  # a capture that failed: submit() has made it an error result
             return None
 
+    def prepare(self, contexts: Sequence[TriggerContext]) -> None:
+        """Prepare these contexts' requests now (for ``--trigger-context claude-code``, the
+        installed CLI's request is captured and stored), so that processes which store
+        nothing (xdist workers) find them ready instead of each capturing its own."""
+        for context in contexts:
+            self.context_key(context)
+
     def record(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
         """Store new runs of a query: the one place the store is written.
 
@@ -210,6 +218,20 @@ class TriggerSession:
         if self.sampler is not None:
             for item in presampled:
                 self.sampler.prefill(item.ident, item.outcomes, item.skipped)
+
+    def handover(self, presampled: Sequence[Presampled]) -> dict[str, Any]:
+        """What this process made in batches, for the processes that run the items (xdist
+        workers), as JSON values: the runs, and what they cost against the budget."""
+        spent = self.guard.spent_usd if self.guard is not None else 0.0
+        return {"spent_usd": spent, "runs": [p.to_dict() for p in presampled]}
+
+    def take_over(self, handover: dict[str, Any]) -> None:
+        """Take another process's batch runs (:meth:`handover`): they resolve the items
+        without a call, and this process's part of what they cost comes off its budget."""
+        self.prefill([Presampled.from_dict(item) for item in handover["runs"]])
+        if self.guard is not None:
+            count = self.share[1] if self.share is not None else 1
+            self.guard.charge(float(handover["spent_usd"]) / count)
 
     def drop_prefilled(self) -> None:
         """Forget the runs made ahead for the items, once they are done (see

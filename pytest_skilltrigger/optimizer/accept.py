@@ -32,7 +32,7 @@ def accept_all(runs: Iterable[Optimization], log: Callable[[str], None]) -> None
 
 
 def _unchanged_reason(run: Optimization) -> str:
-    start = run.evaluated()[0] if run.evaluated() else None
+    start = run.start
     best = run.best() if run.evaluated() else None
     confirmation = run.confirmation
     if start is not None and best is not None and (
@@ -45,8 +45,8 @@ def _unchanged_reason(run: Optimization) -> str:
         return (
             "the best won on its own queries but takes more of its siblings' queries than it "
             f"gains (the folder's queries on fresh runs: "
-            f"{format_score(confirmation.start + confirmation.start_cross)} with the start, "
-            f"{format_score(confirmation.best + confirmation.best_cross)} with the best)"
+            f"{format_score(confirmation.folder_start)} with the start, "
+            f"{format_score(confirmation.folder_best)} with the best)"
         )
     if confirmation is not None:
         return (
@@ -67,14 +67,16 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
     """Print before/after for one skill and rewrite its SKILL.md when the best won; whether
     it was rewritten."""
     target = run.target
-    data = run.to_dict()
-    log(f"{target.name}: {data['exit_reason']}")
+    log(f"{target.name}: {run.exit_reason}")
     log(f"  before: {target.description}")
-    start = run.evaluated()[0] if run.evaluated() else None
-    if start is not None:
-        log(f"    train {format_score(start.train)}, test {format_score(start.test)}")
-    log(f"  best (iteration {data['best_iteration']}): {data['best_description']}")
-    log(f"    train {data['best_train_score']}, test {data['best_test_score']}")
+    start = run.start
+    if start is None:  # nothing was measured: there is nothing to write
+        log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
+        return False
+    best = run.best()
+    log(f"    train {format_score(start.train)}, test {format_score(start.test)}")
+    log(f"  best (iteration {best.iteration}): {best.description}")
+    log(f"    train {format_score(best.train)}, test {format_score(best.test)}")
     if run.confirmation is not None:
         log(
             f"    measured again on fresh runs ({run.confirmation.on}): "
@@ -84,7 +86,7 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
         log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
         return False
     try:
-        write_description(target.skill.skill_md, data["best_description"], target.skill.raw)
+        write_description(target.skill.skill_md, best.description, target.skill.raw)
     except FileChangedError:
         log(
             f"  {target.skill.skill_md} changed on disk during the run: not overwritten; "

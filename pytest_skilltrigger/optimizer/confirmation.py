@@ -35,7 +35,17 @@ class Confirmation:
     best_cross: list[QueryResult] = field(default_factory=list)
 
     def _all(self) -> list[QueryResult]:
-        return self.start + self.best + self.start_cross + self.best_cross
+        return self.folder_start + self.folder_best
+
+    @property
+    def folder_start(self) -> list[QueryResult]:
+        """The start's results on the skill's own queries and the folder's."""
+        return self.start + self.start_cross
+
+    @property
+    def folder_best(self) -> list[QueryResult]:
+        """The winner's results on the skill's own queries and the folder's."""
+        return self.best + self.best_cross
 
     @property
     def complete(self) -> bool:
@@ -51,7 +61,7 @@ class Confirmation:
         """The folder does not lose more than the skill gains: counted over the skill's own
         queries and its siblings' (and the routing set's), the winner passes at least as
         many as the start."""
-        return passed(self.best + self.best_cross) >= passed(self.start + self.start_cross)
+        return passed(self.folder_best) >= passed(self.folder_start)
 
     @property
     def holds(self) -> bool:
@@ -77,11 +87,11 @@ class Confirmation:
         if not self.folder_holds:
             return (
                 f"{scores}: the lead holds, but it takes more of its siblings' queries than it "
-                f"gains (folder {format_score(self.start + self.start_cross)} -> "
-                f"{format_score(self.best + self.best_cross)})"
+                f"gains (folder {format_score(self.folder_start)} -> "
+                f"{format_score(self.folder_best)})"
             )
         if self.start_cross:
-            folder = format_score(self.best + self.best_cross)
+            folder = format_score(self.folder_best)
             return f"{scores}: the lead holds, and the folder does not lose (folder {folder})"
         return f"{scores}: the lead holds"
 
@@ -94,8 +104,8 @@ class Confirmation:
             "holds": self.holds,
             "lead_holds": self.lead_holds,
             "folder_holds": self.folder_holds,
-            "folder_start_score": format_score(self.start + self.start_cross),
-            "folder_best_score": format_score(self.best + self.best_cross),
+            "folder_start_score": format_score(self.folder_start),
+            "folder_best_score": format_score(self.folder_best),
             "complete": self.complete,
             "verdict": self.verdict(),
             "start_results": [r.summary_row() for r in self.start],

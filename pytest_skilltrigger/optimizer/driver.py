@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
@@ -89,15 +90,14 @@ class OptimizationDriver:
         """The skills in turn: each is measured against its siblings as they are by then
         (an improved sibling is listed with its new description), and also on its siblings'
         queries (see :mod:`~pytest_skilltrigger.optimizer.folder`)."""
-        improved: dict[str, tuple[str, str]] = {}  # skill path -> (folder, new description)
+        improved: list[Target] = []  # the targets improved so far, with their new description
         for original in targets:
-            target, relisted = original, []
+            target = original
             where = os.path.dirname(original.skill.path)
-            for path, (folder, description) in improved.items():
-                if folder == where and path != original.skill.path:
-                    name = self._name_of(targets, path)
-                    target = with_sibling_description(target, name, description)
-                    relisted.append(name)
+            for other in improved:
+                if os.path.dirname(other.skill.path) == where:
+                    target = with_sibling_description(target, other.name, other.description)
+            relisted = [s.name for s in target.siblings if s not in original.siblings]
             folder = folder_of(target, targets, routing_sets, self.options.holdout,
                                self.options.seed)  # fmt: skip
             run = optimize(
@@ -108,7 +108,7 @@ class OptimizationDriver:
                 max_iterations=self.options.max_iterations,
                 seed=self.options.seed,
                 # the items measured the listing as it was: a relisted skill starts afresh
-                initial={} if relisted else initial.get(target.skill.skill_md, {}),
+                initial={} if target is not original else initial.get(target.skill.skill_md, {}),
                 on_iteration=self._on_iteration,
                 folder=folder,
             )
@@ -119,11 +119,7 @@ class OptimizationDriver:
                 self.log(f"{target.name}: interrupted")
                 break
             if run.improved:
-                improved[target.skill.path] = (where, run.best().description)
-
-    @staticmethod
-    def _name_of(targets: list[Target], path: str) -> str:
-        return next(t.name for t in targets if t.skill.path == path)
+                improved.append(replace(target, description=run.best().description))
 
     def _on_iteration(self, run: Optimization, it: Iteration) -> None:
         self.runs[run.target.skill.path] = run
@@ -141,7 +137,7 @@ class OptimizationDriver:
                 f"{elapsed:.1f}s, {tokens:,} tokens"
             )
         else:
-            note = it.to_dict().get("note", "proposal dropped")
+            note = it.note or "proposal dropped"
             self.log(f"{run.target.name} iteration {it.iteration}/{total}: {note}")
         if self.files is not None and it.proposal is not None:
             self.files.save_proposal(run.target.name, it.iteration, it.proposal)

@@ -80,11 +80,18 @@ class Iteration:
             "elapsed_seconds": round(self.elapsed, 3),
             **self.usage.to_dict(),
         }
-        if self.proposal is not None and self.proposal.problems:
-            entry["note"] = "proposal dropped: " + "; ".join(self.proposal.problems)
-        if self.proposal is not None and self.proposal.error:
-            entry["note"] = "proposal failed: " + self.proposal.error
+        if self.note is not None:
+            entry["note"] = self.note
         return entry
+
+    @property
+    def note(self) -> str | None:
+        """Why the proposal of this round was dropped or failed, if it was."""
+        if self.proposal is not None and self.proposal.error:
+            return "proposal failed: " + self.proposal.error
+        if self.proposal is not None and self.proposal.problems:
+            return "proposal dropped: " + "; ".join(self.proposal.problems)
+        return None
 
 
 @dataclass
@@ -105,6 +112,12 @@ class Optimization:
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]
+
+    @property
+    def start(self) -> Iteration | None:
+        """The starting description's iteration, once evaluated."""
+        evaluated = self.evaluated()
+        return evaluated[0] if evaluated else None
 
     def best_for_proposing(self) -> Iteration:
         """Most train passes; ties go to the newer iteration."""
@@ -131,11 +144,12 @@ class Optimization:
     def folder_loses(self, it: Iteration) -> bool:
         """True when, counted over its own queries and its siblings' (on the side that
         decides), the candidate passes fewer than the start: what it gains it takes from its
-        siblings and more. Such a candidate is never the best."""
-        evaluated = self.evaluated()
-        if not self.folder or not evaluated:
+        siblings and more. Such a candidate is never the best. Not judged when either has a
+        query without a verdict: an error is never a miss (nor is such a candidate written)."""
+        start = self.start
+        if not self.folder or start is None or self.incomplete(it) or self.incomplete(start):
             return False
-        return passed(self._folder_side(it)) < passed(self._folder_side(evaluated[0]))
+        return passed(self._folder_side(it)) < passed(self._folder_side(start))
 
     def refused_for_folder(self) -> list[int]:
         """Candidates that would have been the best on the skill's own queries but lose the
@@ -179,8 +193,11 @@ class Optimization:
 
     @staticmethod
     def incomplete(it: Iteration) -> bool:
-        """True when a query of this iteration errored or was skipped (no verdict)."""
-        return any(r.passed is None for r in it.train + it.test)
+        """True when a query of this iteration, its own or the folder's, errored or was
+        skipped (no verdict): an outage must not decide for or against a candidate."""
+        return any(
+            r.passed is None for r in it.train + it.test + it.cross_train + it.cross_test
+        )
 
     def to_dict(self) -> dict[str, Any]:
         evaluated = self.evaluated()

@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,7 +29,6 @@ from pytest_skilltrigger.plugin.items import (
 )
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.batches import Presampled
     from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.sampler import SamplingPlan
     from pytest_skilltrigger.plugin.role import Role
@@ -44,8 +43,7 @@ def requests_of_items(items: Iterable[pytest.Item], plan: SamplingPlan) -> list[
     return [item.request(plan) for item in items if isinstance(item, SamplingItem)]
 
 
-def requests_of_ids(role: Role, rootpath: str, ids: Sequence[str], plan: SamplingPlan
-                    ) -> list[Request]:  # fmt: skip
+def requests_of_ids(role: Role, ids: Sequence[str], plan: SamplingPlan) -> list[Request]:
     """What the items with these node ids will sample (the xdist controller's, which has the
     skills but no items): each id's file is a skill's SKILL.md or a routing eval set, and its
     name the item name built from the same entry."""
@@ -53,7 +51,7 @@ def requests_of_ids(role: Role, rootpath: str, ids: Sequence[str], plan: Samplin
     requests: list[Request] = []
     for nodeid in ids:
         file, _, name = nodeid.partition("::")
-        path = os.path.abspath(os.path.join(rootpath, file))
+        path = os.path.abspath(os.path.join(role.config.rootpath, file))
         if path not in by_file:
             by_file[path] = _named_requests(role, path, plan)
         request = by_file[path].get(name)
@@ -83,20 +81,17 @@ class Handoff:
         self.folder = tempfile.mkdtemp(prefix="skilltrigger-batch-")
         self.path = os.path.join(self.folder, "runs.json")
 
-    def write(self, presampled: Sequence[Presampled]) -> None:
+    def write(self, handover: dict[str, Any]) -> None:
+        """Write the engine's :meth:`~TriggerSession.handover`."""
         from pytest_skilltrigger.support.atomic import atomic_write_text
 
-        atomic_write_text(self.path, json.dumps([p.to_dict() for p in presampled]))
+        atomic_write_text(self.path, json.dumps(handover))
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def read_handoff(path: str | None) -> list[Presampled]:
-    """A worker's share of the controller's runs (none when it made none)."""
-    from pytest_skilltrigger.engine.batches import Presampled
-
-    if not path or not os.path.exists(path):
-        return []
+def read_handoff(path: str) -> dict[str, Any]:
+    """The controller's handover, for the worker's engine to take over."""
     with open(path, encoding="utf-8") as handle:
-        return [Presampled.from_dict(item) for item in json.load(handle)]
+        return json.load(handle)

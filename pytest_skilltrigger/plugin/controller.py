@@ -19,7 +19,7 @@ from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.batches import BatchProgress, Presampled
+    from pytest_skilltrigger.engine.batches import BatchProgress
     from pytest_skilltrigger.engine.outcome import QueryResult
     from pytest_skilltrigger.reports.baseline import Change
     from pytest_skilltrigger.reports.summary import SessionResults
@@ -44,7 +44,8 @@ class Controller(Role):
         self.regressions: list[Change] = []
         self.improvements: list[Change] = []
         self.report: dict[str, Any] | None = None  # built once, at the end of the session
-        self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+        # each trigger item's target and result, with its junitxml properties
+        self._by_node: dict[str, tuple[Target, QueryResult, list[tuple[str, Any]]]] = {}
         # each folder's routing items by entry index: (entry, result, passed)
         self.routing_results: dict[str, dict[int, Any]] = {}
         self.html = None
@@ -123,7 +124,8 @@ class Controller(Role):
 
     def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         """The typed result of a trigger item, once its report has arrived."""
-        return self._by_node.get(nodeid)
+        found = self._by_node.get(nodeid)
+        return None if found is None else found[:2]
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml, pytest-html and users' hooks read it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -132,8 +134,7 @@ class Controller(Role):
         if report.when == "teardown":
             found = self._by_node.get(report.nodeid)
             if found is not None:  # junitxml reads an item's properties from its teardown
-                report.user_properties.extend(junit_properties(found[1]))
-            return
+                report.user_properties.extend(found[2])
         for record in wire.decode(report):
             if isinstance(record, wire.ItemRecord):
                 self._add_item(report, record)
@@ -144,13 +145,14 @@ class Controller(Role):
 
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""
+        self.absorb(record.context_key, record.result, "items")  # paid for, wherever it ran
         target = self.by_skill_md.get(record.skill_md)
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return
-        self._by_node[report.nodeid] = (target, record.result)
-        report.user_properties.extend(junit_properties(record.result))
+        properties = junit_properties(record.result)
+        self._by_node[report.nodeid] = (target, record.result, properties)
+        report.user_properties.extend(properties)
         self.results.add(target, record.index, record.result)
-        self.absorb(record.context_key, record.result, "items")
         if self.html is not None:
             self.html.add_extras(report, target, record.index, record.result)
 
@@ -158,6 +160,7 @@ class Controller(Role):
         """Keep a routing item's result under its folder, with its verdict."""
         from pytest_skilltrigger.reports.routing import routing_verdict
 
+        self.absorb(record.context_key, record.result, "items")  # paid for, wherever it ran
         routing = self.by_routing_path.get(record.path)
         if routing is None:
             return
@@ -167,7 +170,6 @@ class Controller(Role):
         self.routing_results.setdefault(routing.folder, {})[entry.index] = (
             entry, record.result, ok
         )
-        self.absorb(record.context_key, record.result, "items")
 
     def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         """Take in a result this process did not sample (nothing to do when it did)."""
@@ -221,14 +223,6 @@ class Controller(Role):
                     self._log("interrupted while writing: some SKILL.md files may be rewritten")
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
         return {path: run.to_dict() for path, run in runs.items()}
-
-    def presample(self, requests: list[Any], keep: bool = True) -> list[Presampled]:
-        """Make these samplings' runs as message batches, showing a progress line per poll
-        worth showing (also under ``-q``: batches take minutes); ``keep`` them here when this
-        process runs the items."""
-        if self.engine.unavailable:
-            return []
-        return self.engine.presample(requests, keep=keep)
 
     def batch_progress(self, progress: BatchProgress) -> None:
         self._log(f"skilltrigger: {progress.line()}")
@@ -375,7 +369,7 @@ class LocalController(Controller, ItemRunner):
         if self.targets and self.settings.batch:
             from pytest_skilltrigger.plugin.batching import requests_of_items
 
-            self.presample(requests_of_items(session.items, self.engine.plan))
+            self.engine.presample(requests_of_items(session.items, self.engine.plan))
         self.prefetch(session.items)
 
     def upcoming(self, item: Any) -> list[pytest.Item]:

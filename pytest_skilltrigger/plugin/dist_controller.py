@@ -30,6 +30,15 @@ class DistController(Controller):
             self.handoff = Handoff()
         self._batched = False
 
+    @pytest.hookimpl(tryfirst=True)  # before xdist starts the workers
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Make the engine, and with it each skill's request (a captured Claude Code
+        context is captured and stored here once), before any worker needs it."""
+        super().pytest_sessionstart(session)
+        engine = self.started_engine
+        if engine is not None and not engine.unavailable:
+            engine.prepare([t.context() for t in self.targets])
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """Tell each worker where the batch runs will be (``--trigger-batch``)."""
@@ -47,8 +56,9 @@ class DistController(Controller):
         self._batched = True
         from pytest_skilltrigger.plugin.batching import requests_of_ids
 
-        requests = requests_of_ids(self, str(self.config.rootpath), ids, self.engine.plan)
-        self.handoff.write(self.presample(requests, keep=False))
+        requests = requests_of_ids(self, ids, self.engine.plan)
+        made = self.engine.presample(requests, keep=False)
+        self.handoff.write(self.engine.handover(made))
 
     def finish(self, session: pytest.Session) -> None:
         try:

@@ -96,11 +96,10 @@ class ItemRunner(Role):
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         """Put the item's result on its report (call, or a setup that did not pass), and a
-        test's fixture results on its call report."""
+        test's fixture results on the report of the phase that made them."""
         report = yield
-        records: list[wire.Record] = []
-        if report.when == "call":
-            records += self._checks.pop(item.nodeid, [])
+        # the fixture's checks made so far: in a fixture's setup or teardown too
+        records: list[wire.Record] = list(self._checks.pop(item.nodeid, []))
         decided = report.when == "call" or (report.when == "setup" and not report.passed)
         if isinstance(item, SamplingItem) and item.result is not None and decided:
             records.append(item.record(self._keys.get(item.nodeid)))

@@ -45,7 +45,7 @@ class DistWorker(ItemRunner):
                         "--trigger-batch needs workers on the controller's host"
                     )
                 else:
-                    self.engine.prefill(read_handoff(path))
+                    self.engine.take_over(read_handoff(path))
         if self._batch_missing:
             raise TriggerRunError(self._batch_missing)
         super().prefetch(items)

@@ -7,6 +7,8 @@ gives up (no prefetching, same verdicts, only slower) on any other.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 # the xdist major versions whose WorkerInteractor.torun this reads
@@ -26,14 +28,30 @@ SUPPORTED = _supported()
 
 
 def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
-    """The items queued after ``item`` on this worker (empty when the queue cannot be read)."""
-    if not SUPPORTED:
+    """The items queued after ``item`` on this worker (empty when the queue cannot be read,
+    and under ``--dist worksteal``: an item queued here may be handed to another worker, which
+    would sample it again)."""
+    queue = _queue(item.config)
+    if queue is None:
         return []
     session = item.session
-    for plugin in item.config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if queue is not None and hasattr(queue, "lock"):
-            with queue.lock() as pending:
-                indices = [i for i in pending if isinstance(i, int)]
-            return [session.items[i] for i in indices if i < len(session.items)]
-    return []
+    with queue.lock() as pending:
+        indices = [i for i in pending if isinstance(i, int)]
+    return [session.items[i] for i in indices if i < len(session.items)]
+
+
+_QUEUE = pytest.StashKey[object]()
+
+
+def _queue(config: pytest.Config) -> Any:
+    """This worker's queue of assigned items, looked up once."""
+    if _QUEUE not in config.stash:
+        found = None
+        if SUPPORTED and config.getoption("dist", "load") != "worksteal":
+            for plugin in config.pluginmanager.get_plugins():
+                queue = getattr(plugin, "torun", None)
+                if queue is not None and hasattr(queue, "lock"):
+                    found = queue
+                    break
+        config.stash[_QUEUE] = found
+    return config.stash[_QUEUE]

@@ -492,3 +492,32 @@ def test_a_batch_sends_the_captured_request_whole(
     assert any(b.get("cache_control") for b in params["system"])  # caching markers kept
     (headers,) = fake_api.batch_headers
     assert headers["anthropic-beta"] == live_headers["anthropic-beta"]
+
+
+def test_under_xdist_the_controller_captures_and_stores_the_request(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
+) -> None:
+    """Workers store nothing: the controller captures each skill's request once, before
+    they start, and stores it, so they (and the next session) replay it."""
+    import sqlite3
+
+    skills = pytester.path / "skills"
+    folder = skills / SKILL
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
+    queries = [f"combine these {n} pdf files into one" for n in ("two", "three", "four")]
+    evals = [{"query": q, "should_trigger": True} for q in queries]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
+    for query in queries:
+        fake_api.script(query, [f"skill:{SKILL}"])
+    store = pytester.path / "store.sqlite"
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:cacheprovider", f"--skill-path={skills}",
+        "--trigger-backend=anthropic", "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}", "--runs-per-query=1", f"--trigger-store={store}",
+        timeout=240,
+    )  # fmt: skip
+    result.assert_outcomes(passed=3)
+    with sqlite3.connect(store) as db:
+        (captures,) = db.execute("SELECT COUNT(*) FROM captures").fetchone()
+    assert captures == 1

@@ -143,3 +143,22 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
     # the dropped answers' requests ride on the query's next run kept: all paid, none lost
     assert [sum(o.requests for o in r.outcomes) for r in results] == [4, 4]
     assert session.spending()["items"].batch_calls == 8
+
+
+def test_a_worker_takes_over_the_controllers_runs_and_its_share_of_their_cost(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """What the controller spent on batches comes off each worker's part of the budget: a
+    worker whose share is spent makes no further call."""
+    folder = make_skill(tmp_path, "alpha", [entry("tidy csv one", True)], "A.")
+    (target,) = load_targets([str(folder)])
+    (only,) = target.eval_set.entries
+    context = target.context()
+    settings = Settings(cache_mode="off", budget_usd=1.0)
+    worker = TriggerSession(settings, share=(0, 2))  # its part: $0.50
+    try:
+        worker.take_over({"spent_usd": 1.0, "runs": []})  # the controller spent it all
+        result = worker.submit(context, only).result()
+    finally:
+        worker.close()
+    assert result.over_budget and fake_api.stats["calls"] == 0

@@ -203,6 +203,33 @@ def test_fixture_runs_are_stored_by_the_controller_under_xdist(
     assert fake_api.stats["calls"] == calls  # the second run reused the stored runs
 
 
+def test_fixture_runs_in_a_fixtures_setup_and_teardown_are_counted_under_xdist(
+    pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI
+) -> None:
+    """A check made while a fixture sets up or tears down crosses to the controller on that
+    phase's report: its calls are counted (equal to the server's) and its runs stored."""
+    (project / "test_fixture.py").write_text(
+        "import pytest\n\n"
+        "@pytest.fixture\n"
+        "def checked(skill_trigger):\n"
+        f"    assert skill_trigger('skills/{SKILL}', {Q_YES!r}, runs=1).triggered\n"
+        "    yield\n"
+        f"    assert not skill_trigger('skills/{SKILL}', {Q_NO!r}, runs=1).triggered\n\n"
+        "def test_uses(checked):\n"
+        "    pass\n"
+    )
+    store = pytester.path / "store.sqlite"
+    args = ("-n", "2", f"--trigger-store={store}", "test_fixture.py",
+            f"--trigger-json={store}.json")  # fmt: skip
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    calls = fake_api.stats["calls"]
+    assert calls == 2
+    report = json.loads(Path(f"{store}.json").read_text())
+    assert report["totals"]["by_phase"]["checks"]["calls"] == calls
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    assert fake_api.stats["calls"] == calls  # both checks' runs were stored
+
+
 def test_files_are_written_with_the_users_umask(
     pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI
 ) -> None:

@@ -53,6 +53,10 @@ SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 NESTING_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 
 
+# The switches (and their settings) that send the CLI's requests to a cloud provider instead
+# of ANTHROPIC_BASE_URL.
+CLOUD_PROVIDER_ENV = ("CLAUDE_CODE_USE_", "ANTHROPIC_BEDROCK", "ANTHROPIC_VERTEX")
+
 class ClaudeCodeBackend:
     """Runs trigger checks through the ``claude`` CLI; ``run`` is thread-safe."""
 
@@ -325,6 +329,10 @@ class ClaudeCodeBackend:
             self._install(run_dir, context)
             env = self._env(run_dir)
             env.pop("ANTHROPIC_AUTH_TOKEN", None)
+            # a cloud provider's switch would send the capture to that provider, a paid
+            # request that never reaches the recorder
+            for name in [n for n in env if n.startswith(CLOUD_PROVIDER_ENV)]:
+                del env[name]
             env["ANTHROPIC_API_KEY"] = "capture"
             try:
                 return record_cli_request(
@@ -364,8 +372,10 @@ class ClaudeCodeBackend:
                     timeout=max(self.timeout, ASK_TIMEOUT),
                     check=False,
                 )
-            except (OSError, subprocess.TimeoutExpired) as exc:
+            except OSError as exc:  # the CLI did not start: nothing was sent
                 raise AskError(redact(f"claude failed: {exc}")) from None
+            except subprocess.TimeoutExpired as exc:  # it was waiting on its request
+                raise AskError(redact(f"claude failed: {exc}"), requests=1) from None
             try:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
