@@ -37,7 +37,7 @@ from _common import (
     write_project,
 )
 
-from pytest_skilltrigger.engine.cost import BATCH_RATE, cost_usd
+from pytest_skilltrigger.engine.cost import BATCH_RATE, cost_usd, rate_of
 from pytest_skilltrigger.engine.outcome import Usage
 
 PRICE = {"input": 3.0, "output": 15.0}
@@ -68,7 +68,7 @@ def input_cost(totals: dict, batch: bool) -> float:
     count in full. The output side is not comparable: a live stream is cut at the decision
     and priced only as far as it was read, a batch answer is whole."""
     usage = Usage.from_dict({**totals, "output_tokens": 0})
-    return cost_usd(usage, PRICE) * (BATCH_RATE if batch else 1.0)
+    return cost_usd(usage, PRICE) * rate_of(batch)
 
 
 def prices(folder):

@@ -14,6 +14,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
     from pytest_skilltrigger.backends.claude_code.capture import Captures
     from pytest_skilltrigger.engine.store import ResultStore
 
@@ -53,6 +54,11 @@ def make_backend(
             timeout=settings.timeout,
             captures=_captures(settings, store, write_store),
         )
+    return _cli(settings)
+
+
+def _cli(settings: Settings) -> ClaudeCodeBackend:
+    """The Claude Code backend the settings describe (it also captures requests)."""
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
     return ClaudeCodeBackend(
@@ -77,17 +83,9 @@ def _captures(
             f"--trigger-context claude-code: no claude CLI found ({wanted_bin} on PATH or "
             "--claude-bin)"
         )
-    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
     from pytest_skilltrigger.backends.claude_code.capture import Captures
 
-    def make_cli() -> ClaudeCodeBackend:
-        return ClaudeCodeBackend(
-            model=settings.resolved_model("") or None,
-            timeout=settings.timeout,
-            claude_bin=settings.claude_bin,
-        )
-
-    return Captures(make_cli, store, write=write_store)
+    return Captures(lambda: _cli(settings), store, write=write_store)
 
 
 def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:

@@ -63,9 +63,14 @@ class ListedSkill:
     skill_md: str | None = field(default=None, compare=False, repr=False)
 
     @property
+    def listed(self) -> str:
+        """The text the model sees after the skill's name."""
+        return listed_text(self.description, self.when_to_use)
+
+    @property
     def line(self) -> str:
         """The listing line the model sees."""
-        return f"- {self.name}: {listed_text(self.description, self.when_to_use)}"
+        return f"- {self.name}: {self.listed}"
 
 
 # Generic skills of the kinds Claude Code lists as built-ins (charts, settings, key bindings,

@@ -96,7 +96,12 @@ def cost_usd(usage: Usage, price: Price) -> float:
 def maybe_cost_usd(usage: Usage, price: Price | None, batch: bool = False) -> float | None:
     """The cost at a known price (at the batch rate for a batch call), None at an unknown
     one."""
-    return None if price is None else cost_usd(usage, price) * (BATCH_RATE if batch else 1.0)
+    return None if price is None else cost_usd(usage, price) * rate_of(batch)
+
+
+def rate_of(batch: bool) -> float:
+    """The share of the live price a call pays: half in a message batch."""
+    return BATCH_RATE if batch else 1.0
 
 
 @dataclass
@@ -194,7 +199,7 @@ class CostGuard:
             usage = estimate()
         except Exception:
             usage = Usage()
-        cost = (maybe_cost_usd(usage, self.price() or FALLBACK_PRICE, batch) or 0.0) * runs
+        cost = cost_usd(usage, self.price() or FALLBACK_PRICE) * rate_of(batch) * runs
         return cost if self.reserve(cost) else None
 
     def charge(self, usd: float) -> None:
@@ -217,7 +222,7 @@ class CostGuard:
         calls at the batch rate."""
         price = self.price(model)
         with self._lock:
-            self.spent_usd += maybe_cost_usd(usage, price or FALLBACK_PRICE, batch) or 0.0
+            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE) * rate_of(batch)
             spend = self.by_phase.setdefault(phase, Spend())
             spend.add(calls, usage, maybe_cost_usd(usage, price, batch), calls if batch else 0)
 

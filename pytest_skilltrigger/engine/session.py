@@ -52,7 +52,8 @@ class TriggerSession:
     ``share`` is ``(index, count)`` for one of ``count`` processes running one session: this
     one then keeps its part of the session's requests in flight and of its budget, so the
     limits the user set hold for the whole session. ``progress`` is told each poll of a
-    message batch worth showing.
+    message batch worth showing. ``prices`` is the table ``--trigger-prices`` gives, when
+    the caller has read it already.
     """
 
     def __init__(
@@ -63,6 +64,7 @@ class TriggerSession:
         write_store: bool = True,
         share: tuple[int, int] | None = None,
         progress: Callable[[BatchProgress], None] | None = None,
+        prices: dict[str, dict[str, float]] | None = None,
     ) -> None:
         settings = (settings or Settings()).validated()
         if share is not None and settings.budget_usd is not None:
@@ -71,8 +73,8 @@ class TriggerSession:
         self.share = share
         self.progress = progress  # told how message batches advance (--trigger-batch)
         self.store: ResultStore | None = None
-        if self.settings.cache_mode != "off" and self.settings.store_path:
-            self.store = ResultStore(self.settings.store_path)
+        if self.settings.active_store:
+            self.store = ResultStore(self.settings.active_store)
         self.unavailable: str | None = None
         self.backend: TriggerBackend | None = backend
         if self.backend is None:
@@ -82,7 +84,8 @@ class TriggerSession:
                 )
             except BackendUnavailable as exc:
                 self.unavailable = str(exc)
-        self.prices = load_prices(self.settings.prices_path)
+        # the price table, unless the caller has read it already (to check it at start-up)
+        self.prices = prices if prices is not None else load_prices(self.settings.prices_path)
         self.plan = SamplingPlan(
             self.settings.runs_per_query, self.settings.threshold, self.settings.curtail
         )

@@ -96,6 +96,11 @@ class Settings:
             )
         return self
 
+    @property
+    def active_store(self) -> str | None:
+        """The result store's path when runs are stored or reused (None: off)."""
+        return self.store_path if self.cache_mode != "off" else None
+
     def resolved_model(self, default: str) -> str:
         """The model id: the option, else ``SKILLTRIGGER_MODEL``, else the backend's default."""
         return self.model or os.environ.get(MODEL_ENV) or default

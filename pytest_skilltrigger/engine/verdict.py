@@ -9,12 +9,22 @@ remaining runs can no longer change that verdict, so it always equals the verdic
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 
 def passes(should_trigger: bool, rate: float, threshold: float) -> bool:
     """The reference verdict for one query."""
     triggered = rate >= threshold
     return triggered if should_trigger else not triggered
+
+
+def routes(expected: str | None, shares: Mapping[str, float], threshold: float) -> bool:
+    """The routing verdict, on the same rule: the expected skill triggers (its share of the
+    runs reaches the threshold); for no expected skill, every skill of the folder stays
+    under it."""
+    if expected is not None:
+        return passes(True, shares.get(expected, 0.0), threshold)
+    return all(passes(False, share, threshold) for share in shares.values())
 
 
 def triggers_needed(runs: int, threshold: float) -> int:

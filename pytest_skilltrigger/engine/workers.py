@@ -3,7 +3,7 @@
 The standard ``ThreadPoolExecutor`` joins its threads when the interpreter exits, so an
 interrupted session would wait for every in-flight HTTP call (and its retries) to finish.
 Trigger runs are disposable once the user pressed Ctrl-C, so these threads are daemons: the
-process can always exit at once, and ``shutdown(cancel=True)`` drops queued work.
+process can always exit at once, and ``shutdown(wait=False)`` drops queued work.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batches import BatchProgress
     from pytest_skilltrigger.engine.outcome import QueryResult
     from pytest_skilltrigger.reports.baseline import Change
+    from pytest_skilltrigger.reports.routing import RoutingTable
     from pytest_skilltrigger.reports.summary import SessionResults
     from pytest_skilltrigger.skills.catalog import Target
 
@@ -72,8 +73,8 @@ class Controller(Role):
         from pytest_skilltrigger.support.atomic import write_problem
 
         files = [("--trigger-json", options.json_path(self.config))]
-        if self.settings.cache_mode != "off":
-            files.append(("--trigger-store", self.settings.store_path))
+        # (the store's own check below says less well why a path cannot be used)
+        files.append(("--trigger-store", self.settings.active_store))
         files.append(("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY") or None))
         folders: list[tuple[str, str | None]] = []
         if self.optimize is not None:
@@ -94,8 +95,8 @@ class Controller(Role):
     def _check_store(self) -> None:
         """Create (or check) the result store now, once every other input is known good, in
         this process only, so that xdist workers find it ready to read."""
-        path = self.settings.store_path
-        if self.settings.cache_mode == "off" or not path:
+        path = self.settings.active_store
+        if not path:
             return
         from pytest_skilltrigger.engine.store import prepare_store
 
@@ -121,6 +122,14 @@ class Controller(Role):
         from pytest_skilltrigger.reports.summary import SessionResults
 
         return SessionResults(self.targets)
+
+    @cached_property
+    def routing_tables(self) -> list[RoutingTable]:
+        """Each folder's routing table, built once the items are done (the rounds' report
+        and the JSON report both show it)."""
+        from pytest_skilltrigger.reports.routing import routing_tables
+
+        return routing_tables(self.results.ordered(), self.routing_results)
 
     def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         """The typed result of a trigger item, once its report has arrived."""
@@ -206,11 +215,8 @@ class Controller(Role):
         initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
         files = None
         if self.optimize.report_path or self.optimize.results_dir:
-            from pytest_skilltrigger.reports.routing import routing_tables
-
-            tables = routing_tables(self.results.ordered(), self.routing_results)
-            files = RoundFiles(self.optimize.report_path, self.optimize.results_dir,
-                               [t.to_dict() for t in tables])  # fmt: skip
+            tables = [t.to_dict() for t in self.routing_tables]
+            files = RoundFiles(self.optimize.report_path, self.optimize.results_dir, tables)
         driver = OptimizationDriver(self.engine, self.optimize, self._log, files)
         runs = driver.run(self.targets, initial, self.routing_sets)
         if driver.interrupted:
@@ -250,7 +256,7 @@ class Controller(Role):
             extra_by_skill=extra_by_skill,
             prices=engine.prices if engine else None,
             spending=engine.spending() if engine else None,
-            routing=self.routing_results,
+            routing=self.routing_tables,
         )
 
     def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
@@ -298,20 +304,15 @@ class Controller(Role):
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.targets:
             return []
-        store = (
-            "off"
-            if self.settings.cache_mode == "off" or not self.settings.store_path
-            else self.settings.store_path
-        )
+        store = self.settings.active_store or "off"
         lines = [
             f"skilltrigger: {len(self.targets)} skill(s), {self.settings.runs_per_query} runs "
             f"per query, threshold {self.settings.threshold}, backend {self.settings.backend}, "
             f"store {store}"
         ]
-        if not self.config.option.collectonly:
-            engine = self.engine  # made now: the header says which context the runs send
-            if engine.unavailable is None and engine.context_label:
-                lines.append(f"skilltrigger: context {engine.context_label}")
+        engine = self.started_engine  # made at session start (not when only collecting)
+        if engine is not None and engine.unavailable is None and engine.context_label:
+            lines.append(f"skilltrigger: context {engine.context_label}")
         return lines
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

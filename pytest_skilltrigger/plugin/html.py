@@ -25,20 +25,16 @@ Lookup = Callable[[str], "tuple[Target, QueryResult] | None"]
 
 
 def extra_payload(target: Target, index: int, result: QueryResult) -> dict[str, Any]:
-    """What the extras describe (also the JSON extra's content); ``index`` is the entry's."""
-    entry_extra = next((e.extra for e in target.eval_set.entries if e.index == index), {})
+    """What the extras describe (also the JSON extra's content): the JSON report's row for
+    the query, with the skill, the threshold, each error's text and the entry's own keys
+    (``index`` is the entry's position in its eval set)."""
     return {
+        **result.summary_row(),
         "skill": target.name,
-        "query": result.query,
-        "should_trigger": result.should_trigger,
-        "trigger_rate": round(result.trigger_rate, 4),
-        "triggers": result.triggers,
-        "runs": result.runs,
         "threshold": result.threshold,
         "chosen": dict(result.chosen),
         "errors": [o.error or "unknown error" for o in result.outcomes if o.status == "error"],
-        "skipped": result.skipped,
-        "extra": entry_extra or {},
+        "extra": target.eval_set.entries[index].extra,
     }
 
 
@@ -61,7 +57,7 @@ def extra_html(payload: dict[str, Any]) -> str:
         rows.append(("Errors", "; ".join(str(e) for e in payload["errors"])))
     if payload["skipped"]:
         rows.append(("Skipped", payload["skipped"]))
-    for key, value in (payload["extra"] or {}).items():
+    for key, value in payload["extra"].items():
         rows.append((f"extra: {key}", value))
     body = "".join(f"<tr><th>{escape_html(k)}</th><td>{escape_html(v)}</td></tr>" for k, v in rows)
     return f'<table class="skilltrigger-extra">{body}</table>'

@@ -323,12 +323,12 @@ def check_values_not_taken_for_paths(config: pytest.Config) -> None:
         return
     if (rootpath, inipath) == (config.rootpath, config.inipath):
         return
-    flag, value = spaced[0]
+    option, value = spaced[0]
     raise InputError(
-        f"{flag} {value}",
+        f"{option} {value}",
         f"pytest took this value for a test path before plugin options were known, so it "
         f"chose rootdir {config.rootpath} and {_ini_text(config.inipath)} instead of "
-        f"{rootpath} and {_ini_text(inipath)}; write {flag}={value}",
+        f"{rootpath} and {_ini_text(inipath)}; write {option}={value}",
     )
 
 

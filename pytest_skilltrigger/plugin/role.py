@@ -73,7 +73,8 @@ class Role:
         if settings.prices_path:
             from pytest_skilltrigger.engine.cost import load_prices
 
-            load_prices(settings.prices_path)  # a bad price file is bad input: fail now
+            # a bad price file is bad input: fail now (and read it once, for the engine too)
+            self.prices = load_prices(settings.prices_path)
         return settings
 
     def routing_contexts(self, routing: RoutingSet) -> dict[str, TriggerContext]:
@@ -85,6 +86,9 @@ class Role:
             t.name: t.context() for t in self.targets if os.path.dirname(t.skill.path) == folder
         }
 
+    #: the price table read from ``--trigger-prices`` (None: the engine's own table)
+    prices: dict[str, dict[str, float]] | None = None
+
     #: ``(index, count)`` when this process is one of several running the session
     share: tuple[int, int] | None = None
 
@@ -93,9 +97,10 @@ class Role:
         """The engine's front door for this process, made on first use."""
         from pytest_skilltrigger.engine.session import TriggerSession
 
+        settings = self.settings  # read first: it reads the price file
         return TriggerSession(
-            self.settings, write_store=self.writes_store, share=self.share,
-            progress=self.batch_progress,
+            settings, write_store=self.writes_store, share=self.share,
+            progress=self.batch_progress, prices=self.prices,
         )  # fmt: skip
 
     def batch_progress(self, progress: BatchProgress) -> None:

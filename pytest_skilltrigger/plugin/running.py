@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -126,18 +127,15 @@ class ItemRunner(Role):
         """The ``skill_trigger`` fixture's work: sample one query for one skill. A relative
         ``path`` is read from rootdir (where the ``skill_paths`` ini key's are read from)."""
         from pytest_skilltrigger.engine.outcome import TriggerCheck
-        from pytest_skilltrigger.engine.sampler import SamplingPlan
         from pytest_skilltrigger.skills.catalog import load_context
         from pytest_skilltrigger.skills.evalset import EvalEntry
         from pytest_skilltrigger.support.errors import InputError
 
         self._check_available()
-        plan = SamplingPlan(
-            self.settings.runs_per_query if runs is None else runs,
-            self.settings.threshold if threshold is None else threshold,
-            self.settings.curtail,
-            phase="checks",
-        )
+        plan = self.engine.plan  # the session's, with what this call asks for instead
+        plan = replace(plan, runs=plan.runs if runs is None else runs,
+                       threshold=plan.threshold if threshold is None else threshold,
+                       phase="checks")  # fmt: skip
         if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
             raise ValueError("runs must be >= 1 and threshold within 0..1")
         full = os.path.join(self.config.rootpath, path)  # the project's, wherever pytest started

@@ -7,11 +7,11 @@ additions (errors, chosen, tokens, cost) alongside.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_skilltrigger.engine.cost import PHASES, Spend, total_of
-from pytest_skilltrigger.reports.routing import RoutingResults, routing_tables
+from pytest_skilltrigger.reports.routing import RoutingTable
 from pytest_skilltrigger.reports.summary import SessionResults, models_used, summarize
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.atomic import atomic_write_text
@@ -29,14 +29,15 @@ def build_report(
     extra_by_skill: dict[str, dict[str, Any]] | None = None,
     prices: dict | None = None,
     spending: Mapping[str, Spend] | None = None,
-    routing: RoutingResults | None = None,
+    routing: Sequence[RoutingTable] = (),
 ) -> dict[str, Any]:
     """The whole report as plain JSON values.
 
     Each skill's ``summary`` covers its items (the eval entries run as tests); ``totals``
     covers every call of the session, by phase: the items, the ``skill_trigger`` fixture's
     checks, the improvement rounds' trigger runs, the proposals (``improve``) and the
-    confirmation runs.
+    confirmation runs. ``routing`` are the folders' tables
+    (:func:`~pytest_skilltrigger.reports.routing.routing_tables`).
     """
     used = models_used(results.all_results())
     model = used[0] if used else model  # the model that really answered, when runs say so
@@ -60,7 +61,7 @@ def build_report(
         "runs_per_query": runs_per_query,
         "trigger_threshold": threshold,
         "skills": skills,
-        "routing": [table.to_dict() for table in routing_tables(results.ordered(), routing)],
+        "routing": [table.to_dict() for table in routing],
         "totals": totals(spending or {}),
     }
 
@@ -83,4 +84,4 @@ def listed_description(target: Target) -> str | None:
     context = target.context()
     if not context.model_invocable:
         return None
-    return context.tested.line.split(": ", 1)[1]
+    return context.tested.listed

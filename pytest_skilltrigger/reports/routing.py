@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.engine.verdict import routes
 from pytest_skilltrigger.reports.summary import SkillResults
 
 if TYPE_CHECKING:
@@ -178,9 +179,7 @@ def routing_verdict(
     if result.errors or result.skipped or not result.runs:
         return None
     shares = {s: result.chosen.get(f"skill:{s}", 0) / result.runs for s in skills}
-    if expected is not None:
-        return shares.get(expected, 0.0) >= result.threshold
-    return all(share < result.threshold for share in shares.values())
+    return routes(expected, shares, result.threshold)
 
 
 def choice_label(choice: str) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -91,9 +92,18 @@ def load_eval_set(path: str | os.PathLike[str]) -> EvalSet:
     terminal); :attr:`EvalSet.path` is absolute so later stages never depend on the cwd.
     """
     where = os.fspath(path)
+    data, duplicates = load_json(where, "a JSON eval set")
+    entries, meta = _parse(data, where, duplicates)
+    return EvalSet(path=os.path.abspath(where), entries=tuple(entries), meta=meta)
+
+
+def load_json(where: str, expected: str) -> tuple[Any, dict[int, str]]:
+    """An eval file's JSON, with the objects that hold a key twice (see :func:`_pairs_hook`,
+    for :func:`check_duplicate_key`); one-line errors name the file (``expected`` says what
+    an empty one should have held)."""
     text = read_text(where)
     if not text.strip():
-        raise InputError(where, "the file is empty; expected a JSON eval set")
+        raise InputError(where, f"the file is empty; expected {expected}")
     duplicates: dict[int, str] = {}
     try:
         data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
@@ -103,8 +113,7 @@ def load_eval_set(path: str | os.PathLike[str]) -> EvalSet:
         ) from None
     except RecursionError:
         raise InputError(where, "not usable JSON: nested too deeply") from None
-    entries, meta = _parse(data, where, duplicates)
-    return EvalSet(path=os.path.abspath(where), entries=tuple(entries), meta=meta)
+    return data, duplicates
 
 
 def parse_eval_set(data: object, where: str) -> tuple[list[EvalEntry], dict[str, Any]]:
@@ -177,13 +186,13 @@ def _parse(
         named = _entries_from_objects(data, where, "entry", duplicates)
         meta: dict[str, Any] = {}
     elif isinstance(data, dict):
-        _check_duplicate_key(data, where, "the top-level object", duplicates)
+        check_duplicate_key(data, where, "the top-level object", duplicates)
         named, meta = _parse_object(data, where, duplicates)
     else:
         raise InputError(where, f"{_unknown_shape()}; found a JSON {_json_type(data)}")
     if not named:
         raise InputError(where, "the eval set has no entries")
-    _check_unique(named, where)
+    check_unique(named, where)
     return [entry for entry, _ in named], meta
 
 
@@ -216,7 +225,7 @@ def _parse_object(
     if nested:
         key = nested[0]
         inner = data[key]
-        _check_duplicate_key(inner, where, f'the object under "{key}"', duplicates)
+        check_duplicate_key(inner, where, f'the object under "{key}"', duplicates)
         entries = _entries_from_lists(inner, where, f"{key}.")
         meta = {k: v for k, v in data.items() if k != key}
         for k, v in inner.items():
@@ -248,7 +257,7 @@ def _entries_from_objects(
                 where,
                 f"{name}: must be an object with query and should_trigger, got {_describe(item)}",
             )
-        _check_duplicate_key(item, where, name, duplicates)
+        check_duplicate_key(item, where, name, duplicates)
         query = check_query(item.get("query"), "query" in item, where, name)
         if _POSITIVE not in item:
             raise InputError(where, f"{name}: has no should_trigger (true or false)")
@@ -318,13 +327,13 @@ def is_valid_unicode(text: str) -> bool:
     return True
 
 
-def _check_duplicate_key(obj: Any, where: str, name: str, duplicates: dict[int, str]) -> None:
+def check_duplicate_key(obj: Any, where: str, name: str, duplicates: dict[int, str]) -> None:
     key = duplicates.get(id(obj))
     if key is not None:
         raise InputError(where, f'{name}: key "{key}" appears twice; JSON would keep only the last')
 
 
-def _check_unique(named: list[_Named], where: str) -> None:
+def check_unique(named: Sequence[tuple[Any, str]], where: str) -> None:
     """Reject a query listed twice: it would be counted twice, or contradict itself.
 
     Queries differing only in surrounding whitespace are the same request to the model.

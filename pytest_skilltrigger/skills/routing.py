@@ -8,11 +8,15 @@ twice or a malformed entry is a one-line error naming the file and the entry.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
-from pytest_skilltrigger.skills.evalset import check_query, read_text
+from pytest_skilltrigger.skills.evalset import (
+    check_duplicate_key,
+    check_query,
+    check_unique,
+    load_json,
+)
 from pytest_skilltrigger.support.errors import InputError
 
 ROUTING_NAMES = ("routing-eval.json", os.path.join("evals", "routing-eval.json"))
@@ -49,18 +53,15 @@ def find_routing_set(folder: str) -> str | None:
 def load_routing_set(path: str, skills: tuple[str, ...]) -> RoutingSet:
     """Read and check a routing eval set against the names of the folder's skills."""
     where = os.path.abspath(path)
-    try:
-        data = json.loads(read_text(where))
-    except ValueError as exc:
-        raise InputError(where, f"not valid JSON ({exc})") from None
+    data, duplicates = load_json(where, "a JSON list of {query, expected_skill} objects")
     if not isinstance(data, list):
         raise InputError(where, "must be a JSON list of {query, expected_skill} objects")
-    entries: list[RoutingEntry] = []
-    seen: dict[str, int] = {}
+    named: list[tuple[RoutingEntry, str]] = []
     for index, item in enumerate(data):
         name = f"entry {index + 1}"
         if not isinstance(item, dict):
             raise InputError(where, f"{name}: must be an object with query and expected_skill")
+        check_duplicate_key(item, where, name, duplicates)
         query = check_query(item.get("query"), "query" in item, where, name)
         if "expected_skill" not in item:
             raise InputError(where, f"{name}: has no expected_skill (a skill name, or null)")
@@ -70,11 +71,9 @@ def load_routing_set(path: str, skills: tuple[str, ...]) -> RoutingSet:
         if expected is not None and expected not in skills:
             known = ", ".join(skills)
             raise InputError(where, f"{name}: unknown skill {expected!r} (this folder: {known})")
-        key = query.strip()
-        if key in seen:
-            raise InputError(where, f"{name} repeats the query of entry {seen[key] + 1}")
-        seen[key] = index
-        entries.append(RoutingEntry(index, query, expected))
+        named.append((RoutingEntry(index, query, expected), name))
+    check_unique(named, where)
+    entries = [entry for entry, _name in named]
     if not entries:
         raise InputError(where, "holds no entries")
     folder = os.path.dirname(where)

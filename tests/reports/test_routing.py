@@ -142,13 +142,19 @@ def test_the_failure_text_says_what_was_chosen(
          "entry 2 repeats the query of entry 1"),
         ([{"query": "q"}], "entry 1: has no expected_skill"),
         ({"query": "q"}, "must be a JSON list"),
+        # raw text: the eval sets' own JSON checks
+        ('[{"query": "q", "expected_skill": "pdf", "query": "r"}]',
+         'entry 1: key "query" appears twice'),
+        ("[" * 100_000 + "]" * 100_000, "not usable JSON: nested too deeply"),
+        (" ", "the file is empty"),
     ],
 )  # fmt: skip
 def test_bad_routing_entries_are_usage_errors_before_any_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, entries: object, message: str
 ) -> None:
     folder = make_folder(pytester.path, fake_api)
-    (folder / "routing-eval.json").write_text(json.dumps(entries))
+    text = entries if isinstance(entries, str) else json.dumps(entries)
+    (folder / "routing-eval.json").write_text(text)
     result = pytester.runpytest_subprocess(*plugin_args(folder))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*routing-eval.json: {message}*"])

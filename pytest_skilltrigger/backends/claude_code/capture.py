@@ -148,7 +148,6 @@ def record_cli_request(
     thread.start()
     try:
         env = {**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{recorder.server_address[1]}"}
-        env.setdefault("ANTHROPIC_API_KEY", "capture")  # the recorder accepts any key
         try:
             done = subprocess.run(
                 command, input=MARKER, cwd=cwd, env=env, capture_output=True, text=True,
