@@ -7,7 +7,7 @@ leave out what any run pays once (start-up, the batch's first polls):
 - **cost per query** of the request side (input, cache writes and reads, from
   ``--trigger-json``'s tokens), batched over live, target 0.5 (the batch rate), limit 0.55;
   and the batched runs' reported cost must be their tokens at the batch rate. (The output
-  side is not comparable: a live stream is cut at the decision and priced as far as it was
+  side is not comparable: a live stream cut at another tool's start is priced as far as it was
   read, a batch answer is whole; output tokens per query are printed for both.)
 - **calls per query**: the batches must make exactly the runs live early stopping makes
   (requests counted on the server's side, ``batch_requests`` against ``calls``);
@@ -66,7 +66,8 @@ def measure(api, n: int, batch: bool) -> tuple[float, int, float, dict, dict]:
 def input_cost(totals: dict, batch: bool) -> float:
     """The cost of the request side (input, cache writes, cache reads), which both paths
     count in full. The output side is not comparable: a live stream is cut at the decision
-    and priced only as far as it was read, a batch answer is whole."""
+    and priced only as far as it was read (at another tool's start), a batch answer is
+    whole."""
     usage = Usage.from_dict({**totals, "output_tokens": 0})
     return cost_usd(usage, PRICE) * rate_of(batch)
 
