@@ -476,8 +476,11 @@ FAKE_CLI = textwrap.dedent(
         "config": open(os.path.join(os.environ["CLAUDE_CONFIG_DIR"], ".claude.json")).read(),
         "pid": os.getpid(),
     }
-    with open(os.environ["FAKE_CLI_REPORT"] + f".{os.getpid()}", "w") as fh:
+    # Written whole, then renamed: a test polling for reports never reads a half-written one.
+    final = os.environ["FAKE_CLI_REPORT"] + f".{os.getpid()}"
+    with open(final + ".part", "w") as fh:
         json.dump(report, fh)
+    os.replace(final + ".part", final)
     def out(obj):
         sys.stdout.write(json.dumps(obj) + "\\n")
         sys.stdout.flush()
@@ -513,7 +516,8 @@ def fake_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Pat
 
 
 def _reports(report: Path) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text()) for p in sorted(report.parent.glob(report.name + ".*"))]
+    found = sorted(report.parent.glob(report.name + ".*"))
+    return [json.loads(p.read_text()) for p in found if p.suffix != ".part"]
 
 
 CONTEXT = TriggerContext(
