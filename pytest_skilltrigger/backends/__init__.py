@@ -1,22 +1,26 @@
-"""Trigger backends and how one is chosen.
+"""Trigger backends and the one factory that chooses and makes them.
 
-``auto`` picks the Messages API when credentials are configured, else the Claude Code CLI when
-``claude`` is on PATH; with neither, :class:`BackendUnavailable` says what to set.
+Every backend has ``run()`` (one trigger run) and ``ask()`` (a plain question); the factory
+makes the one for trigger runs and the one that answers the optimizer's questions by one rule
+(:func:`backend_choice`). ``auto`` picks the Messages API when credentials are configured,
+else the Claude Code CLI when ``claude`` is on PATH; with neither, :class:`BackendUnavailable`
+says what to set.
 """
 
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.capture import Captures, CaptureShelf
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
-    from pytest_skilltrigger.backends.claude_code.capture import Captures
-    from pytest_skilltrigger.engine.store import ResultStore
+
+#: what a backend is made for: trigger runs, or asking a plain question (proposals)
+Purpose = Literal["trigger", "ask"]
 
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
@@ -24,35 +28,56 @@ NO_BACKEND = (
 )
 
 
-def make_backend(
-    settings: Settings, *, store: ResultStore | None = None, write_store: bool = True
-) -> TriggerBackend:
-    """Create the backend the settings ask for, or raise :class:`BackendUnavailable`.
-    ``store`` is the session's result store, which also keeps captured CLI requests;
-    ``write_store`` is false where nothing may be stored (an xdist worker): captures are
-    then read from it but not added."""
-    choice = settings.backend
-    if choice == "auto":
-        from pytest_skilltrigger.backends.api.backend import credentials_configured
+def backend_choice(settings: Settings, purpose: Purpose = "trigger") -> str:
+    """The one rule that names the backend for a purpose, or raises
+    :class:`BackendUnavailable`.
 
-        if credentials_configured():
-            choice = "anthropic"
-        elif settings.batch:
-            raise BackendUnavailable(
-                "--trigger-batch needs Messages API credentials: set ANTHROPIC_API_KEY "
-                "(or ANTHROPIC_AUTH_TOKEN)"
-            )
-        elif shutil.which(settings.claude_bin or "claude"):
-            choice = "claude-code"
-        else:
-            raise BackendUnavailable(NO_BACKEND)
+    Trigger runs go where ``--trigger-backend`` says (``auto``: the Messages API when
+    credentials are configured, else the CLI when ``claude`` is found). Asking (the
+    optimizer's proposals) prefers the Messages API whenever credentials are configured, a
+    plain request being cheaper and faster there than a CLI process, else the trigger
+    backend: a user with only a Claude Code login still gets proposals, through the CLI.
+    """
+    from pytest_skilltrigger.backends.api.backend import credentials_configured
+
+    if purpose == "ask" and credentials_configured():
+        return "anthropic"
+    if settings.backend != "auto":
+        return settings.backend
+    if credentials_configured():
+        return "anthropic"
+    if settings.batch:
+        raise BackendUnavailable(
+            "--trigger-batch needs Messages API credentials: set ANTHROPIC_API_KEY "
+            "(or ANTHROPIC_AUTH_TOKEN)"
+        )
+    if shutil.which(settings.claude_bin or "claude"):
+        return "claude-code"
+    raise BackendUnavailable(NO_BACKEND)
+
+
+def make_backend(
+    settings: Settings,
+    *,
+    purpose: Purpose = "trigger",
+    shelf: CaptureShelf | None = None,
+    reuse: TriggerBackend | None = None,
+) -> TriggerBackend:
+    """Create the backend :func:`backend_choice` names for ``purpose``, or raise
+    :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger backend,
+    when asking): returned as it is when it is the one chosen. ``shelf`` keeps captured CLI
+    requests between sessions (the engine's session, which writes them to its store where
+    this process may write); the asker never captures."""
+    choice = backend_choice(settings, purpose)
+    if reuse is not None and reuse.name == choice:
+        return reuse
     if choice == "anthropic":
         from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 
         return AnthropicBackend(
             settings.resolved_model(DEFAULT_MODEL),
             timeout=settings.timeout,
-            captures=_captures(settings, store, write_store),
+            captures=_captures(settings, shelf) if purpose == "trigger" else None,
         )
     return _cli(settings)
 
@@ -68,9 +93,7 @@ def _cli(settings: Settings) -> ClaudeCodeBackend:
     )
 
 
-def _captures(
-    settings: Settings, store: ResultStore | None, write_store: bool
-) -> Captures | None:
+def _captures(settings: Settings, shelf: CaptureShelf | None) -> Captures | None:
     """The installed CLI's requests to replay (``--trigger-context``), or None for the
     builtin context: ``auto`` captures when a ``claude`` binary is found."""
     wanted = settings.trigger_context
@@ -83,26 +106,9 @@ def _captures(
             f"--trigger-context claude-code: no claude CLI found ({wanted_bin} on PATH or "
             "--claude-bin)"
         )
-    from pytest_skilltrigger.backends.claude_code.capture import Captures
+    from pytest_skilltrigger.backends.capture import Captures
 
-    return Captures(lambda: _cli(settings), store, write=write_store)
-
-
-def make_asker(settings: Settings, backend: TriggerBackend) -> TriggerBackend:
-    """The backend that answers ``ask()`` (the optimizer's proposals) for a session whose
-    trigger runs go to ``backend``.
-
-    The Messages API whenever credentials are configured (a plain request is cheaper and
-    faster there than a CLI process), else the trigger backend itself: a user with only a
-    Claude Code login still gets proposals, through the CLI.
-    """
-    if backend.name == "anthropic":
-        return backend
-    from pytest_skilltrigger.backends.api.backend import credentials_configured
-
-    if credentials_configured():
-        return make_backend(replace(settings, backend="anthropic", trigger_context="builtin"))
-    return backend
+    return Captures(lambda: _cli(settings), shelf)
 
 
-__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "make_asker", "make_backend"]
+__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "backend_choice", "make_backend"]

@@ -119,3 +119,12 @@ class BatchClient(Protocol):
     def cancel(self, batch_id: str) -> None:
         """Ask for the batch to stop; what it processed before stays readable."""
         ...
+
+
+@runtime_checkable
+class BatchingBackend(TriggerBackend, Protocol):
+    """A backend that can also make its trigger runs as message batches (the API's)."""
+
+    def batches(self) -> BatchClient:
+        """The batch client on this backend's own connection and credentials."""
+        ...

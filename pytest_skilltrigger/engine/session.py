@@ -7,8 +7,10 @@ same::
     from pytest_skilltrigger import evaluate_skill
     results = evaluate_skill("skills/pdf")           # [(Target, [QueryResult, ...]), ...]
 
-The store is written from one place, :meth:`TriggerSession.record`: the sampler calls it for
-the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worker made.
+The store is written only here: :meth:`TriggerSession.record` stores runs (the sampler calls
+it for the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worker
+made), and :meth:`TriggerSession.save_capture` keeps the Claude Code CLI's captured requests.
+(The pytest layer only has the store's file created at configure, before any worker starts.)
 """
 
 from __future__ import annotations
@@ -19,12 +21,8 @@ from concurrent.futures import Future
 from dataclasses import replace
 from typing import Any
 
-from pytest_skilltrigger.backends import (
-    BackendUnavailable,
-    TriggerBackend,
-    make_asker,
-    make_backend,
-)
+from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
+from pytest_skilltrigger.backends.base import BatchingBackend
 from pytest_skilltrigger.engine.batches import BatchProgress, BatchRunner, BatchWork, Presampled
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, Spend, load_prices
@@ -72,6 +70,7 @@ class TriggerSession:
         self.settings = settings
         self.share = share
         self.progress = progress  # told how message batches advance (--trigger-batch)
+        self._write_store = write_store
         self.store: ResultStore | None = None
         if self.settings.active_store:
             self.store = ResultStore(self.settings.active_store)
@@ -79,9 +78,7 @@ class TriggerSession:
         self.backend: TriggerBackend | None = backend
         if self.backend is None:
             try:
-                self.backend = make_backend(
-                    self.settings, store=self.store, write_store=write_store
-                )
+                self.backend = make_backend(self.settings, shelf=self)
             except BackendUnavailable as exc:
                 self.unavailable = str(exc)
         # the price table, unless the caller has read it already (to check it at start-up)
@@ -89,7 +86,6 @@ class TriggerSession:
         self.plan = SamplingPlan(
             self.settings.runs_per_query, self.settings.threshold, self.settings.curtail
         )
-        self._write_store = write_store
         self._asker: TriggerBackend | None = None
         self.guard: CostGuard | None = None
         self.sampler: Sampler | None = None
@@ -162,6 +158,16 @@ class TriggerSession:
             return
         self.store.record(self.backend.name, self.backend.model, context_key, query, outcomes)
 
+    def load_capture(self, key: str) -> str | None:
+        """A request captured from the Claude Code CLI by an earlier session, if stored."""
+        return self.store.load_capture(key) if self.store is not None else None
+
+    def save_capture(self, key: str, request: str) -> None:
+        """Keep a captured request for later sessions (not in a process that stores
+        nothing: an xdist worker captures for itself, the controller stores)."""
+        if self.store is not None and self._write_store:
+            self.store.save_capture(key, request)
+
     def absorb(self, context_key: str | None, result: QueryResult, phase: str = "items") -> None:
         """Take in a result sampled by another process (an xdist worker): its calls count
         against the session's one budget, and its new runs are stored here. A result that
@@ -185,8 +191,9 @@ class TriggerSession:
         hand them to the sampler (unless not ``keep``: a process that runs no item), so that
         submitting them later makes no live call. Returns what was made, for other processes
         (:meth:`prefill`); nothing without batches."""
-        batches = getattr(self.backend, "batches", None)
-        if not self.settings.batch or batches is None or self.sampler is None:
+        backend = self.backend
+        batching = self.settings.batch and isinstance(backend, BatchingBackend)
+        if not batching or self.sampler is None:
             return []
         sampler, works, seen = self.sampler, [], set()
         for context, entry, plan in requests:
@@ -202,7 +209,7 @@ class TriggerSession:
         if not works:
             return []
         runner = BatchRunner(
-            batches(), guard=self.guard, estimate=self.backend.estimate,
+            backend.batches(), guard=self.guard, estimate=backend.estimate,
             poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
             progress=self.progress,
         )  # fmt: skip
@@ -245,11 +252,11 @@ class TriggerSession:
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """Ask the model a plain question (the optimizer's proposals): through the Messages
         API when credentials are configured, else through the trigger backend (see
-        :func:`~pytest_skilltrigger.backends.make_asker`)."""
+        :func:`~pytest_skilltrigger.backends.backend_choice`)."""
         if self.backend is None:
             raise BackendUnavailable(self.unavailable or "no backend")
         if self._asker is None:
-            self._asker = make_asker(self.settings, self.backend)
+            self._asker = make_backend(self.settings, purpose="ask", reuse=self.backend)
         model = model or self._asker.model
         try:
             text, usage, requests = self._asker.ask(prompt, model=model)

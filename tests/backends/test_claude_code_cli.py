@@ -367,7 +367,7 @@ def test_a_captured_request_is_replayed_through_the_api_as_the_cli_sends_it(
     query it has the CLI's tools, thinking, message roles, listing and beta headers; a second
     session reads the capture from the store and starts no CLI."""
     from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-    from pytest_skilltrigger.backends.claude_code.capture import Captures
+    from pytest_skilltrigger.backends.capture import Captures
     from pytest_skilltrigger.engine.store import ResultStore
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))

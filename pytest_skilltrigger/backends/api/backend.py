@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.backends.api.errors import describe_error, with_request_id
 from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
 from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.claude_code.capture import Captures, splice
+from pytest_skilltrigger.backends.capture import Captures, splice
 from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
@@ -287,11 +288,11 @@ class AnthropicBackend:
                 # the generation of that tool's input.
                 reader.drain(DRAIN_BYTES)
         except StreamError as exc:
-            message = _with_id(f"stream error: {redact(str(exc))}", request_id)
+            message = with_request_id(f"stream error: {redact(str(exc))}", request_id)
             outcome = RunOutcome("error", error=message, usage=reader.usage, request_id=request_id)
             return outcome, exc.retryable
         except Exception as exc:  # the HTTP library's read errors: a stream cut while read
-            message = _with_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
+            message = with_request_id(f"{type(exc).__name__}: {redact(str(exc))}", request_id)
             outcome = RunOutcome("error", error=message, usage=reader.usage, request_id=request_id)
             return outcome, True
         finally:
@@ -368,15 +369,6 @@ def _warn_if_deprecated(model: str) -> None:
             DeprecationWarning,
             stacklevel=2,
         )
-
-
-def describe_error(exc: Any) -> str:
-    message = exc.api_message or str(exc)
-    return _with_id(f"{exc.status_code} {exc.type or 'error'}: {redact(message)}", exc.request_id)
-
-
-def _with_id(message: str, request_id: str | None) -> str:
-    return f"{message} (request id {request_id})" if request_id else message
 
 
 @dataclass

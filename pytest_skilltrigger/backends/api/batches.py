@@ -21,15 +21,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.backends.api.backend import AnthropicBackend, describe_error
+from pytest_skilltrigger.backends.api.errors import describe_error
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
-from pytest_skilltrigger.backends.claude_code.capture import MARKER, splice
+from pytest_skilltrigger.backends.capture import MARKER, splice
 from pytest_skilltrigger.backends.first_choice import decide_message
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 
 # Output a decision needs: a short preamble and one tool call fit with room to spare.
 DECISION_MAX_TOKENS = 2048

@@ -25,7 +25,7 @@ import threading
 from pathlib import Path
 
 from pytest_skilltrigger.backends.base import BackendUnavailable
-from pytest_skilltrigger.backends.claude_code.capture import CapturedRequest, record_cli_request
+from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.process import KILL_GRACE, kill_group, read_lines
 from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED, read_stream
 from pytest_skilltrigger.backends.claude_code.workspace import (

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
-    from pytest_skilltrigger.engine.store import ResultStore
 
 MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
 # Request headers that describe the request, not the caller: replayed as they were.
@@ -170,9 +169,18 @@ def record_cli_request(
     raise CaptureError(f"claude sent no request holding the query (exit {done.returncode}): {tail}")
 
 
+class CaptureShelf(Protocol):
+    """Where captures are kept between sessions: the engine's session, which writes its
+    store (a :class:`~pytest_skilltrigger.engine.store.ResultStore` also serves, in tests)."""
+
+    def load_capture(self, key: str) -> str | None: ...
+
+    def save_capture(self, key: str, request: str) -> None: ...
+
+
 class Captures:
     """One captured request per trigger context: captured on first need, then reused (and,
-    with a store, reused by later sessions of the same CLI version and model).
+    with a shelf, reused by later sessions of the same CLI version and model).
 
     The CLI backend that captures is made on first need too (``make_cli``): a session whose
     captures all come from the store never starts it. A capture that failed is not tried
@@ -182,13 +190,10 @@ class Captures:
     def __init__(
         self,
         make_cli: Callable[[], ClaudeCodeBackend],
-        store: ResultStore | None = None,
-        *,
-        write: bool = True,
+        shelf: CaptureShelf | None = None,
     ) -> None:
         self._make_cli = make_cli
-        self.store = store
-        self.write = write  # false in an xdist worker: only the controller writes files
+        self.shelf = shelf  # it decides whether this process may write (xdist workers not)
         self._lock = threading.Lock()
         self._locks: dict[TriggerContext, threading.Lock] = {}
         self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
@@ -234,15 +239,15 @@ class Captures:
             return found
 
     def _load(self, context: TriggerContext) -> CapturedRequest | None:
-        if self.store is None:
+        if self.shelf is None:
             return None
-        text = self.store.load_capture(self.store_key(context))
+        text = self.shelf.load_capture(self.store_key(context))
         return CapturedRequest.from_json(text) if text else None
 
     def _capture(self, context: TriggerContext) -> CapturedRequest:
         captured = self.backend.capture(context)
-        if self.store is not None and self.write:
-            self.store.save_capture(self.store_key(context), captured.to_json())
+        if self.shelf is not None:
+            self.shelf.save_capture(self.store_key(context), captured.to_json())
         return captured
 
     def close(self) -> None:
