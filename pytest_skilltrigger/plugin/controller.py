@@ -21,8 +21,10 @@ from pytest_skilltrigger.support.errors import InputError
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batches import BatchProgress
     from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.optimizer.loop import Optimization
     from pytest_skilltrigger.reports.baseline import Change
     from pytest_skilltrigger.reports.routing import RoutingTable
+    from pytest_skilltrigger.reports.session_report import SessionReport
     from pytest_skilltrigger.reports.summary import SessionResults
     from pytest_skilltrigger.skills.catalog import Target
 
@@ -44,7 +46,7 @@ class Controller(Role):
         self.gate_failures: list[str] = []
         self.regressions: list[Change] = []
         self.improvements: list[Change] = []
-        self.report: dict[str, Any] | None = None  # built once, at the end of the session
+        self.report: SessionReport | None = None  # built once, at the end of the session
         # each trigger item's target and result, with its junitxml properties
         self._by_node: dict[str, tuple[Target, QueryResult, list[tuple[str, Any]]]] = {}
         # each folder's routing items by entry index: (entry, result, passed)
@@ -63,7 +65,7 @@ class Controller(Role):
             from pytest_skilltrigger.plugin.html import HtmlColumns
 
             self.html = HtmlColumns(
-                self.result_of, lambda: (self.report or {}).get("routing") or []
+                self.result_of, lambda: [t.to_dict() for t in self.routing_tables]
             )
             manager.register(self.html, HTML_PLUGIN)
 
@@ -189,17 +191,18 @@ class Controller(Role):
         ``skill_trigger`` fixture made calls: its totals say what they cost)."""
         if not self.targets and self.started_engine is None:
             return
-        from pytest_skilltrigger.reports.json_report import write_report
+        from pytest_skilltrigger.reports.json_report import report_json, write_report
 
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
-        extra = self._optimize(session) if self.optimize and not interrupted else None
-        report = self.report = self._build_report(extra)
+        rounds = self._optimize(session) if self.optimize and not interrupted else None
+        report = self.report = self._build_report(rounds)
+        data = report_json(report)  # the JSON edge: the file, and the baseline comparison
         path = options.json_path(self.config)
         if path:
-            write_report(path, report)
-        self._apply_gates(session, report)
+            write_report(path, data)
+        self._apply_gates(session, report, data)
 
-    def _optimize(self, session: pytest.Session) -> dict[str, dict[str, Any]] | None:
+    def _optimize(self, session: pytest.Session) -> dict[str, Optimization] | None:
         """Improvement rounds on the controller, after every item is done; SKILL.md files
         are written from their outcomes once all rounds are over."""
         from pytest_skilltrigger.optimizer.accept import accept_all
@@ -228,7 +231,7 @@ class Controller(Role):
                 except KeyboardInterrupt:  # each write is atomic: a file is old or new
                     self._log("interrupted while writing: some SKILL.md files may be rewritten")
                     session.exitstatus = pytest.ExitCode.INTERRUPTED
-        return {path: run.to_dict() for path, run in runs.items()}
+        return runs
 
     def batch_progress(self, progress: BatchProgress) -> None:
         self._log(f"skilltrigger: {progress.line()}")
@@ -243,8 +246,8 @@ class Controller(Role):
             reporter.write("\n")
         reporter.write_line(line)
 
-    def _build_report(self, extra_by_skill: dict[str, dict[str, Any]] | None) -> dict[str, Any]:
-        from pytest_skilltrigger.reports.json_report import build_report
+    def _build_report(self, rounds: dict[str, Optimization] | None) -> SessionReport:
+        from pytest_skilltrigger.reports.session_report import build_report
 
         engine = self.started_engine
         return build_report(
@@ -253,39 +256,27 @@ class Controller(Role):
             model=engine.model if engine else None,
             runs_per_query=self.settings.runs_per_query,
             threshold=self.settings.threshold,
-            extra_by_skill=extra_by_skill,
+            optimizations=rounds,
             prices=engine.prices if engine else None,
             spending=engine.spending() if engine else None,
             routing=self.routing_tables,
         )
 
-    def _apply_gates(self, session: pytest.Session, report: dict[str, Any]) -> None:
-        """Accuracy floor, baseline comparison and the GitHub step summary."""
+    def _apply_gates(
+        self, session: pytest.Session, report: SessionReport, data: dict[str, Any]
+    ) -> None:
+        """Accuracy floors, baseline comparison (against the report's JSON, as the baseline
+        is one) and the GitHub step summary."""
+        from pytest_skilltrigger.reports.gates import gate_failures
+
         gates = self.gates
-        if gates.min_accuracy is not None:
-            for skill in report["skills"]:
-                s = skill["summary"]
-                rate = s["query_pass_rate"]
-                if rate is not None and rate < gates.min_accuracy:
-                    counted = s["total"] - s["skipped"]
-                    self.gate_failures.append(
-                        f"{skill['skill_name']}: queries passed {rate:.4g} "
-                        f"({s['passed']}/{counted}) is below --trigger-min-accuracy "
-                        f"{gates.min_accuracy:g}"
-                    )
-        if gates.min_routing_accuracy is not None:
-            for table in report.get("routing") or []:
-                rate = table["accuracy"]
-                if rate is not None and rate < gates.min_routing_accuracy:
-                    self.gate_failures.append(
-                        f"routing in {table['folder']}: {rate:.4g} of routing items and "
-                        f"should-trigger queries passed ({table['passed']}/{table['decided']}), "
-                        f"below --trigger-min-routing-accuracy {gates.min_routing_accuracy:g}"
-                    )
+        self.gate_failures += gate_failures(
+            report, gates.min_accuracy, gates.min_routing_accuracy
+        )
         if self.baseline is not None:
             from pytest_skilltrigger.reports.baseline import compare
 
-            self.regressions, self.improvements = compare(self.baseline, report)
+            self.regressions, self.improvements = compare(self.baseline, data)
             if gates.fail_on_regression and self.regressions:
                 self.gate_failures.append(
                     f"{len(self.regressions)} regression(s) against the baseline"
@@ -293,7 +284,7 @@ class Controller(Role):
         if self.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary_file and report["skills"]:
+        if summary_file and report.has_results:
             from pytest_skilltrigger.reports.markdown import render_markdown
 
             os.makedirs(os.path.dirname(os.path.abspath(summary_file)), exist_ok=True)
@@ -324,13 +315,12 @@ class Controller(Role):
             reason = engine.unavailable if engine else "no trigger item ran"
             reporter.write_line(f"skilltrigger: trigger tests did not run: {reason}", yellow=True)
         self._report_budget(reporter)
-        if not self.report or not self.report["skills"]:
-            return
-        from pytest_skilltrigger.reports.terminal import summary_lines
+        if self.report is not None and self.report.has_results:
+            from pytest_skilltrigger.reports.terminal import summary_lines
 
-        reporter.write_sep("=", "skill trigger summary")
-        for line in summary_lines(self.report):
-            reporter.write_line(line)
+            reporter.write_sep("=", "skill trigger summary")
+            for line in summary_lines(self.report):
+                reporter.write_line(line)
         for change in self.regressions:
             reporter.write_line(
                 f"REGRESSED {change.skill}: {change.query!r} ({change.before} -> {change.after})"

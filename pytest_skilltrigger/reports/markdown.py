@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.engine.context import one_line
 from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
 from pytest_skilltrigger.reports.routing import choice_label
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.reports.session_report import SessionReport
 
 
 def _cell(text: Any) -> str:
@@ -18,23 +21,24 @@ def _cell(text: Any) -> str:
     return value
 
 
-def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -> str:
+def render_markdown(report: SessionReport, min_accuracy: float | None = None) -> str:
     """One section per skill: the share of queries passed (what the gate compares), run
-    accuracy, precision, recall, cost and the failing queries."""
+    accuracy, precision, recall, cost and the failing queries; then each folder's routing."""
     lines = ["## Skill trigger results", ""]
-    lines.append(
-        "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
-        "recall | cost |"
-    )
-    lines.append("|---|---|---|---|---|---|---|---|---|")
-    for skill in report.get("skills", []):
-        s = skill["summary"]
-        cost = format_usd(s["cost_usd"]) if "cost_usd" in s else "n/a"
+    if report.skills:
         lines.append(
-            f"| {_cell(skill['skill_name'])} | {s['passed']} | {s['failed']} | {s['errors']} | "
-            f"{format_ratio(s.get('query_pass_rate'))} | "
-            f"{format_ratio(s['accuracy'])} | {format_ratio(s['precision'])} | "
-            f"{format_ratio(s['recall'])} | "
+            "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
+            "recall | cost |"
+        )
+        lines.append("|---|---|---|---|---|---|---|---|---|")
+    for skill in report.skills:
+        s = skill.summary
+        cost = format_usd(s.cost_usd) if s.priced else "n/a"
+        lines.append(
+            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.errors} | "
+            f"{format_ratio(s.query_pass_rate)} | "
+            f"{format_ratio(s.accuracy)} | {format_ratio(s.precision)} | "
+            f"{format_ratio(s.recall)} | "
             f"{cost} |"
         )
     if min_accuracy is not None:
@@ -43,35 +47,46 @@ def render_markdown(report: dict[str, Any], min_accuracy: float | None = None) -
             f"Required share of queries passed per skill (--trigger-min-accuracy): "
             f"{min_accuracy:g}",
         ]
-    for table in report.get("routing") or []:
-        lines += ["", f"### Routing in {_cell(table['folder'])}", ""]
-        columns = table["columns"]
+    for table in report.routing:
+        lines += ["", f"### Routing in {_cell(table.folder)}", ""]
+        passed, counted = table.counted
+        if table.accuracy is not None:
+            lines += [
+                f"Routing accuracy {format_ratio(table.accuracy)}: {passed}/{counted} of "
+                "routing items and should-trigger queries passed.",
+                "",
+            ]
+        columns = table.columns()
         lines.append(
             "| queries of | kind | "
             + " | ".join(_cell(choice_label(c)) for c in columns)
             + " | errors |"
         )
         lines.append("|---|---|" + "---|" * (len(columns) + 1))
-        for row in table["rows"]:
-            kind = "should trigger" if row["should_trigger"] else "should not"
-            cells = " | ".join(str(row["chosen"].get(c, 0)) for c in columns)
-            lines.append(f"| {_cell(row['skill'])} | {kind} | {cells} | {row['errors']} |")
-        for clash in table["clashes"]:
-            lines.append(f"- {_cell(clash['text'])}")
-    for skill in report.get("skills", []):
-        failing = [r for r in skill["results"] if r.get("pass") is not True]
-        if not failing:
+        for row in table.rows:
+            kind = "should trigger" if row.should_trigger else "should not"
+            cells = " | ".join(str(row.chosen.get(c, 0)) for c in columns)
+            lines.append(f"| {_cell(row.skill)} | {kind} | {cells} | {row.errors} |")
+        for clash in table.clashes:
+            lines.append(f"- {_cell(clash.line())}")
+        failing = [(e, r) for e, r, ok in table.items if ok is not True]
+        if failing:
+            lines += ["", "| routing query | expected | chosen |", "|---|---|---|"]
+            for entry, result in failing:
+                expected = entry.expected_skill or "no skill of the folder"
+                chosen = "error" if result.errors else format_chosen(dict(result.chosen))
+                lines.append(f"| {_cell(entry.query)} | {_cell(expected)} | {_cell(chosen)} |")
+    for skill in report.skills:
+        failing_results = [r for r in skill.results.results() if r.passed is not True]
+        if not failing_results:
             continue
-        lines += ["", f"### {_cell(skill['skill_name'])}: failing queries", ""]
+        lines += ["", f"### {_cell(skill.name)}: failing queries", ""]
         lines += ["| query | expected | triggers/runs | chosen |", "|---|---|---|---|"]
-        for row in failing:
-            expected = "trigger" if row["should_trigger"] else "no trigger"
-            if row.get("error"):
-                observed = "error: " + str(row["error"])
-            else:
-                observed = f"{row['triggers']}/{row['runs']}"
-            chosen = format_chosen(row.get("chosen"))
+        for r in failing_results:
+            expected = "trigger" if r.should_trigger else "no trigger"
+            observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
+            chosen = format_chosen(dict(r.chosen))
             lines.append(
-                f"| {_cell(row['query'])} | {expected} | {_cell(observed)} | {_cell(chosen)} |"
+                f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {_cell(chosen)} |"
             )
     return "\n".join(lines) + "\n"

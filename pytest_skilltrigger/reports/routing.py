@@ -77,6 +77,11 @@ class RoutingTable:
         own = [f"skill:{s}" for s in self.skills]
         return own + sorted(seen - set(own))
 
+    @property
+    def rounded_accuracy(self) -> float | None:
+        """``accuracy`` as the JSON shows it and the gate compares it (four digits)."""
+        return None if self.accuracy is None else round(self.accuracy, 4)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
@@ -97,7 +102,7 @@ class RoutingTable:
                  "runs": r.runs, "chosen": r.chosen, "errors": r.errors, "skipped": r.skipped}
                 for e, r, ok in self.items
             ],
-            "accuracy": None if self.accuracy is None else round(self.accuracy, 4),
+            "accuracy": self.rounded_accuracy,
             "passed": self.counted[0],
             "decided": self.counted[1],
         }  # fmt: skip

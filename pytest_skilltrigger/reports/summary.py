@@ -20,10 +20,57 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.skills.catalog import Target
 
 
+@dataclass(frozen=True)
+class Summary:
+    """One skill's summary numbers, typed until the JSON, Markdown or terminal renders them.
+
+    ``cost_usd`` is None when a price is unknown; ``priced`` says whether a cost was asked
+    for at all (a summary without a model has no cost key in the JSON).
+    """
+
+    total: int
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    precision: float | None
+    recall: float | None
+    accuracy: float | None
+    query_pass_rate: float | None
+    calls: int
+    usage: Usage
+    cost_usd: float | None = None
+    priced: bool = False
+
+    @property
+    def counted(self) -> int:
+        """The queries that count towards ``query_pass_rate`` (all but the skipped)."""
+        return self.total - self.skipped
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "total": self.total,
+            "passed": self.passed,
+            "failed": self.failed,
+            "errors": self.errors,
+            "skipped": self.skipped,
+            "precision": self.precision,
+            "recall": self.recall,
+            "accuracy": self.accuracy,
+            # what --trigger-min-accuracy gates: the share of queries (not runs) that passed
+            "query_pass_rate": self.query_pass_rate,
+            "calls": self.calls,
+            **self.usage.to_dict(),
+        }
+        if self.priced:
+            data["cost_usd"] = self.cost_usd
+        return data
+
+
 def summarize(
     results: Iterable[QueryResult], model: str | None = None, prices: dict | None = None
-) -> dict[str, Any]:
-    """The summary block of one skill's report."""
+) -> Summary:
+    """The summary of one skill's results (priced when ``model`` is given)."""
     results = list(results)
     tp = fp = fn = tn = 0
     usage = Usage()
@@ -39,28 +86,29 @@ def summarize(
         else:
             fp, tn = fp + r.triggers, tn + misses
     decided = [r for r in results if r.passed is not None]
-    counted = len(results) - sum(1 for r in results if r.skipped)
+    passed = sum(1 for r in decided if r.passed)
+    skipped = sum(1 for r in results if r.skipped)
+    counted = len(results) - skipped
     total_runs = tp + fp + fn + tn
-    summary: dict[str, Any] = {
-        "total": len(results),
-        "passed": sum(1 for r in decided if r.passed),
-        "failed": sum(1 for r in decided if not r.passed),
-        "errors": sum(1 for r in results if r.errors and not r.skipped),
-        "skipped": sum(1 for r in results if r.skipped),
-        "precision": round(tp / (tp + fp), 4) if tp + fp else None,
-        "recall": round(tp / (tp + fn), 4) if tp + fn else None,
-        "accuracy": round((tp + tn) / total_runs, 4) if total_runs else None,
-        # what --trigger-min-accuracy gates: the share of queries (not runs) that passed
-        "query_pass_rate": (
-            round(sum(1 for r in decided if r.passed) / counted, 4) if counted else None
-        ),
-        "calls": calls,
-        **usage.to_dict(),
-    }
-    if model is not None:
-        cost = _cost(results, model, prices)
-        summary["cost_usd"] = None if cost is None else round(cost, 6)
-    return summary
+    return Summary(
+        total=len(results),
+        passed=passed,
+        failed=len(decided) - passed,
+        errors=sum(1 for r in results if r.errors and not r.skipped),
+        skipped=skipped,
+        precision=round(tp / (tp + fp), 4) if tp + fp else None,
+        recall=round(tp / (tp + fn), 4) if tp + fn else None,
+        accuracy=round((tp + tn) / total_runs, 4) if total_runs else None,
+        query_pass_rate=round(passed / counted, 4) if counted else None,
+        calls=calls,
+        usage=usage,
+        cost_usd=_rounded(_cost(results, model, prices)) if model is not None else None,
+        priced=model is not None,
+    )
+
+
+def _rounded(cost: float | None) -> float | None:
+    return None if cost is None else round(cost, 6)
 
 
 def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float | None:

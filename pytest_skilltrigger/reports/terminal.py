@@ -1,62 +1,82 @@
-"""The terminal summary: one line per skill with verdict counts, quality numbers and cost."""
+"""The terminal summary: one line per skill with verdict counts, quality numbers and cost,
+each folder's routing, and the session's total."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from pytest_skilltrigger.engine.cost import format_usd
+from pytest_skilltrigger.engine.cost import Spend, format_usd
 from pytest_skilltrigger.reports.formatting import format_ratio
+from pytest_skilltrigger.reports.routing import RoutingTable
+from pytest_skilltrigger.reports.session_report import SessionReport
+from pytest_skilltrigger.reports.summary import Summary
 
 MAX_CLASHES = 5  # the worst clashes per folder in the terminal; the JSON has them all
 
 
-def summary_lines(report: dict[str, Any]) -> list[str]:
+def summary_lines(report: SessionReport) -> list[str]:
     """Lines such as ``csv-cleaner: 18 passed, 2 failed, 0 errors | precision 0.90 ...``,
     read from the report already built for the session (nothing is summarised twice)."""
-    lines = []
-    for skill in report["skills"]:
-        s = skill["summary"]
-        cost = _cost(s)
-        skipped = f", {s['skipped']} skipped" if s["skipped"] else ""
-        counted = s["total"] - s["skipped"]
-        lines.append(
-            f"{skill['skill_name']}: {s['passed']} passed, {s['failed']} failed, "
-            f"{s['errors']} errors{skipped} | queries passed {s['passed']}/{counted} "
-            f"({format_ratio(s['query_pass_rate'])}) | precision "
-            f"{format_ratio(s['precision'])}, recall {format_ratio(s['recall'])}, "
-            f"run accuracy {format_ratio(s['accuracy'])} | "
-            f"{s['calls']} calls, tokens in {s['input_tokens']:,} out {s['output_tokens']:,} "
-            f"cache write {s['cache_creation_input_tokens']:,} "
-            f"read {s['cache_read_input_tokens']:,}{cost}"
-        )
-    for table in report.get("routing") or []:
-        clashes = table["clashes"]
-        folder = table["folder"]
-        if not clashes:
-            lines.append(f"routing in {folder}: no skill took another's queries")
-        for clash in clashes[:MAX_CLASHES]:
-            lines.append(f"routing in {folder}: {clash['text']}")
-        if len(clashes) > MAX_CLASHES:
-            lines.append(f"routing in {folder}: ... {len(clashes) - MAX_CLASHES} more clashes")
-    totals = report.get("totals") or {}
-    phases = totals.get("by_phase") or {}
+    lines = [f"{skill.name}: {_skill_line(skill.summary)}" for skill in report.skills]
+    for table in report.routing:
+        lines += routing_lines(table)
+    phases = report.by_phase()
     if phases:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]
-        lines.append(f"session total: {_calls(totals)}{_cost(totals)} ({'; '.join(parts)})")
+        total = report.total()
+        lines.append(f"session total: {_calls(total)}{_cost(total)} ({'; '.join(parts)})")
     return lines
 
 
-def _calls(spend: dict[str, Any]) -> str:
-    """``12 calls``, or ``12 calls (10 in batches)``: batch calls cost half."""
-    batch = spend.get("batch_calls") or 0
-    return f"{spend['calls']} calls" + (f" ({batch} in batches)" if batch else "")
-
-
-def _cost(spend: dict[str, Any]) -> str:
-    """``, ~$0.0042``; ``, cost unknown`` for a model missing from the price table."""
-    if "cost_usd" not in spend:
-        return ""
-    cost = spend["cost_usd"]
-    return ", cost unknown (model not in the price table)" if cost is None else (
-        f", ~{format_usd(cost)}"
+def _skill_line(s: Summary) -> str:
+    skipped = f", {s.skipped} skipped" if s.skipped else ""
+    u = s.usage
+    cost = _cost_text(s.cost_usd) if s.priced else ""
+    return (
+        f"{s.passed} passed, {s.failed} failed, {s.errors} errors{skipped} | queries passed "
+        f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}) | precision "
+        f"{format_ratio(s.precision)}, recall {format_ratio(s.recall)}, "
+        f"run accuracy {format_ratio(s.accuracy)} | "
+        f"{s.calls} calls, tokens in {u.input_tokens:,} out {u.output_tokens:,} "
+        f"cache write {u.cache_creation_input_tokens:,} "
+        f"read {u.cache_read_input_tokens:,}{cost}"
     )
+
+
+def routing_lines(table: RoutingTable) -> list[str]:
+    """A folder's routing items and accuracy (when it has routing items), then its worst
+    clashes, one line each."""
+    folder = table.folder
+    lines = []
+    if table.accuracy is not None:
+        items = ""
+        if table.items:
+            passed_items = sum(1 for _e, _r, ok in table.items if ok)
+            items = f"routing items {passed_items}/{len(table.items)} passed, "
+        passed, counted = table.counted
+        lines.append(
+            f"routing in {folder}: {items}routing accuracy {format_ratio(table.accuracy)} "
+            f"({passed}/{counted} of routing items and should-trigger queries passed)"
+        )
+    if not table.clashes:
+        lines.append(f"routing in {folder}: no skill took another's queries")
+    for clash in table.clashes[:MAX_CLASHES]:
+        lines.append(f"routing in {folder}: {clash.line()}")
+    if len(table.clashes) > MAX_CLASHES:
+        lines.append(f"routing in {folder}: ... {len(table.clashes) - MAX_CLASHES} more clashes")
+    return lines
+
+
+def _calls(spend: Spend) -> str:
+    """``12 calls``, or ``12 calls (10 in batches)``: batch calls cost half."""
+    batch = spend.batch_calls
+    return f"{spend.calls} calls" + (f" ({batch} in batches)" if batch else "")
+
+
+def _cost(spend: Spend) -> str:
+    return _cost_text(None if spend.cost_usd is None else round(spend.cost_usd, 6))
+
+
+def _cost_text(cost: float | None) -> str:
+    """``, ~$0.0042``; ``, cost unknown`` for a model missing from the price table."""
+    if cost is None:
+        return ", cost unknown (model not in the price table)"
+    return f", ~{format_usd(cost)}"

@@ -4,11 +4,12 @@ to what the server answered, and name whose queries each skill takes."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from tests.fake_messages_api import FakeMessagesAPI
+from tests.fake_messages_api import FakeMessagesAPI, extract_query
 from tests.helpers import plugin_args
 
 SCRIPTS = {
@@ -61,6 +62,15 @@ def test_the_table_adds_up_to_the_servers_answers_and_names_the_clashes(
             totals[choice] = totals.get(choice, 0) + count
     assert totals == fake_api.stats["decisions"]
     rows = {(r["skill"], r["should_trigger"]): r for r in table["rows"]}
+    # every row, against the server's own log: the requests it got for each of the row's
+    # queries, answered in script order
+    asked = Counter(extract_query(body) for body in fake_api.requests)
+    for name, scripted in SCRIPTS.items():
+        for should in (True, False):
+            mine = [(q, outcomes) for q, s, outcomes in scripted if s == should]
+            answered = Counter(o for q, outcomes in mine for o in outcomes[: asked[q]])
+            assert rows[(name, should)]["chosen"] == dict(answered), (name, should)
+            assert rows[(name, should)]["runs"] == sum(asked[q] for q, _ in mine)
     assert rows[("xlsx", True)]["chosen"] == {"skill:pdf": 4, "skill:xlsx": 4, "text": 1}
     assert rows[("xlsx", True)]["queries"] == 3 and rows[("xlsx", True)]["runs"] == 9
     assert [c["text"] for c in table["clashes"]] == [
@@ -171,3 +181,65 @@ def test_the_pytest_html_page_shows_the_routing_table_escaped(
     html = page.read_text()
     assert f"Routing in {folder}" in html
     assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
+
+
+def test_the_routing_gate_and_table_show_when_only_routing_items_ran(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-k routing`` (or ``--lf`` after a routing failure) runs no trigger item: the gate's
+    line, the routing lines and the step summary must still be there, not only the exit
+    status."""
+    folder = make_folder(pytester.path, fake_api)
+    (folder / "routing-eval.json").write_text(json.dumps(ROUTING))
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, "--no-early-stop", "-k", "routing",
+                     "--trigger-min-routing-accuracy=0.9")
+    )  # fmt: skip
+    result.assert_outcomes(passed=3, xfailed=1, deselected=7)
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(
+        [
+            "*skill trigger summary*",
+            f"routing in {folder}: routing items 3/4 passed, routing accuracy 0.75 "
+            "(3/4 of routing items and should-trigger queries passed)",
+            f"*GATE FAILED routing in {folder}: 0.75 of routing items*",
+        ]
+    )
+    markdown = summary.read_text()
+    assert f"### Routing in {folder}" in markdown
+    assert "Routing accuracy 0.75: 3/4 of routing items" in markdown
+    assert "| sum column b of sales.xlsx | xlsx | skill:pdf ×2, skill:xlsx ×1 |" in markdown
+
+
+def test_routing_items_stop_early_with_the_verdicts_of_every_run(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Exact early stopping holds for routing items: the verdicts are those of all runs, a
+    named entry stops once the expected skill's share is settled, and a null entry (no skill
+    of the folder may reach the threshold) makes every run."""
+    folder = make_folder(pytester.path, fake_api)
+    (folder / "routing-eval.json").write_text(json.dumps(ROUTING))
+    verdicts, asked = [], []
+    for early in ((), ("--no-early-stop",)):
+        for rows in SCRIPTS.values():  # the scripts from their start
+            for query, _should, outcomes in rows:
+                fake_api.script(query, outcomes)
+        fake_api.requests.clear()
+        out = pytester.path / "out.json"
+        pytester.runpytest_subprocess(
+            *plugin_args(folder, f"--trigger-json={out}", "-k", "routing",
+                         "--trigger-cache=off", *early)
+        )  # fmt: skip
+        (table,) = json.loads(out.read_text())["routing"]
+        verdicts.append({i["query"]: i["pass"] for i in table["items"]})
+        asked.append(Counter(extract_query(body) for body in fake_api.requests))
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0]["sum column b of sales.xlsx"] is False
+    full, early_runs = asked[1], asked[0]
+    assert all(full[e["query"]] == 3 for e in ROUTING)
+    # xlsx, xlsx: two runs settle "at least half"; pdf, pdf: xlsx cannot reach it
+    assert early_runs["add a pivot table to the workbook"] == 2
+    assert early_runs["sum column b of sales.xlsx"] == 2
+    assert early_runs["what is the capital of peru"] == 3

@@ -1,0 +1,102 @@
+"""The session's results as one typed report, built once at the end of the session.
+
+The gates, the terminal summary and the Markdown step summary read it as it is; only the
+``--trigger-json`` edge (:mod:`~pytest_skilltrigger.reports.json_report`) turns it into plain
+JSON values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from pytest_skilltrigger.engine.cost import PHASES, Spend, total_of
+from pytest_skilltrigger.reports.routing import RoutingTable
+from pytest_skilltrigger.reports.summary import SessionResults, SkillResults, Summary, summarize
+from pytest_skilltrigger.skills.catalog import Target
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.optimizer.loop import Optimization
+
+
+@dataclass
+class SkillReport:
+    """One skill: its items' results and summary, and its improvement rounds if any ran."""
+
+    results: SkillResults
+    summary: Summary
+    optimization: Optimization | None = None
+
+    @property
+    def target(self) -> Target:
+        return self.results.target
+
+    @property
+    def name(self) -> str:
+        return self.results.target.name
+
+
+@dataclass
+class SessionReport:
+    """Every skill's report, every folder's routing table, and what the session spent.
+
+    Each skill's ``summary`` covers its items (the eval entries run as tests); ``spending``
+    covers every call of the session, by phase: the items, the ``skill_trigger`` fixture's
+    checks, the improvement rounds' trigger runs, the proposals (``improve``) and the
+    confirmation runs.
+    """
+
+    backend: str | None
+    model: str | None
+    runs_per_query: int
+    threshold: float
+    skills: list[SkillReport] = field(default_factory=list)
+    routing: list[RoutingTable] = field(default_factory=list)
+    spending: Mapping[str, Spend] = field(default_factory=dict)
+
+    @property
+    def has_results(self) -> bool:
+        """Whether any item reported (a skill's trigger items or a folder's routing items)."""
+        return bool(self.skills or self.routing)
+
+    def by_phase(self) -> dict[str, Spend]:
+        """The session's spending by phase, the known phases in a fixed order first."""
+        by_phase = {p: self.spending[p] for p in PHASES if p in self.spending}
+        by_phase.update({p: s for p, s in self.spending.items() if p not in by_phase})
+        return by_phase
+
+    def total(self) -> Spend:
+        """Everything the session spent."""
+        return total_of(self.by_phase().values())
+
+
+def build_report(
+    results: SessionResults,
+    *,
+    backend: str | None,
+    model: str | None,
+    runs_per_query: int,
+    threshold: float,
+    optimizations: Mapping[str, Optimization] | None = None,
+    prices: dict | None = None,
+    spending: Mapping[str, Spend] | None = None,
+    routing: Sequence[RoutingTable] = (),
+) -> SessionReport:
+    """The session's report. ``optimizations`` are the improvement rounds by skill folder;
+    the model named is the one that really answered, when the runs say so."""
+    from pytest_skilltrigger.reports.summary import models_used
+
+    used = models_used(results.all_results())
+    model = used[0] if used else model
+    skills = [
+        SkillReport(
+            skill,
+            summarize(skill.results(), model, prices),
+            (optimizations or {}).get(skill.target.skill.path),
+        )
+        for skill in results.ordered()
+    ]
+    return SessionReport(
+        backend, model, runs_per_query, threshold, skills, list(routing), dict(spending or {})
+    )
