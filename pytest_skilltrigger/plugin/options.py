@@ -129,7 +129,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "model that proposes descriptions (default: the trigger model)"),
     ("--split-seed", "split_seed", "int", 42, "seed of the train/test split (default 42)"),
     ("--trigger-report", "trigger_report", "path", None,
-     "self-contained HTML report of the improvement rounds"),
+     "self-contained HTML report: the items' results and routing tables, or with "
+     "--optimize-description the improvement rounds"),
     ("--trigger-results-dir", "trigger_results_dir", "path", None,
      "folder for a time-stamped results folder per optimisation run"),
     ("--trigger-min-accuracy", "trigger_min_accuracy", "float", None,
@@ -239,6 +240,12 @@ def json_path(config: pytest.Config) -> str | None:
     return _path(config, "--trigger-json")
 
 
+def report_path(config: pytest.Config) -> str | None:
+    """The ``--trigger-report`` page: the improvement rounds' with ``--optimize-description``,
+    else the items' results and the routing tables."""
+    return _path(config, "--trigger-report")
+
+
 def flag(config: pytest.Config, option: str) -> bool:
     """A boolean option that may also be set as an ini key."""
     return bool(_raw(config, option))
@@ -289,7 +296,7 @@ def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
         max_iterations=_number(config, "--max-iterations", int),
         seed=_number(config, "--split-seed", int),
         improve_model=_raw(config, "--improve-model"),
-        report_path=_path(config, "--trigger-report"),
+        report_path=report_path(config),
         results_dir=_path(config, "--trigger-results-dir"),
     ).validated()
 

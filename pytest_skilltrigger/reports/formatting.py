@@ -8,6 +8,7 @@ so the same number never reads differently in two places.
 from __future__ import annotations
 
 import html
+import os
 from typing import Any
 
 
@@ -42,3 +43,13 @@ def describe_chosen(chosen: dict[str, int], exclude: str | None = None) -> str:
 def escape_html(value: Any) -> str:
     """Escape any value for text or a quoted attribute: every user string passes here."""
     return html.escape("" if value is None else str(value), quote=True)
+
+
+def display_path(path: str) -> str:
+    """A folder as a person running pytest reads it: relative to where they are when it is
+    below it (``skills``), else as it is. Reports that are kept (the JSON) keep the full path."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if relative == ".." or relative.startswith(".." + os.sep) else relative

@@ -3,6 +3,7 @@ number the gate compares and the option that set the floor."""
 
 from __future__ import annotations
 
+from pytest_skilltrigger.reports.formatting import display_path
 from pytest_skilltrigger.reports.session_report import SessionReport
 
 
@@ -30,7 +31,7 @@ def gate_failures(
             if rate is not None and rate < min_routing_accuracy:
                 passed, decided = table.counted
                 failures.append(
-                    f"routing in {table.folder}: {rate:.4g} of routing items and "
+                    f"routing in {display_path(table.folder)}: {rate:.4g} of routing items and "
                     f"should-trigger queries passed ({passed}/{decided}), "
                     f"below --trigger-min-routing-accuracy {min_routing_accuracy:g}"
                 )

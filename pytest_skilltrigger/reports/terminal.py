@@ -4,7 +4,7 @@ each folder's routing, and the session's total."""
 from __future__ import annotations
 
 from pytest_skilltrigger.engine.cost import Spend, format_usd
-from pytest_skilltrigger.reports.formatting import format_ratio
+from pytest_skilltrigger.reports.formatting import display_path, format_ratio
 from pytest_skilltrigger.reports.routing import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport
 from pytest_skilltrigger.reports.summary import Summary
@@ -44,7 +44,7 @@ def _skill_line(s: Summary) -> str:
 def routing_lines(table: RoutingTable) -> list[str]:
     """A folder's routing items and accuracy (when it has routing items), then its worst
     clashes, one line each."""
-    folder = table.folder
+    folder = display_path(table.folder)
     lines = []
     if table.accuracy is not None:
         items = ""
