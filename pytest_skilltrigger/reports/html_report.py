@@ -322,7 +322,8 @@ def routing_section(table: dict[str, Any]) -> str:
     from pytest_skilltrigger.reports.routing import choice_label
 
     columns = table["columns"]
-    head = "".join(f"<th>{_e(choice_label(c))}</th>" for c in columns)
+    skills = table.get("skills")
+    head = "".join(f"<th>{_e(choice_label(c, skills))}</th>" for c in columns)
     rows = []
     for row in table["rows"]:
         kind = "should trigger" if row["should_trigger"] else "should not"

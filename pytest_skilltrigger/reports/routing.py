@@ -11,7 +11,7 @@ A *clash* is a project skill chosen for another skill's should-trigger queries.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -187,10 +187,17 @@ def routing_verdict(
     return routes(expected, shares, result.threshold)
 
 
-def choice_label(choice: str) -> str:
-    """A column's heading: the skill's name, ``tool X``, or ``plain answer``."""
+def choice_label(choice: str, skills: Collection[str] | None = None) -> str:
+    """A column's heading: the skill's name, ``other skill X``, ``tool X``, or ``plain answer``.
+
+    ``skills`` are the folder's skills (a table's rows): a skill chosen that is not one of
+    them, such as a built-in competitor of the listing (``charts``, ``review``), is headed
+    ``other skill X`` so that it never reads as one of the project's skills. Without
+    ``skills`` (a caller that does not know the folder) every skill is headed by its name.
+    """
     if choice.startswith("skill:"):
-        return choice.removeprefix("skill:")
+        name = choice.removeprefix("skill:")
+        return name if skills is None or name in skills else f"other skill {name}"
     if choice.startswith("tool:"):
         return "tool " + choice.removeprefix("tool:")
     return "plain answer" if choice == TEXT else choice

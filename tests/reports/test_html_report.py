@@ -7,6 +7,7 @@ turning into markup would be script injection into the user's machine.
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -270,3 +271,29 @@ def test_a_real_browser_renders_the_report_with_user_text_as_text(tmp_path: Path
     dom = headless(chromium, "--dump-dom", page.as_uri()).stdout
     assert "&lt;b&gt;x&lt;/b&gt;&lt;script&gt;alert(1)&lt;/script&gt;" in dom
     assert "<b>x</b>" not in dom and "<script>alert(1)" not in dom
+
+
+def routing_table(chosen: dict[str, int]) -> dict[str, Any]:
+    """A folder of pdf and sheets whose sheets queries went to ``chosen``, as the JSON and the
+    pages get it (``RoutingTable.to_dict``)."""
+    from pytest_skilltrigger.reports.routing import RoutingRow, RoutingTable
+
+    row = RoutingRow("sheets", True, queries=2, runs=sum(chosen.values()), chosen=chosen)
+    return RoutingTable("/skills", ["pdf", "sheets"], [row], []).to_dict()
+
+
+def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
+    """A built-in competitor of the listing (charts, review) chosen for a folder's queries is
+    not one of the project's skills, and its column must not read like one."""
+    from pytest_skilltrigger.reports.html_report import routing_section
+    from pytest_skilltrigger.reports.routing import choice_label
+
+    chosen = {"skill:sheets": 2, "skill:charts": 3, "skill:review": 1, "text": 1, "tool:Bash": 1}
+    headings = re.findall(r"<th>(.*?)</th>", routing_section(routing_table(chosen)))
+    assert headings == [
+        "queries of", "kind", "pdf", "sheets", "other skill charts", "other skill review",
+        "plain answer", "tool Bash", "errors", "sheets",  # the last: the row's own heading
+    ]  # fmt: skip
+    assert choice_label("skill:charts", ["pdf"]) == "other skill charts"
+    assert choice_label("skill:pdf", ["pdf"]) == "pdf"
+    assert choice_label("skill:charts") == "charts"  # a caller that does not know the folder
