@@ -408,6 +408,24 @@ BATCH_ERROR_MESSAGES = {
     "api_error": "Internal server error",
     "rate_limit_error": "Number of requests has exceeded your rate limit",
 }
+#: The error type the real API gives with each status a create can be refused with.
+CREATE_REFUSAL_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+#: The usage fields a succeeded batch request is billed for (tallied in ``batch_usage``).
+USAGE_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 def _iso(moment: datetime) -> str:
@@ -475,6 +493,7 @@ class _Batch:
     created_at: datetime
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     status: str = "in_progress"  # then "canceling" (after a cancel) or "ended"
+    hold: int = 1  # retrieves that find it in progress; the one after ends it
     polls: int = 0
     shown: int = 0
     cancel_initiated_at: datetime | None = None
@@ -528,10 +547,13 @@ class FakeMessagesAPI:
                          sockets), ``in_flight_max`` (live requests only), ``alpn`` (protocol
                          agreed in each TLS handshake -> n), ``output_tokens`` (what
                          the live answers sent without a fault were billed); for batches
+                         ``batch_creates`` (every create received, refused ones too),
                          ``batches_created``,
                          ``batch_requests`` (requests in created batches), ``batch_polls``
-                         (every GET of a batch), ``batch_results_fetches``, ``batch_cancels``
-                         and ``batch_results`` (result type -> n, counted when a batch ends).
+                         (every GET of a batch), ``batch_results_fetches``, ``batch_cancels``,
+                         ``batch_results`` (result type -> n, counted when a batch ends) and
+                         ``batch_usage`` (the tokens of the succeeded requests, the only ones
+                         billed: input, output, cache writes and reads, as in ``usage``).
                          Batch requests are not ``calls``/``trigger_calls``/``improve_calls``.
     ``tls``              an ``ssl.SSLContext`` to serve HTTPS with (``url`` is then https).
     ``idle_timeout``     seconds an idle keep-alive connection is kept open (None: forever).
@@ -540,10 +562,17 @@ class FakeMessagesAPI:
 
     ``batch_polls``      how many retrieves a batch stays ``in_progress`` (showing partial
                          counts); the retrieve after that ends it and decides every request.
+    ``batch_holds``      the same for each next batch created, popped in creation order
+                         (``[1, 10_000]``: the second batch stays in progress); after the list
+                         runs out, ``batch_polls``.
+    ``batch_create_refusals``  statuses the next creates are refused with, in order (429, 529,
+                         500, 404...), with the error type the real API gives for each; such a
+                         create makes no batch.
     ``batch_faults``     ``{"errored": 0.1, "expired": 0.05}`` per-request result rates, drawn
                          with an RNG of their own when the batch ends (errored: an
                          ``overloaded_error`` or ``api_error`` result).
     ``batch_requests_log``  the ``params`` of every request of every created batch, in order.
+    ``batch_sizes``      how many requests each created batch holds, in creation order.
     ``batch_headers``    lower-cased headers of each successful create (``anthropic-beta``...).
     :meth:`batch_script` forces the results of the next batch requests for one query.
 
@@ -596,18 +625,22 @@ class FakeMessagesAPI:
             "in_flight_max": 0,
             "alpn": {},
             "output_tokens": 0,
+            "batch_creates": 0,
             "batches_created": 0,
             "batch_requests": 0,
             "batch_polls": 0,
             "batch_results_fetches": 0,
             "batch_cancels": 0,
             "batch_results": {},
+            "batch_usage": dict.fromkeys(USAGE_FIELDS, 0),
         }
         self.batch_polls = 1
+        self.batch_holds: list[int] = []
         # statuses the next batch creates are refused with, in order (429, 529, ...)
         self.batch_create_refusals: list[int] = []
         self.batch_faults: dict[str, float] = {}
         self.batch_requests_log: list[dict[str, Any]] = []
+        self.batch_sizes: list[int] = []
         self.batch_headers: list[dict[str, str]] = []
         self._batches: dict[str, _Batch] = {}
         self._batch_scripts: dict[str, list[str]] = {}
@@ -1223,6 +1256,8 @@ class FakeMessagesAPI:
             batch_id = m["id"]
             stat = {"retrieve": "batch_polls", "results": "batch_results_fetches"}
             self._bump(stat.get(action, "batch_cancels"))
+        if action == "create":
+            self._bump("batch_creates")
         if self.latency > 0:
             self._stopping.wait(self.latency)
         if not self._authorised(h):
@@ -1260,19 +1295,24 @@ class FakeMessagesAPI:
             return
         with self._lock:
             refused = self.batch_create_refusals.pop(0) if self.batch_create_refusals else None
-        if refused is not None:  # the API did not take it (an overload, a rate limit)
-            retry = {"x-should-retry": "true"}
-            self._error(h, rid, refused, "overloaded_error", "Overloaded", retry)
+        if refused is not None:  # refused: no batch is made (whatever a real 5xx may mean)
+            etype = CREATE_REFUSAL_TYPES.get(refused, "api_error")
+            message = BATCH_ERROR_MESSAGES.get(etype, f"{etype} (scripted)")
+            retry = {"x-should-retry": "true"} if refused in (429, 529) else None
+            self._error(h, rid, refused, etype, message, retry)
             return
         requests = [(item["custom_id"], item["params"]) for item in body["requests"]]
         with self._lock:
+            hold = self.batch_holds.pop(0) if self.batch_holds else self.batch_polls
             batch = _Batch(
-                f"msgbatch_fake_{len(self._batches) + 1}", requests, datetime.now(timezone.utc)
-            )
+                f"msgbatch_fake_{len(self._batches) + 1}", requests, datetime.now(timezone.utc),
+                hold=int(hold),
+            )  # fmt: skip
             self._batches[batch.id] = batch
             self.stats["batches_created"] += 1
             self.stats["batch_requests"] += len(requests)
             self.batch_requests_log.extend(params for _, params in requests)
+            self.batch_sizes.append(len(requests))
             self.batch_headers.append({k.lower(): v for k, v in h.headers.items()})
         with batch.lock:
             answer = batch.as_json()
@@ -1286,7 +1326,7 @@ class FakeMessagesAPI:
             self._batch_end(batch, processed=batch.shown)
             return
         batch.polls += 1
-        polls = max(int(self.batch_polls), 0)
+        polls = max(batch.hold, 0)
         if batch.polls > polls:
             self._batch_end(batch, processed=len(batch.requests))
             return
@@ -1310,6 +1350,12 @@ class FakeMessagesAPI:
         batch.results_url = f"{self.url}/v1/messages/batches/{batch.id}/results"
         for line in lines:
             self._bump("batch_results", line["result"]["type"])
+            if line["result"]["type"] == "succeeded":  # errored ones are not billed
+                usage = line["result"]["message"]["usage"]
+                with self._lock:
+                    tally = self.stats["batch_usage"]
+                    for key in USAGE_FIELDS:
+                        tally[key] += int(usage.get(key) or 0)
 
     def _batch_result(self, params: dict[str, Any]) -> dict[str, Any]:
         """The ``result`` of one processed batch request."""

@@ -10,9 +10,15 @@ with the same outcomes would, and gives the same verdicts.
 A request that errored or expired is an error for its query, never a miss; it is sent again
 in the next wave, at most :data:`RETRIES` times. So is an answer cut at the batch request's
 ``max_tokens`` before a decision, then with the live request's own ``max_tokens``, and read
-as a live stream would be. A wait past ``batch_timeout`` cancels the batch, keeps what was
-processed before the cancel, and leaves the other queries with errors. Ctrl-C cancels every
-batch in flight.
+as a live stream would be. ``timeout`` is one deadline for every wave the runner sends,
+counted from its first batch (a session keeps one runner, so the improvement rounds do not
+each start their own wait): a wait past it cancels the batch, keeps what was processed before
+the cancel, and leaves the other queries with errors. Ctrl-C cancels every batch in flight.
+
+The runs a wave returned are handed to ``record`` as soon as they are read, not when every
+wave is over: they are paid, so an interrupt in a later wave must not lose them, and the one
+process that made the batches is the one place they are stored (xdist workers that resolve
+items from them store nothing).
 
 Nothing here knows pytest: the caller gets the runs as :class:`Presampled` values to hand to
 the sampler (and, under xdist, to the workers as JSON), and progress as
@@ -30,7 +36,7 @@ from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchErr
 from pytest_skilltrigger.engine.context import TriggerContext
 from pytest_skilltrigger.engine.cost import CostGuard, budget_reached
 from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import QueryIdent, SamplingPlan, wave_size
+from pytest_skilltrigger.engine.sampler import QueryIdent, Recorder, SamplingPlan, wave_size
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
@@ -101,6 +107,7 @@ class BatchWork:
     # what answers dropped for a retry used: paid, so carried onto the next run kept
     carried: Usage = field(default_factory=Usage)
     carried_requests: int = 0
+    recorded: int = 0  # how many of ``outcomes`` the recorder has been given
 
     def wave(self) -> int:
         return 0 if self.skipped else wave_size(self.outcomes, self.plan)
@@ -121,7 +128,10 @@ class BatchRunner:
     """Runs waves of batches until every work is decided, failed or out of budget.
 
     ``estimate`` gives a run's expected usage (the budget reserves its batch-rate cost before
-    a request is sent); ``progress`` is told every poll worth showing.
+    a request is sent); ``progress`` is told every poll worth showing; ``record`` is told the
+    new runs of every work whose plan is not fresh, as soon as a wave has read them (a fresh
+    measurement is never stored, as in the sampler). One runner may :meth:`run` many times
+    (the items, then each improvement round): ``timeout`` counts from its first batch.
     """
 
     def __init__(
@@ -133,6 +143,7 @@ class BatchRunner:
         poll: float,
         timeout: float,
         progress: Callable[[BatchProgress], None] | None = None,
+        record: Recorder | None = None,
     ) -> None:
         self.client = client
         self.guard = guard
@@ -140,12 +151,14 @@ class BatchRunner:
         self.poll = poll
         self.timeout = timeout
         self.progress = progress
+        self.record = record
         self.fatal: str | None = None
-        self._started = 0.0
+        self._started = 0.0  # this run's start (the elapsed time progress shows)
+        self._first: float | None = None  # when the first batch was sent (the deadline's start)
 
     def run(self, works: Sequence[BatchWork]) -> None:
         """Decide every work (its ``outcomes`` grow); KeyboardInterrupt cancels what is in
-        flight and propagates."""
+        flight and propagates, once the runs already read are recorded."""
         self._started = time.monotonic()
         wave = 0
         while not self.fatal:
@@ -156,11 +169,16 @@ class BatchRunner:
             self._wave(wave, todo)
 
     def _left(self) -> float:
-        return self.timeout - (time.monotonic() - self._started)
+        """Seconds until the deadline (the whole timeout before any batch was sent)."""
+        if self._first is None:
+            return self.timeout
+        return self.timeout - (time.monotonic() - self._first)
 
     def _timeout_reason(self) -> str:
-        waited = time.monotonic() - self._started
-        return f"no batch result after waiting {waited:.0f}s (--trigger-batch-timeout)"
+        return (
+            f"no batch result within {self.timeout:.0f}s of the session's first batch "
+            "(--trigger-batch-timeout)"
+        )
 
     def _wave(self, wave: int, todo: list[tuple[BatchWork, int]]) -> None:
         requests: list[BatchRequest] = []
@@ -184,15 +202,19 @@ class BatchRunner:
         answered: set[str] = set()
         failure: tuple[str, bool] | None = None  # why the wave failed, and whether fatally
         try:
+            if self._first is None:
+                self._first = time.monotonic()
             ids = self.client.create(requests)
             for batch_id in ids:
                 self._collect(batch_id, wave, owners, answered)
         except KeyboardInterrupt:
             self._cancel(ids)
+            self._record(todo)  # what was read is paid: a rerun reuses it
             raise
         except Exception as exc:  # a BatchError, or anything the SDK let through
             failure = (f"the batch failed: {exc}", isinstance(exc, BatchError) and exc.fatal)
             self._cancel(ids)
+        self._record(todo)
         for work, _runs in todo:
             if work.failed:  # one retry spent per wave, however many of its requests failed
                 work.retries -= 1
@@ -262,6 +284,15 @@ class BatchRunner:
                 )  # fmt: skip
             if status.ended:
                 return True
+
+    def _record(self, todo: Sequence[tuple[BatchWork, int]]) -> None:
+        """Hand the runs this wave added to the recorder, each once (errors and stored runs
+        included: the store keeps only new successful runs); never a fresh plan's."""
+        for work, _runs in todo:
+            new = work.outcomes[work.recorded :]
+            work.recorded = len(work.outcomes)
+            if self.record is not None and new and not work.plan.fresh:
+                self.record(work.ident[0], work.query, new)
 
     def _reserve(self, work: BatchWork, runs: int) -> float | None:
         """The budget reservation for a work's runs at the batch rate (None: refused)."""

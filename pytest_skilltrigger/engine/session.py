@@ -9,8 +9,10 @@ same::
 
 The store is written only here: :meth:`TriggerSession.record` stores runs (the sampler calls
 it for the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worker
-made), and :meth:`TriggerSession.save_capture` keeps the Claude Code CLI's captured requests.
-(The pytest layer only has the store's file created at configure, before any worker starts.)
+made), :meth:`TriggerSession.presample` stores message batches' runs as each wave is read
+(and :meth:`~TriggerSession.record` then skips them wherever they turn up again), and
+:meth:`TriggerSession.save_capture` keeps the Claude Code CLI's captured requests. (The pytest
+layer only has the store's file created at configure, before any worker starts.)
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.errors import AskError
+from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 DEFAULT_API_CONCURRENCY = 10
 UNLISTED = (
@@ -87,6 +90,7 @@ class TriggerSession:
             self.settings.runs_per_query, self.settings.threshold, self.settings.curtail
         )
         self._asker: TriggerBackend | None = None
+        self._batches: BatchRunner | None = None  # one for the session: one batch deadline
         self.guard: CostGuard | None = None
         self.sampler: Sampler | None = None
         if self.backend is not None:
@@ -149,11 +153,18 @@ class TriggerSession:
             self.context_key(context)
 
     def record(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
-        """Store new runs of a query: the one place the store is written.
+        """Store new runs of a query (a sampling's, or an xdist worker's).
 
-        Nothing is written in a process that hands its runs to another (an xdist worker),
-        with ``--trigger-cache off``, or without a backend to name the runs' origin.
+        Batch runs are left out: the process that made the batches stored them as it read
+        them (:meth:`presample`), and a sampling that several items (on several xdist workers)
+        resolve from them would store them once for each.
         """
+        self._store_runs(context_key, query, [o for o in outcomes if not o.batch])
+
+    def _store_runs(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+        """The one place the store's runs are written. Nothing is written in a process that
+        hands its runs to another (an xdist worker), with ``--trigger-cache off``, or without
+        a backend to name the runs' origin."""
         if self.store is None or not self._write_store or self.backend is None:
             return
         self.store.record(self.backend.name, self.backend.model, context_key, query, outcomes)
@@ -171,7 +182,8 @@ class TriggerSession:
     def absorb(self, context_key: str | None, result: QueryResult, phase: str = "items") -> None:
         """Take in a result sampled by another process (an xdist worker): its calls count
         against the session's one budget, and its new runs are stored here. A result that
-        joined another caller's sampling brings nothing new: that caller's result does."""
+        joined another caller's sampling brings nothing new: that caller's result does; nor
+        do its batch runs, counted and stored here when the batches were read."""
         if result.joined:
             return
         if self.guard is not None:
@@ -190,10 +202,14 @@ class TriggerSession:
         (waves with exact early stopping, see :mod:`~pytest_skilltrigger.engine.batches`) and
         hand them to the sampler (unless not ``keep``: a process that runs no item), so that
         submitting them later makes no live call. Returns what was made, for other processes
-        (:meth:`prefill`); nothing without batches."""
+        (:meth:`prefill`); nothing without batches.
+
+        Each wave's runs are stored as soon as it is read (not a fresh plan's), so Ctrl-C in
+        a later wave keeps what was paid. SIGTERM (a CI job cancelled) cancels the batches in
+        flight as Ctrl-C does, instead of leaving them to run unread."""
         backend = self.backend
         batching = self.settings.batch and isinstance(backend, BatchingBackend)
-        if not batching or self.sampler is None:
+        if not batching or self.sampler is None or self.sampler.fatal:
             return []
         sampler, works, seen = self.sampler, [], set()
         for context, entry, plan in requests:
@@ -208,13 +224,16 @@ class TriggerSession:
             works.append(BatchWork(ident, context, entry.query, plan, stored))
         if not works:
             return []
-        runner = BatchRunner(
-            backend.batches(), guard=self.guard, estimate=backend.estimate,
-            poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
-            progress=self.progress,
-        )  # fmt: skip
+        if self._batches is None:
+            self._batches = BatchRunner(
+                backend.batches(), guard=self.guard, estimate=backend.estimate,
+                poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
+                progress=self.progress, record=self._store_runs,
+            )  # fmt: skip
+        runner = self._batches
         try:
-            runner.run(works)
+            with sigterm_as_interrupt():
+                runner.run(works)
         finally:
             if runner.fatal:
                 sampler.fatal = sampler.fatal or runner.fatal

@@ -5,6 +5,7 @@ to workers, and the batch rate."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.engine.settings import Settings
 from pytest_skilltrigger.skills.catalog import load_targets
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.plugin.test_items import entry, make_skill
+from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
 THINK = {"type": "thinking", "thinking": "...", "signature": "x"}
 PREAMBLE = {"type": "text", "text": "Let me look."}
@@ -162,3 +163,29 @@ def test_a_worker_takes_over_the_controllers_runs_and_its_share_of_their_cost(
     finally:
         worker.close()
     assert result.over_budget and fake_api.stats["calls"] == 0
+
+
+def test_the_batch_timeout_is_one_deadline_for_the_session(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """``batch_timeout`` bounds all of a session's batch waiting, counted from its first
+    batch, not each presample's (each improvement round would start a wait of its own): a
+    round that comes after the deadline sends no batch, and its queries error, never miss."""
+    folder = make_skill(tmp_path, "alpha", [entry("tidy csv one", True)], "A.")
+    (target,) = load_targets([str(folder)])
+    (only,) = target.eval_set.entries
+    timeout = 2.0
+    settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, batch_timeout=timeout)
+    session = TriggerSession(settings)
+    try:
+        session.presample([(target.context(), only, session.plan)])
+        first = session.submit(target.context(), only).result()
+        time.sleep(timeout + 0.5)  # what the proposals between two rounds take
+        later = target.context("Alpha tidies csv files.")
+        session.presample([(later, only, session.plan)])
+        second = session.submit(later, only).result()
+    finally:
+        session.close()
+    assert first.passed is not None and first.errors == 0
+    assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0
+    assert second.passed is None and "--trigger-batch-timeout" in (second.error or "")

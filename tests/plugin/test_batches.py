@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,12 @@ BATCH = ("--trigger-batch", "--trigger-batch-poll=0.05")
 def _not_inside_an_outer_worker(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         monkeypatch.delenv(name, raising=False)
+
+
+def stored_runs(path: Path) -> int:
+    """How many runs the store at ``path`` holds."""
+    with closing(sqlite3.connect(str(path))) as db:
+        return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
 
 def results_of(report: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -138,6 +146,8 @@ def test_batch_runs_are_stored_and_reused_by_live_and_batch_reruns(
     first.assert_outcomes(passed=5, failed=3)
     requests = fake_api.stats["batch_requests"]
     assert requests > 0
+    # every batch run stored once: one row per request the batches answered
+    assert stored_runs(tmp_path / "store.sqlite") == requests
     live = pytester.runpytest(*run_args(root, store, "--trigger-json=live.json"))
     live.assert_outcomes(passed=5, failed=3)
     again = pytester.runpytest(*run_args(root, *BATCH, store))
@@ -215,7 +225,9 @@ def test_the_batch_timeout_ends_the_wait_with_errors_and_cancels(
     assert fake_api.stats["trigger_calls"] == 0
 
 
-def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path, signum: int) -> None:
+    """Ctrl-C, or SIGTERM (a CI job cancelled), cancels the batch in flight."""
     folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
     with FakeMessagesAPI() as api:
         api.batch_polls = 10_000
@@ -229,13 +241,45 @@ def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while api.stats["batch_polls"] < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         output, _ = proc.communicate(timeout=30)
         assert api.stats["batch_cancels"] == 1, output
         assert api.stats["trigger_calls"] == 0
     assert proc.returncode == 2, output
     assert "Traceback" not in output
     assert not list(tmp_path.rglob("*.tmp"))
+
+
+def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> None:
+    """The first wave's runs are paid and read: they are stored as soon as the wave is read,
+    so Ctrl-C while the second wave waits keeps them, and a rerun makes only the run the
+    interrupted wave was making."""
+    folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
+    store = tmp_path / "store.sqlite"
+    args = [sys.executable, "-m", "pytest", f"--skill-path={folder}", "-p", "no:cacheprovider",
+            f"--trigger-store={store}", *BATCH]  # fmt: skip
+    with FakeMessagesAPI() as api:
+        script(api)  # one query splits 1-1 in the first wave: a second wave of one run
+        api.batch_holds = [1, 10_000]  # the first batch ends at its second poll, not the next
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
+        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        deadline = time.monotonic() + 60
+        # the first batch's three polls (with the SDK's before the results), then the second's
+        while (api.stats["batches_created"] < 2 or api.stats["batch_polls"] < 5) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 2, output
+        assert api.batch_sizes == [10, 1] and api.stats["batch_cancels"] == 1, output
+        assert stored_runs(store) == 10  # every run the first wave returned
+        script(api)
+        again = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+        assert again.returncode == 1, again.stdout  # two items fail, as in a whole run
+        assert api.batch_sizes == [10, 1, 1] and api.stats["trigger_calls"] == 0
+    assert stored_runs(store) == 11
 
 
 def test_batch_needs_the_api_backend(pytester: pytest.Pytester) -> None:
@@ -320,3 +364,33 @@ def test_a_create_the_api_refused_is_sent_again_and_only_then(
     result = pytester.runpytest(*run_args(root, *BATCH))
     result.assert_outcomes(passed=5, failed=3)
     assert fake_api.stats["batches_created"] == 2 and fake_api.stats["trigger_calls"] == 0
+
+
+def test_under_xdist_a_batch_sampling_shared_across_workers_is_stored_once(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """A routing item shares its expected skill's sampling of a query. Under ``--dist
+    loadfile`` the routing eval set and that skill's items run on different workers, and each
+    resolves the shared sampling from the batch runs; the runs are stored once all the same
+    (by the controller, as it reads them): one row per answered request, and a rerun makes no
+    request."""
+    root = build(pytester, fake_api)
+    query = BETA[0][0]
+    (root / "routing-eval.json").write_text(
+        json.dumps([{"query": query, "expected_skill": "beta-skill"}])
+    )
+    store = tmp_path / "store.sqlite"
+    dist = pytester.runpytest_subprocess(
+        "-n", "3", "--dist", "loadfile", *run_args(root, *BATCH, f"--trigger-store={store}")
+    )
+    dist.assert_outcomes(passed=6, failed=3)
+    assert "INTERNALERROR" not in dist.stdout.str() + dist.stderr.str()
+    stats = fake_api.stats
+    assert stats["trigger_calls"] == 0
+    assert stats["batch_results"] == {"succeeded": stats["batch_requests"]}
+    assert stored_runs(store) == stats["batch_requests"] == 17
+    script(fake_api)
+    again = pytester.runpytest(*run_args(root, *BATCH, f"--trigger-store={store}"))
+    again.assert_outcomes(passed=6, failed=3)
+    assert fake_api.stats["batch_creates"] == 2 and fake_api.stats["trigger_calls"] == 0
+    assert stored_runs(store) == 17
