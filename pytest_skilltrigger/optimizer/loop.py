@@ -126,10 +126,14 @@ class Optimization:
     def best(self) -> Iteration:
         """Most test passes, then most passes of the folder's test queries, then most train
         passes, then the earlier iteration; among the candidates that do not lose the folder
-        more than they gain (:meth:`folder_loses`)."""
-        eligible = [it for it in self.evaluated() if not self.folder_loses(it)]
+        more than they gain (:meth:`folder_loses`) and, where any is, those measured whole:
+        a candidate with an errored query has no sound score, and as the best it would keep
+        a sound winner from being written (:attr:`beats_start` refuses it)."""
+        evaluated = self.evaluated()
+        eligible = [it for it in evaluated if not self.folder_loses(it)] or evaluated
+        eligible = [it for it in eligible if not self.incomplete(it)] or eligible
         return max(
-            eligible or self.evaluated(),
+            eligible,
             key=lambda it: (passed(it.test), passed(self._folder_side(it)), passed(it.train),
                             -it.iteration),
         )  # fmt: skip
