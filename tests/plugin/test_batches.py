@@ -353,17 +353,55 @@ def test_items_sharing_an_errored_sampling_make_no_live_call(
     assert fake_api.stats["trigger_calls"] == 0
 
 
+@pytest.mark.parametrize("status", [529, 429])
 def test_a_create_the_api_refused_is_sent_again_and_only_then(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, status: int
 ) -> None:
     """The SDK does not retry a create (it has no idempotency key: a create that timed out
     after the API took it would start a second batch nobody reads); one the API answered
-    529 to was not taken, so it is sent again."""
+    529 (overloaded) or 429 (rate limited) to was not taken, so it is sent again."""
     root = build(pytester, fake_api)
-    fake_api.batch_create_refusals = [529]
+    fake_api.batch_create_refusals = [status]
     result = pytester.runpytest(*run_args(root, *BATCH))
     result.assert_outcomes(passed=5, failed=3)
     assert fake_api.stats["batches_created"] == 2 and fake_api.stats["trigger_calls"] == 0
+    assert fake_api.stats["batch_creates"] == 3  # the refused one, sent again, then wave 2
+
+
+@pytest.mark.parametrize("status", [500, 502, 504])
+def test_a_create_that_may_have_been_taken_is_not_sent_again(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, status: int
+) -> None:
+    """A 500, 502 or 504 can come after the API took the batch: sent again, it could run
+    twice and be billed twice. The wave fails instead: its queries error, never miss, and
+    nothing goes live."""
+    root = build(pytester, fake_api)
+    fake_api.batch_create_refusals = [status]
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    result.assert_outcomes(errors=8)
+    result.stdout.fnmatch_lines([f"*the batch failed: {status} *"])
+    stats = fake_api.stats
+    assert stats["batch_creates"] == 1 and stats["batches_created"] == 0
+    assert stats["trigger_calls"] == 0
+
+
+@pytest.mark.parametrize(("status", "etype"), [(404, "not_found_error"),
+                                               (403, "permission_error")])  # fmt: skip
+def test_a_create_refused_for_good_stops_the_session(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, status: int, etype: str
+) -> None:
+    """A 404 (no batch endpoint here, as a live run's unknown model) or a 403 at create stops
+    the session as it does live: the first item errors and no other runs."""
+    root = build(pytester, fake_api)
+    fake_api.batch_create_refusals = [status]
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    outcomes = result.parseoutcomes()
+    assert "passed" not in outcomes and "failed" not in outcomes
+    assert outcomes.get("errors", outcomes.get("error")) == 1
+    assert etype in result.stdout.str()
+    stats = fake_api.stats
+    assert stats["batch_creates"] == 1 and stats["batches_created"] == 0
+    assert stats["trigger_calls"] == 0
 
 
 def test_under_xdist_a_batch_sampling_shared_across_workers_is_stored_once(

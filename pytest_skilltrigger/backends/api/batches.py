@@ -42,6 +42,15 @@ CREATE_TIMEOUT = 600.0  # a create uploads up to BATCH_BYTES
 CREATE_TRIES = 3
 # result error types after which no request can succeed (as a live run's 401/403/404)
 FATAL_ERRORS = {"authentication_error", "permission_error", "not_found_error"}
+# statuses no further call can get past, as a live run's 401/403: bad credentials, no access
+FATAL_STATUSES = frozenset({401, 403})
+# a create's 404 too (no batch endpoint here), as a live run's unknown model; a poll's 404 is
+# about one batch, not the session
+FATAL_CREATE_STATUSES = FATAL_STATUSES | {404}
+# statuses with which the API says it did not take a create (rate limited, overloaded), so
+# sending it again cannot start a second batch; a 500, 502 or 504 may come after the API took
+# it, and a batch sent again would be billed twice
+NOT_TAKEN_STATUSES = frozenset({429, 529})
 CAPPED = "the answer reached max_tokens before a complete tool call (no decision)"
 
 
@@ -127,7 +136,9 @@ class MessageBatches:
     def _create(self, body: bytes, betas: str) -> str:
         """One batch, posted as built. Not retried by the SDK (it sends no idempotency key,
         so a create that timed out after the API took it would start a second, unread
-        batch); retried here only when the API answered that it did not take it."""
+        batch); retried here only when the API answered that it did not take it (429, 529).
+        Any other failure fails the wave (its queries error); a 401, 403 or 404 stops the
+        session, as a live run's does."""
         from anthropic.types.messages import MessageBatch  # the SDK is loaded by now
 
         client = self.backend.client().with_options(max_retries=0, timeout=CREATE_TIMEOUT)
@@ -138,7 +149,8 @@ class MessageBatches:
                 batch = self._call(
                     lambda: client.post(
                         path, cast_to=MessageBatch, content=body, options={"headers": headers}
-                    )
+                    ),
+                    fatal_statuses=FATAL_CREATE_STATUSES,
                 )  # fmt: skip
                 break
             except BatchError as exc:
@@ -218,16 +230,17 @@ class MessageBatches:
         resource = self._resource(self._beta.get(batch_id, False))
         self._call(lambda: resource.cancel(batch_id))
 
-    def _call(self, call: Any) -> Any:
-        """One SDK call (with the SDK's retries); its failures as :class:`BatchError`."""
+    def _call(self, call: Any, fatal_statuses: frozenset[int] = FATAL_STATUSES) -> Any:
+        """One SDK call (with the SDK's retries); its failures as :class:`BatchError`, fatal
+        for ``fatal_statuses``, ``rejected`` when the API surely did not take the request
+        (:data:`NOT_TAKEN_STATUSES`)."""
         sdk = self.backend.sdk()
         try:
             return call()
-        except (sdk.AuthenticationError, sdk.PermissionDeniedError) as exc:
-            raise BatchError(describe_error(exc), fatal=True) from None
-        except sdk.APIStatusError as exc:  # 429 and 5xx: the API did not take the request
-            rejected = exc.status_code == 429 or exc.status_code >= 500
-            raise BatchError(describe_error(exc), rejected=rejected) from None
+        except sdk.APIStatusError as exc:
+            status = exc.status_code
+            raise BatchError(describe_error(exc), fatal=status in fatal_statuses,
+                             rejected=status in NOT_TAKEN_STATUSES) from None  # fmt: skip
         except Exception as exc:  # the SDK's other errors, the HTTP library's read errors
             raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None
 
