@@ -55,12 +55,17 @@ def _unchanged_reason(run: Optimization) -> str:
         )
     refused = run.refused_for_folder()
     if refused:
-        numbers = ", ".join(str(n) for n in refused)
-        return (
-            f"the candidates that did best on its own queries (iteration {numbers}) take more "
-            "of its siblings' queries than they gain"
-        )
+        return _refused_text(refused)
     return "nothing beat the starting description"
+
+
+def _refused_text(refused: list[int]) -> str:
+    """Which candidates the folder kept from being the best, and why."""
+    numbers = ", ".join(str(n) for n in refused)
+    return (
+        f"the candidates that did best on its own queries (iteration {numbers}) take more "
+        "of its siblings' queries than they gain"
+    )
 
 
 def accept(run: Optimization, log: Callable[[str], None]) -> bool:
@@ -82,6 +87,11 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
             f"    measured again on fresh runs ({run.confirmation.on}): "
             f"{run.confirmation.verdict()}"
         )
+        # another candidate won, so the reason below (or the write) never names the ones
+        # that did better on its own queries but lose the folder: say so here
+        refused = run.refused_for_folder()
+        if refused:
+            log(f"  refused for the folder: {_refused_text(refused)}")
     if not run.improved:
         log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
         return False

@@ -15,7 +15,7 @@ rate and triggers/runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
@@ -24,6 +24,8 @@ __all__ = ["render_html"]
 
 #: How many characters of a query the column header shows (the full text is in ``title``).
 QUERY_CHARS = 60
+#: The label of a candidate refused for the folder (``refused_for_folder`` in the JSON).
+REFUSED = "refused: takes more of its siblings' queries than it gains"
 
 CSS = """
 :root { color-scheme: light; }
@@ -63,6 +65,7 @@ td.cell.test { border-bottom: 3px solid #c297ff; }
 .badge.neg { background: #6e7781; color: #fff; }
 .badge.best { background: #bf8700; color: #fff; }
 .badge.status { background: #cf222e; color: #fff; }
+.badge.refused { background: #bc4c00; color: #fff; white-space: normal; }
 td.cell { text-align: center; white-space: nowrap; min-width: 4.5em; }
 td.cell .mark { font-size: 15px; font-weight: 700; display: block; }
 td.cell .rate { display: block; }
@@ -79,6 +82,9 @@ td.none { background: #fff; color: #8c959f; }
 tr.best > td.num, tr.best > td.desc-cell, tr.best > td.score { background: #fff8c5; }
 tr.best > td { border-top: 2px solid #bf8700; border-bottom: 2px solid #bf8700; }
 tr.invalid > td.desc-cell, tr.interrupted > td.desc-cell { color: #57606a; }
+tr.refused > td.num, tr.refused > td.desc-cell, tr.refused > td.score { background: #fff1e5; }
+.folder-warning { background: #fff1e5; border: 1px solid #bc4c00; border-radius: 4px;
+  padding: .4em .7em; margin: .4em 0; }
 .note { color: #57606a; font-style: italic; display: block; margin-top: .3em; }
 .legend { font-size: 12px; color: #57606a; margin: .5em 0; }
 .empty { color: #57606a; font-style: italic; }
@@ -175,13 +181,19 @@ def _iteration_row(
     train_cols: list[tuple[str, int, dict[str, Any]]],
     test_cols: list[tuple[str, int, dict[str, Any]]],
     folder: bool = False,
+    refused: Collection[Any] = (),
 ) -> str:
+    """One iteration's row; ``refused`` are the iterations that did better on the skill's own
+    queries than the best but lose the folder (the JSON's ``refused_for_folder``): marked, so
+    that a row with more test passes than the highlighted one says why it is not the best."""
     train = entry.get("train_results") or []
     test = entry.get("test_results") or []
     number = entry.get("iteration")
     status = entry.get("status")
     is_best = best is not None and number == best
-    classes = [c for c in ("best" if is_best else "", str(status or "")) if c]
+    is_refused = number is not None and number in refused
+    marks = ("best" if is_best else "", "refused" if is_refused else "", str(status or ""))
+    classes = [c for c in marks if c]
     tp, tt = entry.get("train_passed"), entry.get("train_total")
     if not isinstance(tt, int):
         tp, tt = _counted(train)
@@ -192,10 +204,11 @@ def _iteration_row(
     if status and status != "evaluated":
         labels += f'<span class="badge status">{_e(status)}</span><br>'
     note = f'<span class="note">{_e(entry.get("note"))}</span>' if entry.get("note") else ""
+    refusal = f'<span class="badge refused">{_e(REFUSED)}</span><br>' if is_refused else ""
     train_index, test_index = _index(train), _index(test)
     cells = [
         f'<td class="num">{labels}{_e(number)}</td>',
-        f'<td class="desc-cell">{_e(entry.get("description", ""))}{note}</td>',
+        f'<td class="desc-cell">{refusal}{_e(entry.get("description", ""))}{note}</td>',
         f'<td class="score">{_score(tp, tt)}</td>',
         f'<td class="score">{_score(sp, st)}</td>',
     ]
@@ -223,6 +236,55 @@ def _folder_cell(entry: dict[str, Any]) -> str:
     )
 
 
+def _in_folder(history: Iterable[Any]) -> bool:
+    """Whether the rounds measured the skill with its siblings (a folder of several skills):
+    only then are there folder scores, and can a candidate lose the folder."""
+    return any(isinstance(h, dict) and "folder_score" in h for h in history)
+
+
+def _refused(skill: dict[str, Any]) -> list[Any]:
+    refused = skill.get("refused_for_folder")
+    return list(refused) if isinstance(refused, list) else []
+
+
+def _folder_lines(skill: dict[str, Any]) -> str:
+    """The lines at the top of a skill's section when the folder kept a candidate from being
+    the best, or the winner from being written: without them a row with more test passes
+    than the highlighted best, or an unchanged SKILL.md after a winning round, is a puzzle."""
+    name = _e(skill.get("skill_name") or "the skill")
+    lines = []
+    refused = _refused(skill)
+    if refused:
+        numbers = ", ".join(_e(n) for n in refused)
+        one = len(refused) == 1
+        lines.append(
+            f"Iteration {numbers} did better on {name}'s own queries than the best but "
+            f"{'was' if one else 'were'} refused: {'it takes' if one else 'each takes'} more "
+            "of its siblings' queries than it gains (the folder passes fewer of its queries "
+            "than with the starting description)."
+        )
+    confirmation = skill.get("confirmation")
+    if (
+        isinstance(confirmation, dict)
+        and confirmation.get("folder_holds") is False
+        and confirmation.get("complete") is not False  # an error is no miss: not judged
+        and _in_folder(skill.get("history") or [])
+    ):
+        lead = (
+            ", though its lead on its own queries held: it takes more of its siblings' queries "
+            "than it gains"
+            if confirmation.get("lead_holds")
+            else ""
+        )
+        lines.append(
+            f"Not written: measured again on fresh runs, the best (iteration "
+            f"{_e(confirmation.get('best_iteration'))}) passes fewer of the folder's queries "
+            f"than the start ({_e(confirmation.get('folder_best_score'))} with it, "
+            f"{_e(confirmation.get('folder_start_score'))} with the start){lead}."
+        )
+    return "".join(f'<p class="folder-warning">{line}</p>' for line in lines)
+
+
 def _table(skill: dict[str, Any]) -> str:
     history = [h for h in skill.get("history") or [] if isinstance(h, dict)]
     if not history:
@@ -232,7 +294,7 @@ def _table(skill: dict[str, Any]) -> str:
     best = skill.get("best_iteration")
     group = ['<th rowspan="2">Iter.</th>', '<th rowspan="2">Description</th>']
     group += ['<th rowspan="2">Train</th>', '<th rowspan="2">Test</th>']
-    if any("folder_score" in h for h in history):
+    if _in_folder(history):
         group.append('<th rowspan="2" title="its own queries and its siblings\'">Folder</th>')
     if train_cols:
         group.append(
@@ -246,8 +308,9 @@ def _table(skill: dict[str, Any]) -> str:
         )
     queries = [_query_header(q, row, "train") for q, _, row in train_cols]
     queries += [_query_header(q, row, "test") for q, _, row in test_cols]
-    folder = any("folder_score" in h for h in history)
-    rows = [_iteration_row(h, best, train_cols, test_cols, folder) for h in history]
+    folder = _in_folder(history)
+    refused = _refused(skill)
+    rows = [_iteration_row(h, best, train_cols, test_cols, folder, refused) for h in history]
     head = f"<tr>{''.join(group)}</tr><tr>{''.join(queries)}</tr>"
     if not queries:
         head = f"<tr>{''.join(group)}</tr>"  # a lone empty <tr> would be invalid HTML
@@ -303,7 +366,8 @@ def _skill_section(skill: dict[str, Any]) -> str:
     )
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta)
     return (
-        f'<section class="skill"><h2>{_e(name)}</h2><dl class="meta">{dl}</dl>'
+        f'<section class="skill"><h2>{_e(name)}</h2>{_folder_lines(skill)}'
+        f'<dl class="meta">{dl}</dl>'
         f"{descs}{_table(skill)}</section>"
     )
 
@@ -312,7 +376,11 @@ LEGEND = (
     '<p class="legend">Cells: <b>✓</b> pass, <b>✗</b> fail, <b>!</b> a run errored (no verdict;'
     " never counted as a miss), <b>–</b> skipped, <b>·</b> not run; then the trigger rate and"
     " triggers/runs. Blue columns are train queries (the improver sees them), purple columns"
-    " test queries (held out). The best iteration (most test passes) is highlighted.</p>"
+    " test queries (held out). The best iteration (most test passes among candidates that"
+    " do not lose the folder; on train when there is no test set) is highlighted. In a folder"
+    " of skills, a candidate that did better on its own queries than the best but passes"
+    " fewer of the folder's queries than the start is marked <b>refused</b>: it takes more of"
+    " its siblings' queries than it gains.</p>"
 )
 
 

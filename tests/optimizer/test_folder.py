@@ -7,7 +7,9 @@ is observable on the server's side.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -158,6 +160,12 @@ def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     assert ">Folder</th>" in page and "10/17" in page and "pdf 0/8" in page
     assert "for this request of &#x27;pdf&#x27;" in page
     assert "Routing, as the tests ran" in page and "Routing in " in page
+    # and why the rows with more test passes than the highlighted best are not the best
+    assert (
+        "Iteration 2, 3 did better on sheets's own queries than the best but were refused:"
+        " each takes more of its siblings' queries than it gains"
+    ) in html.unescape(page)
+    assert page.count('<span class="badge refused">') == 2
 
 
 def test_a_modest_winner_is_written_and_the_next_skill_sees_it(
@@ -224,3 +232,46 @@ def test_a_lead_that_holds_but_loses_the_folder_on_fresh_runs_is_not_written() -
     assert "takes more of its siblings' queries than it gains (folder 2/3 -> 1/3)" in (
         confirmation.verdict()
     )
+
+
+# wins one more of sheets' own test queries than MODEST ("review spreadsheet wording"), and
+# every pdf query with it
+GREEDIER = (
+    "Tidy, sort, merge, review and format spreadsheet columns, rows, cells, wording and "
+    "totals; extract tables from invoices and documents."
+)
+
+
+def test_a_candidate_refused_for_the_folder_is_named_when_another_is_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The greedier proposal passes more of sheets' own test queries than the modest one, but
+    takes pdf's: the modest one is the best and is written, and both the terminal and the
+    rounds' page say why the row with more test passes is not the highlighted best."""
+    folder = make_folder(pytester.path)
+    fake_api.proposals = [GREEDIER, MODEST]
+    result, report = run(pytester, folder, "--max-iterations=3", "--trigger-report=rounds.html")
+    sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
+    assert [h["test_passed"] for h in sheets["history"]] == [1, 4, 3]
+    assert sheets["best_iteration"] == 3 and sheets["refused_for_folder"] == [2]
+    assert sheets["improved"] is True, result.stdout.str()
+    assert MODEST in (folder / "sheets" / "SKILL.md").read_text()
+    result.stdout.fnmatch_lines([
+        "sheets: *",
+        "  refused for the folder: the candidates that did best on its own queries "
+        "(iteration 2) take more of its siblings' queries than they gain",
+        f"  wrote the new description to *{folder.name}/sheets/SKILL.md",
+    ])  # fmt: skip
+    page = html.unescape((pytester.path / "rounds.html").read_text())
+    section = page[page.index("<h2>sheets</h2>") :]
+    assert (
+        '<h2>sheets</h2><p class="folder-warning">Iteration 2 did better on sheets\'s own'
+        " queries than the best but was refused: it takes more of its siblings' queries than"
+        " it gains"
+    ) in section
+    rows = re.findall(r'<tr class="([^"]*)"><td class="num">(?:<span[^>]*>[^<]*</span><br>)*'
+                      r"(\d+)</td>", section)  # fmt: skip
+    marks = {int(number): set(classes.split()) - {"evaluated"} for classes, number in rows}
+    assert marks == {1: set(), 2: {"refused"}, 3: {"best"}}
+    assert section.count("refused: takes more of its siblings' queries than it gains") == 1
+    assert "most test passes among candidates that do not lose the folder" in page

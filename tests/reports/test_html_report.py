@@ -297,3 +297,61 @@ def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
     assert choice_label("skill:charts", ["pdf"]) == "other skill charts"
     assert choice_label("skill:pdf", ["pdf"]) == "pdf"
     assert choice_label("skill:charts") == "charts"  # a caller that does not know the folder
+
+
+def in_folder(text: str = "plain") -> dict[str, Any]:
+    """``make_skill`` as a skill of a folder: iteration 2 has the most test passes but takes
+    its siblings' queries (refused), so the start is the best; a third candidate won the
+    rounds but lost the folder when measured again on fresh runs."""
+    skill = make_skill(text)
+    for entry in skill["history"]:
+        entry["folder_score"] = "5/9"
+        entry["skill_scores"] = {f"demo {text}": "2/5", f"sibling {text}": "3/4"}
+    skill["best_iteration"] = 1
+    skill["refused_for_folder"] = [2]
+    skill["confirmation"] = {
+        "best_iteration": 1, "on": "test", "lead_holds": True, "folder_holds": False,
+        "complete": True, "folder_start_score": "5/8", "folder_best_score": "4/8",
+        "verdict": f"lost the folder {text}",
+    }  # fmt: skip
+    return skill
+
+
+@pytest.mark.parametrize("hostile", ["plain", *HOSTILE])
+def test_a_candidate_refused_for_the_folder_is_marked_and_explained(hostile: str) -> None:
+    page = render_html([in_folder(hostile)], running=False)
+    tags = parse(page)
+    refused = tags.with_class("tr", "refused")
+    assert len(refused) == 1 and len(tags.with_class("tr", "best")) == 1
+    text = "".join(tags.text)
+    assert "refused: takes more of its siblings' queries than it gains" in text
+    assert (
+        f"Iteration 2 did better on demo {hostile}'s own queries than the best but was "
+        "refused: it takes more of its siblings' queries than it gains"
+    ) in text
+    assert (
+        "Not written: measured again on fresh runs, the best (iteration 1) passes fewer of the "
+        "folder's queries than the start (4/8 with it, 5/8 with the start), though its lead on "
+        "its own queries held: it takes more of its siblings' queries than it gains."
+    ) in text
+    assert "most test passes among candidates that do not lose the folder" in text
+    assert len(tags.with_class("p", "folder-warning")) == 2
+    for tag, attrs in tags.tags:
+        assert tag not in ("script", "img", "iframe"), tag
+        assert not [k for k in attrs if k.startswith("on")], (tag, attrs)
+
+
+def test_no_folder_line_without_a_folder_or_when_fresh_runs_errored() -> None:
+    """A skill alone: a confirmation whose best fell behind has folder_holds false too (the
+    folder is then the skill's own queries), but there is no folder to speak of; and errored
+    fresh runs judge nothing (an error is never a miss)."""
+    alone = make_skill()
+    alone["confirmation"] = {"best_iteration": 2, "lead_holds": False, "folder_holds": False,
+                             "complete": True}  # fmt: skip
+    errored = in_folder()
+    errored["refused_for_folder"] = []
+    errored["confirmation"]["complete"] = False
+    for skill in (alone, errored):
+        page = render_html([skill], running=False)
+        assert 'class="folder-warning"' not in page
+        assert not parse(page).with_class("tr", "refused")
