@@ -114,7 +114,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "run the items' queries as Message Batches (API backend): half the price, results in "
      "minutes to hours; for nightly and large runs"),
     ("--trigger-batch-timeout", "trigger_batch_timeout", "float", 4 * 3600.0,
-     "seconds to wait for batches before their runs are errors (default 14400)"),
+     "one deadline for all of the session's batches, in seconds from its first batch "
+     "(the improvement rounds included): runs not back by then are errors (default 14400)"),
     ("--trigger-batch-poll", "trigger_batch_poll", "float", 5.0,
      "seconds before the first poll of a batch; the pause doubles up to 60 (default 5)"),
     ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),

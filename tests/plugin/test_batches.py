@@ -95,6 +95,10 @@ def test_batch_calls_are_priced_at_half_the_live_rate(
     price = price_of(fake_api.batch_requests_log[0]["model"])
     assert price is not None
     assert totals["cost_usd"] == pytest.approx(cost_usd(usage, price) * BATCH_RATE, rel=1e-4)
+    # the tokens are the server's own: what it billed the succeeded requests for
+    billed = Usage.from_dict(fake_api.stats["batch_usage"])
+    assert usage == billed
+    assert totals["cost_usd"] == pytest.approx(cost_usd(billed, price) * BATCH_RATE, rel=1e-4)
 
 
 def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_call(
@@ -172,9 +176,16 @@ def test_a_failed_batch_request_is_sent_again_in_the_next_wave(
     report = json.loads((pytester.path / "out.json").read_text())
     first = report["skills"][0]["results"][0]
     assert (first["query"], first["triggers"], first["runs"]) == (query, 2, 2)
-    # an errored request is processed and paid; an expired one is not
+    # an errored request was sent and counts as a call; an expired one never was
     paid = fake_api.stats["batch_requests"] - (1 if kind == "expired" else 0)
     assert report["totals"]["batch_calls"] == paid
+    # neither is billed: the cost is the server's tokens of the succeeded requests, at half
+    totals = report["totals"]
+    billed = Usage.from_dict(fake_api.stats["batch_usage"])
+    assert Usage.from_dict(totals) == billed
+    price = price_of(fake_api.batch_requests_log[0]["model"])
+    assert price is not None
+    assert totals["cost_usd"] == pytest.approx(cost_usd(billed, price) * BATCH_RATE, rel=1e-4)
 
 
 def test_a_request_that_keeps_failing_is_an_error_never_a_miss(
@@ -300,16 +311,27 @@ def test_the_optimizer_measures_each_round_in_batches(
     folder = make_skill(pytester.path, "alpha-skill", [entry(q, s) for q, s in queries],
                         "Gardening helper.")  # fmt: skip
     fake_api.proposals = ["Alpha tidies csv column data in spreadsheets."] * 3
+    store = pytester.path / "store.sqlite"
     result = pytester.runpytest(
         *run_args(folder, *BATCH, "--optimize-description", "--max-iterations=2",
-                  "--trigger-json=out.json")
+                  "--trigger-json=out.json", f"--trigger-store={store}")
     )  # fmt: skip
     assert fake_api.stats["trigger_calls"] == 0  # every trigger run was a batch run
-    phases = json.loads((pytester.path / "out.json").read_text())["totals"]["by_phase"]
+    report = json.loads((pytester.path / "out.json").read_text())
+    phases = report["totals"]["by_phase"]
     assert phases["rounds"]["batch_calls"] == phases["rounds"]["calls"] > 0
     assert phases["confirmation"]["batch_calls"] == phases["confirmation"]["calls"] > 0
     assert phases["improve"]["batch_calls"] == 0  # proposals are live requests
     assert "Alpha tidies csv column data" in (folder / "SKILL.md").read_text(), result.stdout.str()
+    # one batch per round, every request fitting in one and every query clear-cut (decided
+    # at its second run): the items', each later round's (the first reuses the items'
+    # results), and the confirmation's (start and best on the test queries, together)
+    (skill,) = report["skills"]
+    rounds = [2 * len(queries)] * (skill["iterations_run"] - 1)
+    assert rounds and sum(rounds) == phases["rounds"]["calls"]
+    assert fake_api.batch_sizes == [2 * len(queries), *rounds, 2 * 2 * skill["test_size"]]
+    # the confirmation's fresh runs are never stored; the items' and the rounds' are
+    assert stored_runs(store) == phases["items"]["calls"] + phases["rounds"]["calls"]
 
 
 def test_under_xdist_an_unknown_model_in_the_batch_stops_the_workers(
