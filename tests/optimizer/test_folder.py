@@ -275,3 +275,61 @@ def test_a_candidate_refused_for_the_folder_is_named_when_another_is_written(
     assert marks == {1: set(), 2: {"refused"}, 3: {"best"}}
     assert section.count("refused: takes more of its siblings' queries than it gains") == 1
     assert "most test passes among candidates that do not lose the folder" in page
+
+
+def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The modest proposal wins two more of sheets' own test queries and leaves pdf's alone in
+    the rounds, so it passes the rounds' folder check; measured again on fresh runs it takes
+    three of pdf's test queries. Its own lead holds, but the folder loses more than it gains:
+    SKILL.md is left byte for byte, and the terminal, the JSON and the rounds' page say so.
+
+    The fake's scripts cycle per query whatever is listed, so the fresh runs of the winner
+    are told apart by their place in each query's sequence: pdf's items (3 runs), sheets'
+    iterations 1 and 2 (3 each), the start's fresh runs (3), then the winner's (3). One
+    request at a time (--trigger-concurrency=1) keeps that order: the start's runs are queued
+    before the winner's."""
+    folder = make_folder(pytester.path)
+    original = (folder / "sheets" / "SKILL.md").read_bytes()
+    _pdf_train, pdf_test = split_entries(
+        load_targets([str(folder / "pdf")])[0].eval_set.entries, 0.5, 42
+    )
+    taken = [e.query for e in pdf_test if e.should_trigger][:3]
+    for query in taken:
+        fake_api.script(query, ["skill:pdf"] * 12 + ["skill:sheets"] * 3)
+    fake_api.proposals = [MODEST]
+    result, report = run(
+        pytester, folder, "--max-iterations=2", "--trigger-concurrency=1",
+        "--trigger-report=rounds.html",
+    )  # fmt: skip
+    sent = [extract_query(b) for b in fake_api.requests if b.get("tools")]
+    assert all(sent.count(q) == 15 for q in taken), [sent.count(q) for q in taken]
+    sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
+    # the rounds: the winner leads on its own test queries and leaves pdf's alone
+    assert [h["test_passed"] for h in sheets["history"]] == [1, 3]
+    assert sheets["best_iteration"] == 2 and sheets["refused_for_folder"] == []
+    confirmation = sheets["confirmation"]
+    assert confirmation["best_iteration"] == 2 and confirmation["complete"] is True
+    assert (confirmation["start_score"], confirmation["best_score"]) == ("1/4", "3/4")
+    assert confirmation["lead_holds"] is True and confirmation["folder_holds"] is False
+    assert (confirmation["folder_start_score"], confirmation["folder_best_score"]) == (
+        "5/8", "4/8"
+    )  # fmt: skip
+    assert sheets["improved"] is False
+    assert (folder / "sheets" / "SKILL.md").read_bytes() == original
+    result.stdout.fnmatch_lines([
+        "*sheets/SKILL.md unchanged: the best won on its own queries but takes more of its "
+        "siblings' queries than it gains (the folder's queries on fresh runs: 5/8 with the "
+        "start, 4/8 with the best)",
+    ])  # fmt: skip
+    page = html.unescape((pytester.path / "rounds.html").read_text())
+    section = page[page.index("<h2>sheets</h2>") :]
+    assert (
+        '<h2>sheets</h2><p class="folder-warning">Not written: measured again on fresh runs, the'
+        " best (iteration 2) passes fewer of the folder's queries than the start (4/8 with it,"
+        " 5/8 with the start), though its lead on its own queries held: it takes more of its"
+        " siblings' queries than it gains."
+    ) in section
+    assert "the lead holds, but it takes more of its siblings' queries than it gains" in section
+    assert "refused: takes more" not in section  # nothing was refused in the rounds
