@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 # Proxy settings a developer's shell may carry; tests clear them (everything is on 127.0.0.1).
@@ -22,3 +23,15 @@ def no_store(args: tuple[str, ...] | list[str]) -> list[str]:
     """``--trigger-cache off`` unless ``args`` already say which store or cache mode to use."""
     named = any(a.startswith(("--trigger-store", "--trigger-cache")) for a in args)
     return [] if named else ["--trigger-cache", "off"]
+
+
+def make_skill(root: Path, entries: list[tuple[str, bool]]) -> Path:
+    """A ``pdf-tools`` skill under ``root/skills`` whose eval set holds ``entries``."""
+    folder = root / "skills" / "pdf-tools"
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: pdf-tools\ndescription: Merge and split PDF documents and pages.\n---\n"
+    )
+    data = [{"query": q, "should_trigger": s} for q, s in entries]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(data))
+    return folder
