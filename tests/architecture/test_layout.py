@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,64 @@ def top_level_imports(path: Path) -> set[str]:
     return found
 
 
-def package_edges() -> dict[str, set[str]]:
+def all_imports(path: Path) -> set[str]:
+    """Modules ``path`` imports at any time: module-level statements and those inside
+    functions and classes (lazy imports, run on first use), outside ``if TYPE_CHECKING:``
+    blocks (which never run; their ``else`` does).
+
+    ``from package import module`` needs that module, not what the package's ``__init__``
+    defines: the package counts only for a name that is not one of our modules (Python loads
+    a module's package first whatever the spelling, so a package's ``__init__`` that imports
+    its own modules on use is no cycle, unless they use what it defines)."""
+    found: set[str] = set()
+
+    class Imports(ast.NodeVisitor):
+        def visit_If(self, node: ast.If) -> None:
+            if "TYPE_CHECKING" in ast.unparse(node.test):
+                for child in node.orelse:
+                    self.visit(child)
+            else:
+                self.generic_visit(node)
+
+        def visit_Import(self, node: ast.Import) -> None:
+            found.update(alias.name for alias in node.names)
+
+        def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+            if node.module:
+                named = {f"{node.module}.{alias.name}" for alias in node.names}
+                found.update(named)
+                if not named <= MODULES.keys():
+                    found.add(node.module)
+
+    Imports().visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def package_edges(imports: Callable[[Path], set[str]] = top_level_imports) -> dict[str, set[str]]:
     return {
-        name: {m for m in top_level_imports(path) if m in MODULES and m != name}
+        name: {m for m in imports(path) if m in MODULES and m != name}
         for name, path in MODULES.items()
     }
+
+
+def import_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The cycles a depth-first walk of ``edges`` closes, each as its trail of modules."""
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def walk(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt) :], nxt] if nxt in trail else [node, nxt])
+            elif nxt not in state:
+                walk(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            walk(start, [start])
+    return cycles
 
 
 def test_only_the_pytest_layer_imports_pytest() -> None:
@@ -74,23 +128,32 @@ def test_the_engine_never_imports_the_pytest_layer() -> None:
 
 
 def test_no_import_cycles() -> None:
-    edges = package_edges()
-    state: dict[str, int] = {}
-    cycles: list[list[str]] = []
+    assert import_cycles(package_edges()) == []
 
-    def walk(node: str, trail: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(edges[node]):
-            if state.get(nxt) == 1:
-                cycles.append([*trail[trail.index(nxt) :], nxt] if nxt in trail else [node, nxt])
-            elif nxt not in state:
-                walk(nxt, [*trail, nxt])
-        state[node] = 2
 
-    for start in sorted(edges):
-        if start not in state:
-            walk(start, [start])
-    assert cycles == []
+def test_no_import_cycles_counting_lazy_imports() -> None:
+    """An import inside a function only postpones a cycle: the modules still need each other
+    (and the first call pays for the import under whatever lock it holds)."""
+    assert import_cycles(package_edges(all_imports)) == []
+
+
+def test_lazy_imports_are_counted_and_type_checking_ones_are_not(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "import top\n"
+        "if TYPE_CHECKING:\n    import typed_only\nelse:\n    import at_runtime\n"
+        "def f():\n    from lazy.inner import name\n"
+        "class C:\n    def m(self):\n        if True:\n            import deeper\n"
+        "def g():\n    from pytest_skilltrigger.plugin import options\n"
+        "    from pytest_skilltrigger.support import ROLE\n"
+    )
+    assert all_imports(source) == {
+        "typing", "typing.TYPE_CHECKING", "top", "at_runtime", "lazy.inner",
+        "lazy.inner.name", "deeper", f"{NAME}.plugin.options",  # the module, not its package
+        f"{NAME}.support", f"{NAME}.support.ROLE",  # a name the package defines: the package
+    }  # fmt: skip
+    assert "lazy.inner" not in top_level_imports(source)
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -113,23 +176,31 @@ def test_the_package_root_holds_only_the_public_api_and_the_entry_point() -> Non
 PROBE = """
 import sys
 
-def test_probe():
+def test_probe(request):
     mods = sorted(m for m in sys.modules if m.startswith("pytest_skilltrigger"))
     heavy = sorted(m for m in ("yaml", "sqlite3", "anthropic") if m in sys.modules)
+    worker = getattr(request.config, "workerinput", {}).get("workerid")
     with open("probe.json", "w") as f:
         import json
-        json.dump({"modules": mods, "heavy": heavy}, f)
+        json.dump({"modules": mods, "heavy": heavy, "worker": worker}, f)
 """
 
 
-def test_a_project_without_skills_loads_little_of_the_plugin(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    "args,worker", [((), None), (("-n", "1"), "gw0")], ids=["plain", "xdist-worker"]
+)
+def test_a_project_without_skills_loads_little_of_the_plugin(
+    pytester: pytest.Pytester, args: tuple[str, ...], worker: str | None
+) -> None:
     """Every pytest run of a project that has the plugin installed imports the entry point;
     without a skill in play (and no option of ours given) that must not load the engine,
-    yaml, sqlite3 or the SDK."""
+    yaml, sqlite3 or the SDK: in a plain run, and in an xdist worker (``-n 1``), where the
+    probe records the worker's modules."""
     pytester.makepyfile(test_probe=PROBE)
-    result = pytester.runpytest_subprocess("-q")
+    result = pytester.runpytest_subprocess("-q", *args)
     result.assert_outcomes(passed=1)
     probe = json.loads((pytester.path / "probe.json").read_text())
+    assert probe["worker"] == worker  # the probe ran where it was meant to
     assert probe["heavy"] == []
     assert len(probe["modules"]) <= 15, probe["modules"]
     engine = [m for m in probe["modules"] if m.startswith(f"{NAME}.engine.")]

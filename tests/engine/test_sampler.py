@@ -186,6 +186,33 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
     assert backend.calls["q"] == result.runs
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    answers=st.lists(st.booleans(), min_size=1, max_size=12),
+    threshold=st.sampled_from([0.0, 0.1, 0.25, 1 / 3, 0.4, 0.5, 0.6, 2 / 3, 0.75, 0.9, 1.0]),
+    should_trigger=st.booleans(),
+)
+def test_curtailed_verdicts_equal_the_verdicts_of_all_runs_with_concurrent_runs(
+    answers: list[bool], threshold: float, should_trigger: bool
+) -> None:
+    """The same with four workers: a wave's runs finish in any order, yet the verdict is the
+    one all runs would have given, and no run is made that a wave did not need."""
+    runs = len(answers)
+    full_rate = sum(answers) / runs
+    expected = passes(should_trigger, full_rate, threshold)
+    backend = SequenceBackend({"q": answers})
+    sampler = Sampler(backend, concurrency=4)
+    try:
+        plan = SamplingPlan(runs, threshold)
+        result = sampler.submit(CONTEXT, "q", should_trigger, plan).result()
+    finally:
+        sampler.close()
+    assert result.passed == expected
+    assert 1 <= result.runs <= runs
+    assert backend.calls["q"] == result.runs
+    assert result.triggers == sum(answers[: result.runs])  # the first runs' answers, counted
+
+
 def test_without_early_stopping_every_run_is_made() -> None:
     backend = SequenceBackend({"q": [True] * 5})
     sampler = Sampler(backend, concurrency=2)
