@@ -214,6 +214,8 @@ class MessageBatches:
             )
             return BatchAnswer(custom_id, outcome)
         if kind == "errored":
+            # processed, so a call, but not billed (no usage): Anthropic bills succeeded
+            # requests only
             error = (result.get("error") or {}).get("error") or {}
             etype = str(error.get("type") or "api_error")
             text = f"{etype}: {redact(str(error.get('message') or 'error'))} (batch request)"
