@@ -41,7 +41,12 @@ class DistController(Controller):
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
-        """Tell each worker where the batch runs will be (``--trigger-batch``)."""
+        """Tell each worker how xdist distributes (a worker's own ``--dist`` reads "no": the
+        queue peek must know about ``worksteal``) and where the batch runs will be
+        (``--trigger-batch``)."""
+        from pytest_skilltrigger.plugin.xdist_queue import DIST_KEY
+
+        node.workerinput[DIST_KEY] = self.config.getoption("dist", "load")
         if self.handoff is not None:
             from pytest_skilltrigger.plugin.batching import WORKER_KEY
 

@@ -13,6 +13,8 @@ import pytest
 
 # the xdist major versions whose WorkerInteractor.torun this reads
 KNOWN_MAJORS = (3,)
+# workerinput: the controller's --dist (xdist sets a worker's own to "no")
+DIST_KEY = "skilltrigger_dist"
 
 
 def _supported() -> bool:
@@ -47,7 +49,7 @@ def _queue(config: pytest.Config) -> Any:
     """This worker's queue of assigned items, looked up once."""
     if _QUEUE not in config.stash:
         found = None
-        if SUPPORTED and config.getoption("dist", "load") != "worksteal":
+        if SUPPORTED and _dist(config) != "worksteal":
             for plugin in config.pluginmanager.get_plugins():
                 queue = getattr(plugin, "torun", None)
                 if queue is not None and hasattr(queue, "lock"):
@@ -55,3 +57,9 @@ def _queue(config: pytest.Config) -> Any:
                     break
         config.stash[_QUEUE] = found
     return config.stash[_QUEUE]
+
+
+def _dist(config: pytest.Config) -> str:
+    """How xdist distributes: as the controller said (a worker's own option reads "no")."""
+    workerinput = getattr(config, "workerinput", None) or {}
+    return str(workerinput.get(DIST_KEY) or config.getoption("dist", "load"))

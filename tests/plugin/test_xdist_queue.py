@@ -184,14 +184,7 @@ def test_n(n, peek):
 """
 
 
-WORKSTEAL_ON_A_WORKER = pytest.mark.xfail(
-    strict=True,
-    reason="on an xdist worker config.option.dist is always 'no' (xdist's setup_config), so "
-    "the worksteal check in xdist_queue._queue never sees --dist worksteal there",
-)
-
-
-@pytest.mark.parametrize("dist", ["load", pytest.param("worksteal", marks=WORKSTEAL_ON_A_WORKER)])
+@pytest.mark.parametrize("dist", ["load", "worksteal"])
 def test_a_real_worker_peeks_its_queue_except_under_worksteal(
     pytester: pytest.Pytester, dist: str
 ) -> None:
