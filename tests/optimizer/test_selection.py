@@ -9,6 +9,7 @@ from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
+from tests.helpers import make_skill
 
 
 def result(should: bool, passes: bool, error: bool = False) -> QueryResult:
@@ -57,3 +58,42 @@ def test_with_every_candidate_errored_the_start_stays_best(tmp_path: Path) -> No
     run.iterations = [iteration(1, 0), iteration(2, 2, error=True)]
     assert run.best().iteration == 1
     assert not run.beats_start
+
+
+def test_an_outage_never_makes_a_description_look_better(tmp_path: Path) -> None:
+    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
+    from pytest_skilltrigger.skills.catalog import load_targets
+
+    folder = make_skill(tmp_path, [("merge these PDF documents", True), ("write a poem", False)])
+    (target,) = load_targets([str(folder)])
+    entries = list(target.eval_set.entries)
+
+    def result(entry, status: str) -> QueryResult:
+        outcome = RunOutcome(
+            status,
+            chosen=None if status == "error" else "text",  # type: ignore[arg-type]
+            error="529 overloaded" if status == "error" else None,
+        )
+        return QueryResult(entry.query, entry.should_trigger, 1, 0.5, (outcome,))
+
+    run = Optimization(target, 0.0, entries, [])
+    # the start lost its positive to an outage; the candidate merely did not error
+    run.iterations.append(
+        Iteration(
+            1,
+            "start",
+            "evaluated",
+            train=[result(entries[0], "error"), result(entries[1], "not_triggered")],
+        )
+    )
+    run.iterations.append(
+        Iteration(
+            2,
+            "candidate",
+            "evaluated",
+            train=[result(entries[0], "triggered"), result(entries[1], "not_triggered")],
+        )
+    )
+    assert run.best().iteration == 2
+    assert run.improved is False
