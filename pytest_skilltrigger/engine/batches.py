@@ -290,9 +290,9 @@ class BatchRunner:
         included: the store keeps only new successful runs); never a fresh plan's."""
         for work, _runs in todo:
             new = work.outcomes[work.recorded :]
-            work.recorded = len(work.outcomes)
             if self.record is not None and new and not work.plan.fresh:
                 self.record(work.ident[0], work.query, new)
+            work.recorded += len(new)
 
     def _reserve(self, work: BatchWork, runs: int) -> float | None:
         """The budget reservation for a work's runs at the batch rate (None: refused)."""
