@@ -1,94 +1,39 @@
-"""The optimizer's HTML report: one self-contained page, one table per skill.
+"""The HTML reports: the optimizer's rounds, one table per skill, and a plain run's results.
 
 Why its own renderer rather than a template engine: the page must work offline (the reference
 tool's report pulls web fonts and breaks without a network), must never run anything a query
 or a description smuggles in (eval sets and proposed descriptions are untrusted text, and the
 latter is written by a model), and is rewritten after every iteration while the loop runs.
 So it is plain string building in which every user-supplied value goes through ``_e``, with
-inline CSS only and no scripts. Engine module: no pytest import.
+inline CSS only and no scripts (the shared pieces are in :mod:`.html_parts`). Engine module:
+no pytest import.
 
 Layout per skill: a header (name, path, exit reason, original vs best description), then a
 table with one row per iteration (description, train score, test score) and one column per
 query, train columns and test columns told apart, each cell a pass/fail mark with the trigger
-rate and triggers/runs.
+rate and triggers/runs. A plain run's page (:func:`render_results_html`) has per skill its
+summary and a table of its queries, failing ones first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.engine.cost import format_usd
 from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
+from pytest_skilltrigger.reports.html_parts import expected_badge, html_page, result_cell, verdict
 
-__all__ = ["render_html"]
+if TYPE_CHECKING:
+    from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
+
+__all__ = ["render_html", "render_results_html"]
 
 #: How many characters of a query the column header shows (the full text is in ``title``).
 QUERY_CHARS = 60
 #: The label of a candidate refused for the folder (``refused_for_folder`` in the JSON).
 REFUSED = "refused: takes more of its siblings' queries than it gains"
 
-CSS = """
-:root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif;
-  margin: 1.5em; color: #1f2328; background: #fff; font-size: 14px; }
-h1 { font-size: 1.5em; margin: 0 0 .4em; }
-h2 { font-size: 1.25em; margin: 0 0 .3em; }
-.banner { padding: .5em .8em; border-radius: 4px; margin-bottom: 1em; }
-.banner.running { background: #fff8c5; border: 1px solid #d4a72c; }
-.banner.done { background: #eef6ee; border: 1px solid #8fc79a; }
-section.skill { border: 1px solid #d0d7de; border-radius: 6px; padding: 1em;
-  margin-bottom: 2em; }
-dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; margin: .5em 0; }
-dl.meta dt { font-weight: 600; color: #57606a; }
-dl.meta dd { margin: 0; }
-.desc { white-space: pre-wrap; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas,
-  monospace; font-size: 12px; background: #f6f8fa; border: 1px solid #d0d7de;
-  border-radius: 4px; padding: .4em .6em; margin: 0; }
-.descs { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; margin: .5em 0 1em; }
-.descs h3 { font-size: 1em; margin: 0 0 .3em; }
-.scroll { overflow-x: auto; }
-table.iters { border-collapse: collapse; font-size: 12px; }
-table.iters th, table.iters td { border: 1px solid #d0d7de; padding: 3px 5px;
-  vertical-align: top; }
-table.iters td.desc-cell { min-width: 22em; max-width: 36em; white-space: pre-wrap; }
-table.iters td.num, table.iters td.score { text-align: center; white-space: nowrap; }
-th.group-train, th.q.train { background: #ddf4ff; }
-th.group-test, th.q.test { background: #fbefff; }
-th.q { width: 7.5em; min-width: 7.5em; max-width: 7.5em; font-weight: normal;
-  text-align: left; }
-th.q .qt { display: block; max-height: 7.5em; overflow: hidden; overflow-wrap: anywhere; }
-td.cell.train { border-bottom: 3px solid #54aeff; }
-td.cell.test { border-bottom: 3px solid #c297ff; }
-.badge { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 .4em;
-  border-radius: 3px; margin-bottom: .2em; white-space: nowrap; }
-.badge.pos { background: #1a7f37; color: #fff; }
-.badge.neg { background: #6e7781; color: #fff; }
-.badge.best { background: #bf8700; color: #fff; }
-.badge.status { background: #cf222e; color: #fff; }
-.badge.refused { background: #bc4c00; color: #fff; white-space: normal; }
-td.cell { text-align: center; white-space: nowrap; min-width: 4.5em; }
-td.cell .mark { font-size: 15px; font-weight: 700; display: block; }
-td.cell .rate { display: block; }
-td.cell .runs { display: block; color: #57606a; }
-td.pass { background: #dafbe1; }
-td.pass .mark { color: #1a7f37; }
-td.fail { background: #ffebe9; }
-td.fail .mark { color: #cf222e; }
-td.error { background: #fff1c2; }
-td.error .mark { color: #9a6700; }
-td.skipped { background: #eaeef2; }
-td.skipped .mark { color: #57606a; }
-td.none { background: #fff; color: #8c959f; }
-tr.best > td.num, tr.best > td.desc-cell, tr.best > td.score { background: #fff8c5; }
-tr.best > td { border-top: 2px solid #bf8700; border-bottom: 2px solid #bf8700; }
-tr.invalid > td.desc-cell, tr.interrupted > td.desc-cell { color: #57606a; }
-tr.refused > td.num, tr.refused > td.desc-cell, tr.refused > td.score { background: #fff1e5; }
-.folder-warning { background: #fff1e5; border: 1px solid #bc4c00; border-radius: 4px;
-  padding: .4em .7em; margin: .4em 0; }
-.note { color: #57606a; font-style: italic; display: block; margin-top: .3em; }
-.legend { font-size: 12px; color: #57606a; margin: .5em 0; }
-.empty { color: #57606a; font-style: italic; }
-"""
 
 
 _e = escape_html  # short name: it wraps every user string in the templates below
@@ -131,11 +76,7 @@ def _index(results: Iterable[dict[str, Any]]) -> dict[tuple[str, int], dict[str,
 
 def _query_header(query: str, row: dict[str, Any], split: str) -> str:
     positive = bool(row.get("should_trigger"))
-    badge = (
-        '<span class="badge pos">✓ should trigger</span>'
-        if positive
-        else '<span class="badge neg">✗ should not</span>'
-    )
+    badge = expected_badge(positive)
     short = query if len(query) <= QUERY_CHARS else query[: QUERY_CHARS - 1] + "…"
     tip = [query, "should trigger" if positive else "should not trigger", f"set: {split}"]
     extra = row.get("extra")
@@ -144,34 +85,6 @@ def _query_header(query: str, row: dict[str, Any], split: str) -> str:
     return (
         f'<th class="q {split}" title="{_e(chr(10).join(tip))}">{badge}'
         f'<span class="qt">{_e(short)}</span></th>'
-    )
-
-
-def _cell(row: dict[str, Any] | None, split: str) -> str:
-    if row is None:
-        return f'<td class="cell {split} none" title="not run">·</td>'
-    runs = row.get("runs") or 0
-    triggers = row.get("triggers") or 0
-    rate = row.get("trigger_rate")
-    rate_text = format_ratio(rate, "—")
-    tip = [f"trigger rate {rate_text} ({triggers}/{runs} runs)"]
-    tip.append(f"chose: {format_chosen(row.get('chosen'))}")
-    if row.get("skipped"):
-        kind, mark, label = "skipped", "–", "skipped"
-        tip.append(f"skipped: {row.get('skipped')}")
-    elif row.get("errors") or row.get("error"):
-        kind, mark, label = "error", "!", "error"
-        tip.append(f"errors: {row.get('errors') or 0}; {row.get('error') or 'unknown error'}")
-    elif row.get("pass") is True:
-        kind, mark, label = "pass", "✓", "pass"
-    elif row.get("pass") is False:
-        kind, mark, label = "fail", "✗", "fail"
-    else:
-        kind, mark, label = "none", "?", "no verdict"
-    return (
-        f'<td class="cell {split} {kind}" title="{_e(label + chr(10) + chr(10).join(tip))}">'
-        f'<span class="mark">{mark}</span><span class="rate">{rate_text}</span>'
-        f'<span class="runs">{_e(triggers)}/{_e(runs)}</span></td>'
     )
 
 
@@ -214,8 +127,8 @@ def _iteration_row(
     ]
     if folder:
         cells.append(_folder_cell(entry))
-    cells += [_cell(train_index.get((q, n)), "train") for q, n, _ in train_cols]
-    cells += [_cell(test_index.get((q, n)), "test") for q, n, _ in test_cols]
+    cells += [result_cell(train_index.get((q, n)), "train") for q, n, _ in train_cols]
+    cells += [result_cell(test_index.get((q, n)), "test") for q, n, _ in test_cols]
     class_attr = f' class="{_e(" ".join(classes))}"' if classes else ""
     return f"<tr{class_attr}>{''.join(cells)}</tr>"
 
@@ -418,7 +331,6 @@ def render_html(
     final page has none, so it stops reloading once the run is over. ``routing`` are the
     session's routing tables (how each folder's queries were routed by the items' runs).
     """
-    refresh = '<meta http-equiv="refresh" content="5">\n' if running else ""
     banner = (
         '<div class="banner running">Running: this page reloads every 5 seconds.</div>'
         if running
@@ -427,12 +339,107 @@ def render_html(
     sections = "".join(_skill_section(s) for s in skills if isinstance(s, dict))
     if not sections:
         sections = '<p class="empty">No skill has been evaluated yet.</p>'
-    if routing:
-        tables = "".join(routing_section(t) for t in routing)
-        sections += f'<section class="routing"><h2>Routing, as the tests ran</h2>{tables}</section>'
+    sections += _routing_part(routing or [])
+    return html_page(title, f"{banner}\n{LEGEND}\n{sections}", refresh=running)
+
+
+def _routing_part(routing: list[dict[str, Any]]) -> str:
+    """Every folder's routing table (``RoutingTable.to_dict`` entries), under one heading."""
+    if not routing:
+        return ""
+    tables = "".join(routing_section(t) for t in routing)
+    return f'<section class="routing"><h2>Routing, as the tests ran</h2>{tables}</section>'
+
+
+RESULTS_LEGEND = (
+    '<p class="legend">One table per skill, its failing queries first (marked in red: a'
+    " miss; yellow: a run errored, never counted as a miss; grey: skipped), then the ones that"
+    " passed; # is the query's place in the eval set. Result: <b>✓</b> pass, <b>✗</b> fail,"
+    " <b>!</b> error, <b>–</b> skipped, with the trigger rate and triggers/runs.</p>"
+)
+
+
+def render_results_html(report: SessionReport, title: str = "Skill trigger results") -> str:
+    """The page of a plain run (``--trigger-report`` without ``--optimize-description``):
+    each skill's summary and queries, failing ones first, then every folder's routing table.
+
+    The same self-contained style as the rounds' page, and the same escaping: queries come
+    from eval files anyone can contribute to, and the page is opened in a browser."""
+    total = report.total()
+    run = [
+        ("Backend", _e(report.backend or "—")),
+        ("Model", _e(report.model or "—")),
+        ("Runs per query", _e(report.runs_per_query)),
+        ("Threshold", _e(report.threshold)),
+    ]
+    if report.spending:  # every call of the session, the fixture's checks included
+        run.append(("Session", f"{_e(total.calls)} calls, cost {_e(_usd(total.cost_usd))}"))
+    meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in run)
+    sections = "".join(_results_section(skill) for skill in report.skills)
+    if not report.has_results:
+        sections = '<p class="empty">No skill was tested.</p>'
+    sections += _routing_part([table.to_dict() for table in report.routing])
+    return html_page(title, f'<dl class="meta">{meta}</dl>\n{RESULTS_LEGEND}\n{sections}')
+
+
+def _usd(cost: float | None) -> str:
+    return "unknown (model not in the price table)" if cost is None else format_usd(cost)
+
+
+def _results_section(skill: SkillReport) -> str:
+    """One skill: what Claude Code lists for it, its summary, and its queries."""
+    target, s = skill.target, skill.summary
+    skipped = f", {s.skipped} skipped" if s.skipped else ""
+    counts = f"{s.failed} failed, {s.errors} errors{skipped}"
+    u = s.usage
+    meta = [
+        ("Path", _e(target.skill.path)),
+        ("Listed as", f"<code>{_e(target.context().tested.line)}</code>"),
+        ("Queries passed",
+         f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}); {counts}"),
+        ("Precision", format_ratio(s.precision)),
+        ("Recall", format_ratio(s.recall)),
+        ("Run accuracy", format_ratio(s.accuracy)),
+        ("Calls", f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
+                  f"cache write {u.cache_creation_input_tokens:,}, "
+                  f"read {u.cache_read_input_tokens:,})"),
+        ("Cost", _e(_usd(s.cost_usd)) if s.priced else "n/a (no model priced)"),
+    ]  # fmt: skip
+    dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta)
+    rows = list(zip(sorted(skill.results.rows), skill.results.report_rows(), strict=True))
+    for index, row in rows:  # a skill the model is never shown passes without a run: say why
+        row["unlisted"] = skill.results.rows[index].unlisted
+    # failing first (a miss, an error, a skip), each group in eval-file order
+    rows.sort(key=lambda ir: ir[1].get("pass") is True)
+    body = "".join(_result_row(index, row) for index, row in rows)
+    table = (
+        '<div class="scroll"><table class="results"><thead><tr><th>#</th><th>Query</th>'
+        "<th>Expected</th><th>Result</th><th>Verdict</th><th>Chosen</th></tr></thead>"
+        f"<tbody>{body}</tbody></table></div>"
+        if rows
+        else '<p class="empty">No query of this skill ran.</p>'
+    )
     return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"{refresh}<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n"
-        f"<h1>{_e(title)}</h1>\n{banner}\n{LEGEND}\n{sections}\n</body>\n</html>\n"
+        f'<section class="skill"><h2>{_e(target.name)}</h2><dl class="meta">{dl}</dl>'
+        f"{table}</section>"
+    )
+
+
+def _result_row(index: int, row: dict[str, Any]) -> str:
+    """One query of a plain run: a failing one is marked (its class colours the row)."""
+    kind, _mark, label, detail = verdict(row)
+    if row.get("unlisted"):
+        detail = f"not listed: {row['unlisted']}"
+    extra = row.get("extra")
+    tip = [f"{k}: {v}" for k, v in extra.items()] if isinstance(extra, dict) else []
+    title = f' title="{_e(chr(10).join(tip))}"' if tip else ""
+    failing = kind != "pass"
+    badge = f'<span class="badge status">{_e(label)}</span>' if failing else _e(label)
+    note = f'<span class="note">{_e(detail)}</span>' if detail else ""
+    return (
+        f'<tr class="{"failing " if failing else ""}{kind}"><td class="num">{index + 1}</td>'
+        f'<td class="query"{title}>{_e(row.get("query", ""))}</td>'
+        f"<td>{expected_badge(bool(row.get('should_trigger')))}</td>"
+        f"{result_cell(row, 'result')}<td>{badge}{note}</td>"
+        f'<td>{_e(format_chosen(row.get("chosen")))}</td></tr>'
     )

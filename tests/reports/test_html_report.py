@@ -7,6 +7,7 @@ turning into markup would be script injection into the user's machine.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import struct
@@ -123,6 +124,9 @@ class Tags(HTMLParser):
 
     def count(self, tag: str) -> int:
         return sum(1 for t, _ in self.tags if t == tag)
+
+    def tags_of(self, tag: str) -> list[dict[str, str | None]]:
+        return [a for t, a in self.tags if t == tag]
 
     def with_class(self, tag: str, cls: str) -> list[dict[str, str | None]]:
         return [a for t, a in self.tags if t == tag and cls in (a.get("class") or "").split()]
@@ -355,3 +359,103 @@ def test_no_folder_line_without_a_folder_or_when_fresh_runs_errored() -> None:
         page = render_html([skill], running=False)
         assert 'class="folder-warning"' not in page
         assert not parse(page).with_class("tr", "refused")
+
+
+# a query that would be markup, an attribute break-out and an entity, all at once
+NASTY = "<script>alert(\"x\")</script> & 'q' \"><img src=x onerror=alert(1)>"
+
+
+def plain_run(root: Path) -> Any:
+    """A plain run's typed report: two skills of one folder; demo's queries are a miss (the
+    nasty one, taken by a built-in), a pass, an error and a pass, in eval-file order."""
+    from pytest_skilltrigger.engine.cost import Spend
+    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
+    from pytest_skilltrigger.reports.routing import routing_tables
+    from pytest_skilltrigger.reports.session_report import build_report
+    from pytest_skilltrigger.reports.summary import SessionResults
+    from pytest_skilltrigger.skills.catalog import load_targets
+
+    demo = [(NASTY, True), ("tidy the sheet", True), ("sort the rows", True), ("bake", False)]
+    for name, entries in (("demo", demo), ("other", [("read a pdf", True)])):
+        (root / name / "evals").mkdir(parents=True)
+        description = json.dumps(f"Sheets & <b>tables</b> for {name}")  # JSON is YAML
+        skill_md = f"---\nname: {name}\ndescription: {description}\n---\n"
+        (root / name / "SKILL.md").write_text(skill_md)
+        rows = [{"query": q, "should_trigger": s, "tag": f"tag {q}"} for q, s in entries]
+        (root / name / "evals" / "trigger-eval.json").write_text(json.dumps(rows))
+    usage = Usage(input_tokens=1000, output_tokens=100)
+
+    def runs(owner: str, *chosen: str) -> tuple[RunOutcome, ...]:
+        return tuple(
+            RunOutcome("triggered" if c == f"skill:{owner}" else "not_triggered",
+                       chosen=c, usage=usage, model="claude-sonnet-5")
+            for c in chosen
+        )  # fmt: skip
+
+    outcomes = {
+        "demo": [
+            runs("demo", "skill:charts", "skill:charts", "text"),
+            runs("demo", "skill:demo", "skill:demo", "skill:demo"),
+            (RunOutcome("error", error="boom <b>&amp;</b>"),),
+            runs("demo", "text", "text", "text"),
+        ],
+        "other": [runs("other", "skill:other", "skill:other")],
+    }
+    results = SessionResults()
+    for target in load_targets([str(root)]):
+        mine = outcomes[target.name]
+        for entry, these in zip(target.eval_set.entries, mine, strict=True):
+            results.add(target, entry.index,
+                        QueryResult(entry.query, entry.should_trigger, 3, 0.5, these))  # fmt: skip
+    return build_report(
+        results, backend="api", model="claude-sonnet-5", runs_per_query=3, threshold=0.5,
+        routing=routing_tables(results.ordered()), spending={"items": Spend(12, usage, 0.0331)},
+    )  # fmt: skip
+
+
+def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first(
+    tmp_path: Path,
+) -> None:
+    from pytest_skilltrigger.reports.html_report import render_results_html
+
+    page = render_results_html(plain_run(tmp_path / "skills"))
+    tags = parse(page)
+    text = "".join(tags.text)
+    # nothing user-supplied became markup, and all of it reached the reader as text
+    for tag, attrs in tags.tags:
+        assert tag not in ("script", "img", "iframe", "link"), tag
+        assert not [k for k in attrs if k.startswith("on") or k in ("src", "href")], attrs
+    assert "<script>" not in page and "&lt;script&gt;alert(&quot;x&quot;)" in page
+    assert "<b>tables" not in page
+    assert "&amp; &#x27;q&#x27; &quot;&gt;&lt;img" in page
+    assert NASTY in text and "boom <b>&amp;</b>" in text
+    assert f"tag: tag {NASTY}" in [a.get("title") for a in tags.tags_of("td")]  # its extra
+    # each skill: its path, the line Claude Code lists, its summary
+    assert len(tags.with_class("section", "skill")) == 2
+    assert str(tmp_path / "skills" / "demo") in text
+    # (the line as the CLI lists it, escaped for the model: shown to the reader as it is)
+    assert "- demo: Sheets & &lt;b&gt;tables&lt;/b&gt; for demo" in text
+    demo = text[text.index("demo") : text.index("- other: ")]
+    assert "Queries passed2/4 (0.50); 1 failed, 1 errors" in demo
+    assert "Precision1.00" in demo and "Recall0.50" in demo and "Run accuracy0.67" in demo
+    assert "Calls10 (tokens in 9,000, out 900" in demo and "Cost$0.0" in demo
+    # the queries: failing ones first (the miss, the error), each group in eval-file order
+    numbers = re.findall(r'<td class="num">(\d+)</td>', page)
+    assert numbers == ["1", "3", "2", "4", "1"]  # then the other skill's one query
+    assert [a["class"] for a in tags.tags_of("tr") if "failing" in (a.get("class") or "")] == [
+        "failing fail", "failing error"
+    ]  # fmt: skip
+    assert "0/3" in demo and "3/3" in demo and "0.00" in demo
+    assert "skill:charts ×2, text ×1" in demo  # what was chosen instead
+    assert demo.count("✓ should trigger") == 3 and demo.count("✗ should not") == 1
+    # then the folder's routing table, where the built-in is not one of the folder's skills
+    assert "Routing, as the tests ran" in text and "other skill charts" in text
+    assert "Session12 calls, cost $0.033" in text and "Modelclaude-sonnet-5" in text
+
+
+def test_a_plain_run_without_results_says_so() -> None:
+    from pytest_skilltrigger.reports.html_report import render_results_html
+    from pytest_skilltrigger.reports.session_report import SessionReport
+
+    page = render_results_html(SessionReport("api", None, 3, 0.5))
+    assert "No skill was tested." in page and "<script" not in page
