@@ -34,8 +34,6 @@ QUERY_CHARS = 60
 #: The label of a candidate refused for the folder (``refused_for_folder`` in the JSON).
 REFUSED = "refused: takes more of its siblings' queries than it gains"
 
-
-
 _e = escape_html  # short name: it wraps every user string in the templates below
 
 
@@ -373,17 +371,13 @@ def render_results_html(report: SessionReport, title: str = "Skill trigger resul
         ("Threshold", _e(report.threshold)),
     ]
     if report.spending:  # every call of the session, the fixture's checks included
-        run.append(("Session", f"{_e(total.calls)} calls, cost {_e(_usd(total.cost_usd))}"))
+        run.append(("Session", f"{_e(total.calls)} calls, cost {_e(format_usd(total.cost_usd))}"))
     meta = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in run)
     sections = "".join(_results_section(skill) for skill in report.skills)
     if not report.has_results:
         sections = '<p class="empty">No skill was tested.</p>'
     sections += _routing_part([table.to_dict() for table in report.routing])
     return html_page(title, f'<dl class="meta">{meta}</dl>\n{RESULTS_LEGEND}\n{sections}')
-
-
-def _usd(cost: float | None) -> str:
-    return "unknown (model not in the price table)" if cost is None else format_usd(cost)
 
 
 def _results_section(skill: SkillReport) -> str:
@@ -403,7 +397,7 @@ def _results_section(skill: SkillReport) -> str:
         ("Calls", f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
                   f"cache write {u.cache_creation_input_tokens:,}, "
                   f"read {u.cache_read_input_tokens:,})"),
-        ("Cost", _e(_usd(s.cost_usd)) if s.priced else "n/a (no model priced)"),
+        ("Cost", _e(format_usd(s.cost_usd)) if s.priced else "n/a (no model priced)"),
     ]  # fmt: skip
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta)
     rows = list(zip(sorted(skill.results.rows), skill.results.report_rows(), strict=True))
