@@ -78,9 +78,9 @@ class Controller(Role):
         # (the store's own check below says less well why a path cannot be used)
         files.append(("--trigger-store", self.settings.active_store))
         files.append(("GITHUB_STEP_SUMMARY", os.environ.get("GITHUB_STEP_SUMMARY") or None))
+        files.append(("--trigger-report", options.report_path(self.config)))
         folders: list[tuple[str, str | None]] = []
         if self.optimize is not None:
-            files.append(("--trigger-report", self.optimize.report_path))
             folders.append(("--trigger-results-dir", self.optimize.results_dir))
             # a rewritten SKILL.md goes through a temporary file beside it
             files += [("SKILL.md", t.skill.skill_md) for t in self.targets]
@@ -200,6 +200,12 @@ class Controller(Role):
         path = options.json_path(self.config)
         if path:
             write_report(path, data)
+        page = options.report_path(self.config)
+        if page and self.optimize is None and report.has_results:  # (the rounds write theirs)
+            from pytest_skilltrigger.reports.html_report import render_results_html
+            from pytest_skilltrigger.support.atomic import atomic_write_text
+
+            atomic_write_text(page, render_results_html(report))
         self._apply_gates(session, report, data)
 
     def _optimize(self, session: pytest.Session) -> dict[str, Optimization] | None:

@@ -59,7 +59,7 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
         columns = table.columns()
         lines.append(
             "| queries of | kind | "
-            + " | ".join(_cell(choice_label(c)) for c in columns)
+            + " | ".join(_cell(choice_label(c, table.skills)) for c in columns)
             + " | errors |"
         )
         lines.append("|---|---|" + "---|" * (len(columns) + 1))

@@ -244,3 +244,35 @@ def test_routing_items_stop_early_with_the_verdicts_of_every_run(
     assert early_runs["add a pivot table to the workbook"] == 2
     assert early_runs["sum column b of sales.xlsx"] == 2
     assert early_runs["what is the capital of peru"] == 3
+
+
+def test_a_plain_run_writes_its_trigger_report_page_with_the_routing_table(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Without --optimize-description, --trigger-report is the items' page: each skill's
+    summary and queries, and the folder's table (it used to be silently ignored)."""
+    folder = make_folder(pytester.path, fake_api)
+    page = pytester.path / "out" / "page.html"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, f"--trigger-report={page}", "--no-early-stop")
+    )
+    assert result.ret == 1
+    html = page.read_text()
+    assert f"Routing in {folder}" in html
+    assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
+    assert "sum column b of sales.xlsx" in html and "merge these two pdf files" in html
+    assert "<script" not in html
+
+
+def test_a_trigger_report_that_cannot_be_written_is_a_usage_error_also_in_a_plain_run(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_folder(pytester.path, fake_api)
+    blocker = pytester.path / "blocker"
+    blocker.write_text("a file, not a folder")
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, f"--trigger-report={blocker}/page.html")
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{blocker}/page.html: cannot be created*(--trigger-report)*"])
+    assert fake_api.stats["calls"] == 0
