@@ -62,7 +62,9 @@ class RunOutcome:
     request_id: str | None = None
     fatal: bool = False
     from_store: bool = False
-    requests: int = 1  # API requests the run made (retries, a CLI's follow-ups), all paid for
+    # API requests the run made (retries, a CLI's follow-ups): all counted, and all paid for
+    # but an errored batch request, which is not billed (its usage is empty)
+    requests: int = 1
     model: str | None = None  # the model that answered, when the backend learns it
     # made in a message batch (priced at the batch rate, counted by the process that ran it)
     batch: bool = False
