@@ -160,21 +160,65 @@ def test_write_problem_names_the_wrong_kind_of_path(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.skipif(as_root, reason="root may write anywhere: modes do not stop it")
+NOBODY = 65534  # the unprivileged user root checks modes as (root itself may write anywhere)
+
+WRITE_PROBLEMS = """
+import json, sys
+from pytest_skilltrigger.support.atomic import write_problem
+root = sys.argv[1]
+print(json.dumps([
+    write_problem(f"{root}/read-only.txt"),
+    write_problem(f"{root}/locked/file.txt"),
+    write_problem(f"{root}/locked/new/r.json"),
+    write_problem(f"{root}/locked", folder=True),
+]))
+"""
+
+
 def test_write_problem_names_what_is_not_writable(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    (locked / "file.txt").write_text("x")
-    read_only = tmp_path / "read-only.txt"
-    read_only.write_text("x")
-    read_only.chmod(0o444)
-    locked.chmod(0o555)
+    """Modes decide for an ordinary user; run as root (CI), the check runs as ``nobody`` in
+    a folder ``nobody`` can reach, so it is made there too rather than skipped."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(dir="/tmp")) if as_root else tmp_path
     try:
-        assert write_problem(read_only) == "is not writable"
-        assert write_problem(locked / "file.txt") == f"its folder {locked} is not writable"
-        assert write_problem(locked / "new" / "r.json") == (
-            f"cannot be created: {locked} is not writable"
-        )
-        assert write_problem(locked, folder=True) == "is not writable"
+        base.chmod(0o755)
+        locked = base / "locked"
+        locked.mkdir()
+        (locked / "file.txt").write_text("x")
+        read_only = base / "read-only.txt"
+        read_only.write_text("x")
+        read_only.chmod(0o444)
+        if as_root:  # the user's own files, in a folder of root's it may not write
+            os.chown(read_only, NOBODY, NOBODY)
+            os.chown(locked / "file.txt", NOBODY, NOBODY)
+        locked.chmod(0o555)
+        python, env = sys.executable, None
+        if as_root:  # (the virtualenv's interpreter may sit under root's home: a system one)
+            python = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or ""
+            if not python:
+                pytest.skip("running as root with no system python3 for the nobody user")
+            env = {"PYTHONPATH": str(Path(atomic.__file__).resolve().parents[2])}
+        done = subprocess.run(
+            [python, "-c", WRITE_PROBLEMS, str(base)], capture_output=True, text=True,
+            check=False, timeout=60, user=NOBODY if as_root else None, cwd="/", env=env,
+        )  # fmt: skip
+        if as_root and done.returncode and "Error: " in done.stderr and (
+            "No module named" in done.stderr or "Permission denied" in done.stderr
+        ):
+            pytest.skip(f"the nobody user cannot read this checkout: {done.stderr[-200:]}")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout) == [
+            "is not writable",
+            f"its folder {locked} is not writable",
+            f"cannot be created: {locked} is not writable",
+            "is not writable",
+        ]
     finally:
-        locked.chmod(0o755)
+        (base / "locked").chmod(0o755)
+        if as_root:
+            shutil.rmtree(base, ignore_errors=True)
