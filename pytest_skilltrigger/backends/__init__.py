@@ -68,6 +68,13 @@ def make_backend(
     when asking): returned as it is when it is the one chosen. ``shelf`` keeps captured CLI
     requests between sessions (the engine's session, which writes them to its store where
     this process may write); the asker never captures."""
+    if purpose == "ask" and reuse is not None:
+        from pytest_skilltrigger.backends.api.backend import credentials_configured
+
+        # the trigger backend answers, whatever it is (a caller's own too), unless a plain
+        # API request is to be had
+        if reuse.name == "anthropic" or not credentials_configured():
+            return reuse
     choice = backend_choice(settings, purpose)
     if reuse is not None and reuse.name == choice:
         return reuse

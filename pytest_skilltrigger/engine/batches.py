@@ -168,13 +168,18 @@ class BatchRunner:
             wave += 1
             self._wave(wave, todo)
 
+    @property
+    def expired(self) -> bool:
+        """True once the session's batch deadline has passed: no wave will be sent again."""
+        return self._first is not None and self._left() <= 0
+
     def _left(self) -> float:
         """Seconds until the deadline (the whole timeout before any batch was sent)."""
         if self._first is None:
             return self.timeout
         return self.timeout - (time.monotonic() - self._first)
 
-    def _timeout_reason(self) -> str:
+    def timeout_reason(self) -> str:
         return (
             f"no batch result within {self.timeout:.0f}s of the session's first batch "
             "(--trigger-batch-timeout)"
@@ -196,7 +201,7 @@ class BatchRunner:
         if not requests:
             return
         if self._left() <= 0:
-            self._fail(owners, self._timeout_reason())
+            self._fail(owners, self.timeout_reason())
             return
         ids: list[str] = []
         answered: set[str] = set()
@@ -224,7 +229,7 @@ class BatchRunner:
             if failure is None:
                 timed_out = self._left() <= 0
                 reason = "the batch gave no result for this request"
-                failure = (self._timeout_reason() if timed_out else reason, False)
+                failure = (self.timeout_reason() if timed_out else reason, False)
             self._fail(missing, *failure)
 
     def _collect(self, batch_id: str, wave: int, owners: dict[str, tuple[BatchWork, float]],

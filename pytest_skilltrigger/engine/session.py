@@ -135,6 +135,17 @@ class TriggerSession:
         """Why no further call will be made (bad credentials, unknown model), if so."""
         return self.sampler.fatal if self.sampler is not None else None
 
+    @property
+    def halted(self) -> str | None:
+        """Why no further trigger run can succeed, if so: a fatal error (bad credentials, an
+        unknown model), or the session's batch deadline passed (``--trigger-batch``). The
+        improvement rounds stop on it rather than pay for proposals they cannot measure."""
+        if self.fatal:
+            return self.fatal
+        if self._batches is not None and self._batches.expired:
+            return self._batches.timeout_reason()
+        return None
+
     def context_key(self, context: TriggerContext) -> str | None:
         """The key results of this context are stored under; None without a backend, or
         when the context cannot be prepared (its runs are then errors, stored nowhere)."""

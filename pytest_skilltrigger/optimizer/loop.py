@@ -276,6 +276,9 @@ def optimize(
     try:
         for number in range(1, max_iterations + 1):
             started = time.monotonic()
+            if number > 1 and session.halted:  # no run can measure a proposal: ask no more
+                run.exit_reason = f"stopped before iteration {number}: {session.halted}"
+                break
             if number > 1:
                 base = run.best_for_proposing()
                 attempts = [Attempt(it.description, tuple(it.train)) for it in run.evaluated()]
@@ -323,7 +326,7 @@ def optimize(
                 break
         else:
             run.exit_reason = f"max_iterations ({max_iterations})"
-        if run.beats_start:
+        if run.beats_start and not session.halted:
             try:
                 run.confirmation = confirm(session, run)
             except KeyboardInterrupt:

@@ -131,7 +131,10 @@ class Controller(Role):
         and the JSON report both show it)."""
         from pytest_skilltrigger.reports.routing import routing_tables
 
-        return routing_tables(self.results.ordered(), self.routing_results)
+        folders: dict[str, list[str]] = {}
+        for target in self.targets:  # deselected ones too: a sibling is never "other"
+            folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
+        return routing_tables(self.results.ordered(), self.routing_results, folders)
 
     def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         """The typed result of a trigger item, once its report has arrived."""
@@ -196,8 +199,9 @@ class Controller(Role):
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         rounds = self._optimize(session) if self.optimize and not interrupted else None
         report = self.report = self._build_report(rounds)
-        data = report_json(report)  # the JSON edge: the file, and the baseline comparison
         path = options.json_path(self.config)
+        # the JSON edge, for the file and the baseline comparison (which reads JSON)
+        data = report_json(report) if path or self.baseline is not None else {}
         if path:
             write_report(path, data)
         page = options.report_path(self.config)
@@ -266,6 +270,7 @@ class Controller(Role):
             prices=engine.prices if engine else None,
             spending=engine.spending() if engine else None,
             routing=self.routing_tables,
+            base=str(self.config.invocation_params.dir),
         )
 
     def _apply_gates(

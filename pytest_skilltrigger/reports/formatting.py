@@ -45,11 +45,15 @@ def escape_html(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def display_path(path: str) -> str:
-    """A folder as a person running pytest reads it: relative to where they are when it is
-    below it (``skills``), else as it is. Reports that are kept (the JSON) keep the full path."""
+def display_path(path: str, base: str | None = None) -> str:
+    """A folder as a person running pytest reads it: relative to where they started pytest
+    (``base``, else the current folder) when it is below it (``skills``), else as it is (the
+    folder itself too: ``.`` says little). Reports that are kept (the JSON) keep the full
+    path."""
     try:
-        relative = os.path.relpath(path)
+        relative = os.path.relpath(path, base)
     except ValueError:  # another drive (Windows)
         return path
-    return path if relative == ".." or relative.startswith(".." + os.sep) else relative
+    if relative == "." or relative == ".." or relative.startswith(".." + os.sep):
+        return path
+    return relative

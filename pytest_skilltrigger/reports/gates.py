@@ -3,7 +3,6 @@ number the gate compares and the option that set the floor."""
 
 from __future__ import annotations
 
-from pytest_skilltrigger.reports.formatting import display_path
 from pytest_skilltrigger.reports.session_report import SessionReport
 
 
@@ -30,8 +29,9 @@ def gate_failures(
             rate = table.rounded_accuracy
             if rate is not None and rate < min_routing_accuracy:
                 passed, decided = table.counted
+                folder = report.folder_label(table.folder)
                 failures.append(
-                    f"routing in {display_path(table.folder)}: {rate:.4g} of routing items and "
+                    f"routing in {folder}: {rate:.4g} of routing items and "
                     f"should-trigger queries passed ({passed}/{decided}), "
                     f"below --trigger-min-routing-accuracy {min_routing_accuracy:g}"
                 )

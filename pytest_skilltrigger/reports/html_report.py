@@ -301,7 +301,7 @@ def routing_section(table: dict[str, Any]) -> str:
     from pytest_skilltrigger.reports.routing import choice_label
 
     columns = table["columns"]
-    skills = table.get("skills")
+    skills = table.get("folder_skills") or table.get("skills")
     head = "".join(f"<th>{_e(choice_label(c, skills))}</th>" for c in columns)
     rows = []
     for row in table["rows"]:
@@ -388,7 +388,8 @@ def _results_section(skill: SkillReport) -> str:
     u = s.usage
     meta = [
         ("Path", _e(target.skill.path)),
-        ("Listed as", f"<code>{_e(target.context().tested.line)}</code>"),
+        ("Listed as", f"<code>{_e(skill.listed_line)}</code>" if skill.listed_line
+         else "not listed (disable-model-invocation: true): it can never trigger"),
         ("Queries passed",
          f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}); {counts}"),
         ("Precision", format_ratio(s.precision)),
@@ -400,7 +401,7 @@ def _results_section(skill: SkillReport) -> str:
         ("Cost", _e(format_usd(s.cost_usd)) if s.priced else "n/a (no model priced)"),
     ]  # fmt: skip
     dl = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in meta)
-    rows = list(zip(sorted(skill.results.rows), skill.results.report_rows(), strict=True))
+    rows = skill.results.indexed_rows()
     for index, row in rows:  # a skill the model is never shown passes without a run: say why
         row["unlisted"] = skill.results.rows[index].unlisted
     # failing first (a miss, an error, a skip), each group in eval-file order

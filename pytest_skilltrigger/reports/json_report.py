@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
-from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
 REPORT_VERSION = 1
@@ -44,7 +43,7 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
         "skill_path": target.skill.path,
         "description": target.description,
         # the exact text after "- name: " that Claude Code lists (null: never listed)
-        "listed_description": listed_description(target),
+        "listed_description": skill.listed_description,
         "results": skill.results.report_rows(),
         "summary": {"covers": "items", **skill.summary.to_dict()},
     }
@@ -56,11 +55,3 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
 def write_report(path: str, report: dict[str, Any]) -> None:
     """Write the report atomically, pretty-printed, non-ASCII kept readable."""
     atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-
-
-def listed_description(target: Target) -> str | None:
-    """What the model sees of the skill's description, or None when it is not listed."""
-    context = target.context()
-    if not context.model_invocable:
-        return None
-    return context.tested.listed

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.engine.context import one_line
 from pytest_skilltrigger.engine.cost import format_usd
-from pytest_skilltrigger.reports.formatting import display_path, format_chosen, format_ratio
+from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
 from pytest_skilltrigger.reports.routing import choice_label
 
 if TYPE_CHECKING:
@@ -48,7 +48,7 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
             f"{min_accuracy:g}",
         ]
     for table in report.routing:
-        lines += ["", f"### Routing in {_cell(display_path(table.folder))}", ""]
+        lines += ["", f"### Routing in {_cell(report.folder_label(table.folder))}", ""]
         passed, counted = table.counted
         if table.accuracy is not None:
             lines += [
@@ -59,7 +59,7 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
         columns = table.columns()
         lines.append(
             "| queries of | kind | "
-            + " | ".join(_cell(choice_label(c, table.skills)) for c in columns)
+            + " | ".join(_cell(choice_label(c, table.project_skills)) for c in columns)
             + " | errors |"
         )
         lines.append("|---|---|" + "---|" * (len(columns) + 1))

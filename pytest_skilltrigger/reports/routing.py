@@ -70,6 +70,14 @@ class RoutingTable:
     items: list[tuple[RoutingEntry, QueryResult, bool | None]] = field(default_factory=list)
     accuracy: float | None = None
     counted: tuple[int, int] = (0, 0)  # (passed, decided)
+    # every project skill of the folder, tested in this run or not (``-k``, ``--lf``): a
+    # choice of one of them is a sibling's, never an "other skill"
+    folder_skills: list[str] = field(default_factory=list)
+
+    @property
+    def project_skills(self) -> list[str]:
+        """The names that head a column as a project skill of this folder."""
+        return sorted({*self.skills, *self.folder_skills})
 
     def columns(self) -> list[str]:
         """The project's skills first (as ``skill:<name>``), then other choices by name."""
@@ -86,6 +94,7 @@ class RoutingTable:
         return {
             "folder": self.folder,
             "skills": self.skills,
+            "folder_skills": self.project_skills,
             "columns": self.columns(),
             "rows": [
                 {"skill": r.skill, "should_trigger": r.should_trigger, "queries": r.queries,
@@ -113,11 +122,15 @@ RoutingResults = Mapping[str, Mapping[int, tuple["RoutingEntry", "QueryResult", 
 
 
 def routing_tables(
-    skills: Iterable[SkillResults], routing: RoutingResults | None = None
+    skills: Iterable[SkillResults],
+    routing: RoutingResults | None = None,
+    folder_skills: Mapping[str, Iterable[str]] | None = None,
 ) -> list[RoutingTable]:
     """One table per folder holding at least two of the tested skills, or a routing eval
-    set; ``routing`` gives each folder's routing items (entry, result, passed)."""
+    set; ``routing`` gives each folder's routing items (entry, result, passed) and
+    ``folder_skills`` the names of each folder's project skills (tested or not)."""
     routing = routing or {}
+    folder_skills = folder_skills or {}
     by_folder: dict[str, list[SkillResults]] = {}
     for skill in skills:
         by_folder.setdefault(os.path.dirname(skill.target.skill.path), []).append(skill)
@@ -127,6 +140,7 @@ def routing_tables(
         if len(group) < 2 and folder not in routing:
             continue
         table = _table(folder, group)
+        table.folder_skills = sorted(folder_skills.get(folder, ()))
         items = routing.get(folder, {})
         table.items = [items[i] for i in sorted(items)]
         decided = [ok for _e, _r, ok in table.items if ok is not None]

@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.engine.cost import PHASES, Spend, total_of
 from pytest_skilltrigger.reports.routing import RoutingTable
-from pytest_skilltrigger.reports.summary import SessionResults, SkillResults, Summary, summarize
+from pytest_skilltrigger.reports.summary import (
+    SessionResults,
+    SkillResults,
+    Summary,
+    models_used,
+    summarize,
+)
 from pytest_skilltrigger.skills.catalog import Target
 
 if TYPE_CHECKING:
@@ -36,6 +42,19 @@ class SkillReport:
     def name(self) -> str:
         return self.results.target.name
 
+    @property
+    def listed_description(self) -> str | None:
+        """The exact text after ``- name: `` that Claude Code lists for the skill, or None
+        when it is not listed (``disable-model-invocation``)."""
+        context = self.target.context()
+        return context.tested.listed if context.model_invocable else None
+
+    @property
+    def listed_line(self) -> str | None:
+        """The whole listing line, or None when the skill is not listed."""
+        context = self.target.context()
+        return context.tested.line if context.model_invocable else None
+
 
 @dataclass
 class SessionReport:
@@ -54,6 +73,14 @@ class SessionReport:
     skills: list[SkillReport] = field(default_factory=list)
     routing: list[RoutingTable] = field(default_factory=list)
     spending: Mapping[str, Spend] = field(default_factory=dict)
+    #: where pytest was started: folders are shown relative to it
+    base: str | None = None
+
+    def folder_label(self, folder: str) -> str:
+        """A folder as the person who ran pytest reads it."""
+        from pytest_skilltrigger.reports.formatting import display_path
+
+        return display_path(folder, self.base)
 
     @property
     def has_results(self) -> bool:
@@ -82,11 +109,10 @@ def build_report(
     prices: dict | None = None,
     spending: Mapping[str, Spend] | None = None,
     routing: Sequence[RoutingTable] = (),
+    base: str | None = None,
 ) -> SessionReport:
     """The session's report. ``optimizations`` are the improvement rounds by skill folder;
     the model named is the one that really answered, when the runs say so."""
-    from pytest_skilltrigger.reports.summary import models_used
-
     used = models_used(results.all_results())
     model = used[0] if used else model
     skills = [
@@ -98,5 +124,6 @@ def build_report(
         for skill in results.ordered()
     ]
     return SessionReport(
-        backend, model, runs_per_query, threshold, skills, list(routing), dict(spending or {})
-    )
+        backend, model, runs_per_query, threshold, skills, list(routing), dict(spending or {}),
+        base,
+    )  # fmt: skip

@@ -152,13 +152,17 @@ class SkillResults:
 
     def report_rows(self) -> list[dict[str, Any]]:
         """The JSON rows: each result's summary, with the entry's extra keys."""
+        return [row for _index, row in self.indexed_rows()]
+
+    def indexed_rows(self) -> list[tuple[int, dict[str, Any]]]:
+        """Each result's row with its eval-file index, in eval-file order."""
         extras = {e.index: e.extra for e in self.target.eval_set.entries}
         rows = []
         for i in sorted(self.rows):
             row = self.rows[i].summary_row()
             if extras.get(i):
                 row["extra"] = extras[i]
-            rows.append(row)
+            rows.append((i, row))
         return rows
 
 

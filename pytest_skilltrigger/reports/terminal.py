@@ -4,7 +4,7 @@ each folder's routing, and the session's total."""
 from __future__ import annotations
 
 from pytest_skilltrigger.engine.cost import Spend, format_usd
-from pytest_skilltrigger.reports.formatting import display_path, format_ratio
+from pytest_skilltrigger.reports.formatting import format_ratio
 from pytest_skilltrigger.reports.routing import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport
 from pytest_skilltrigger.reports.summary import Summary
@@ -17,7 +17,7 @@ def summary_lines(report: SessionReport) -> list[str]:
     read from the report already built for the session (nothing is summarised twice)."""
     lines = [f"{skill.name}: {_skill_line(skill.summary)}" for skill in report.skills]
     for table in report.routing:
-        lines += routing_lines(table)
+        lines += routing_lines(table, report.folder_label(table.folder))
     phases = report.by_phase()
     if phases:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]
@@ -41,10 +41,9 @@ def _skill_line(s: Summary) -> str:
     )
 
 
-def routing_lines(table: RoutingTable) -> list[str]:
+def routing_lines(table: RoutingTable, folder: str) -> list[str]:
     """A folder's routing items and accuracy (when it has routing items), then its worst
-    clashes, one line each."""
-    folder = display_path(table.folder)
+    clashes, one line each; ``folder`` is the folder as shown."""
     lines = []
     if table.accuracy is not None:
         items = ""

@@ -189,3 +189,44 @@ def test_the_batch_timeout_is_one_deadline_for_the_session(
     assert first.passed is not None and first.errors == 0
     assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0
     assert second.passed is None and "--trigger-batch-timeout" in (second.error or "")
+
+
+def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """Past the session's batch deadline no round can be measured, so the improvement
+    rounds ask the proposer nothing more (each proposal is a paid request) and measure no
+    winner again: they stop, saying why."""
+    from pytest_skilltrigger.optimizer.loop import optimize
+
+    entries = [entry("tidy csv one", True), entry("zzz qqq unrelated", True),
+               entry("bake bread", False), entry("paint walls", False)]  # fmt: skip
+    folder = make_skill(tmp_path, "alpha", entries, "Tidy csv one files.")
+    (target,) = load_targets([str(folder)])
+    timeout = 2.0
+    settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, batch_timeout=timeout)
+    session = TriggerSession(settings)
+
+    class Proposer:
+        asked = 0
+
+        def propose(self, prompt: str) -> object:
+            Proposer.asked += 1
+            raise AssertionError("no proposal may be asked for past the deadline")
+
+    try:
+        context = target.context()
+        session.presample([(context, e, session.plan) for e in target.eval_set.entries])
+        initial = {e.index: session.submit(context, e).result() for e in target.eval_set.entries}
+        assert initial[1].passed is False  # a train or test query to improve on
+        time.sleep(timeout + 0.5)
+        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3,
+                       initial=initial)  # fmt: skip
+        halted = session.halted
+    finally:
+        session.close()
+    assert Proposer.asked == 0
+    assert halted and "--trigger-batch-timeout" in halted
+    assert run.exit_reason.startswith("stopped before iteration 2: no batch result")
+    assert run.confirmation is None
+    assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0

@@ -276,3 +276,24 @@ def test_a_trigger_report_that_cannot_be_written_is_a_usage_error_also_in_a_plai
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{blocker}/page.html: cannot be created*(--trigger-report)*"])
     assert fake_api.stats["calls"] == 0
+
+
+def test_a_sibling_left_out_of_the_run_is_headed_as_the_folders_skill(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With only xlsx's items selected (-k), pdf is still a skill of the folder: the model
+    choosing it for an xlsx query heads a 'pdf' column, never 'other skill pdf' (the label
+    for a built-in the folder does not hold)."""
+    folder = make_folder(pytester.path, fake_api)
+    (folder / "routing-eval.json").write_text(json.dumps(ROUTING[:2]))
+    summary = pytester.path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out = pytester.path / "out.json"
+    pytester.runpytest_subprocess(
+        *plugin_args(folder, f"--trigger-json={out}", "--no-early-stop", "-k", "xlsx")
+    )
+    (table,) = json.loads(out.read_text())["routing"]
+    assert table["skills"] == ["xlsx"] and table["folder_skills"] == ["pdf", "xlsx"]
+    markdown = summary.read_text()
+    assert "| queries of | kind | xlsx | pdf |" in markdown
+    assert "other skill" not in markdown
