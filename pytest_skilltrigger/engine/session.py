@@ -243,7 +243,8 @@ class TriggerSession:
             )  # fmt: skip
         runner = self._batches
         try:
-            with sigterm_as_interrupt():
+            # (a library caller's own SIGTERM handler is left alone)
+            with sigterm_as_interrupt(only_if_default=True):
                 runner.run(works)
         finally:
             if runner.fatal:

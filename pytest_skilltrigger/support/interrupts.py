@@ -38,9 +38,9 @@ def trap_sigterm(only_if_default: bool = False) -> Callable[[], None]:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt inside the block."""
-    restore = trap_sigterm()
+def sigterm_as_interrupt(only_if_default: bool = False) -> Iterator[None]:
+    """SIGTERM raises KeyboardInterrupt inside the block (see :func:`trap_sigterm`)."""
+    restore = trap_sigterm(only_if_default)
     try:
         yield
     finally:
