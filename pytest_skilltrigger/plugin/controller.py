@@ -65,7 +65,7 @@ class Controller(Role):
             from pytest_skilltrigger.plugin.html import HtmlColumns
 
             self.html = HtmlColumns(
-                self.result_of, lambda: [t.to_dict() for t in self.routing_tables]
+                self.result_of, lambda: self.routing_dicts
             )
             manager.register(self.html, HTML_PLUGIN)
 
@@ -135,6 +135,12 @@ class Controller(Role):
         for target in self.targets:  # deselected ones too: a sibling is never "other"
             folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
         return routing_tables(self.results.ordered(), self.routing_results, folders)
+
+    @cached_property
+    def routing_dicts(self) -> list[dict[str, Any]]:
+        """The routing tables as the HTML pages take them (rounds' page, pytest-html): made
+        once, when the first page needs them."""
+        return [table.to_dict() for table in self.routing_tables]
 
     def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         """The typed result of a trigger item, once its report has arrived."""
@@ -228,7 +234,7 @@ class Controller(Role):
         initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
         files = None
         if self.optimize.report_path or self.optimize.results_dir:
-            tables = [t.to_dict() for t in self.routing_tables]
+            tables = self.routing_dicts
             files = RoundFiles(self.optimize.report_path, self.optimize.results_dir, tables)
         driver = OptimizationDriver(self.engine, self.optimize, self._log, files)
         runs = driver.run(self.targets, initial, self.routing_sets)

@@ -70,6 +70,12 @@ def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.Run
     return result, json.loads(out.read_text())
 
 
+def rounds_page(pytester: pytest.Pytester, skill: str) -> tuple[str, str]:
+    """The rounds' page as text, and its section from ``skill``'s heading on."""
+    page = html.unescape((pytester.path / "rounds.html").read_text())
+    return page, page[page.index(f"<h2>{skill}</h2>") :]
+
+
 def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
     tmp_path: Path,
 ) -> None:
@@ -262,8 +268,7 @@ def test_a_candidate_refused_for_the_folder_is_named_when_another_is_written(
         "(iteration 2) take more of its siblings' queries than they gain",
         f"  wrote the new description to *{folder.name}/sheets/SKILL.md",
     ])  # fmt: skip
-    page = html.unescape((pytester.path / "rounds.html").read_text())
-    section = page[page.index("<h2>sheets</h2>") :]
+    page, section = rounds_page(pytester, "sheets")
     assert (
         '<h2>sheets</h2><p class="folder-warning">Iteration 2 did better on sheets\'s own'
         " queries than the best but was refused: it takes more of its siblings' queries than"
@@ -323,8 +328,7 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
         "siblings' queries than it gains (the folder's queries on fresh runs: 5/8 with the "
         "start, 4/8 with the best)",
     ])  # fmt: skip
-    page = html.unescape((pytester.path / "rounds.html").read_text())
-    section = page[page.index("<h2>sheets</h2>") :]
+    _page, section = rounds_page(pytester, "sheets")
     assert (
         '<h2>sheets</h2><p class="folder-warning">Not written: measured again on fresh runs, the'
         " best (iteration 2) passes fewer of the folder's queries than the start (4/8 with it,"
