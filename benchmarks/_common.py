@@ -275,8 +275,8 @@ def fill_store(store: Path, skill: Path, entries: Sequence[dict[str, Any]], runs
     """
     os.environ.setdefault("ANTHROPIC_API_KEY", "test-key")
     from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-    from pytest_skilltrigger.engine.outcome import RunOutcome
     from pytest_skilltrigger.engine.store import ResultStore
+    from pytest_skilltrigger.model.outcome import RunOutcome
     from pytest_skilltrigger.skills.catalog import load_targets
 
     target = load_targets([str(skill)])[0]

@@ -38,8 +38,8 @@ from _common import (
     write_project,
 )
 
-from pytest_skilltrigger.engine.cost import BATCH_RATE, cost_usd, rate_of
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, rate_of
 
 PRICE = {"input": 3.0, "output": 15.0}
 

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["ANTHROPIC_API_KEY"] = "test-key"
     os.environ.pop("ANTHROPIC_AUTH_TOKEN", None)
     from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-    from pytest_skilltrigger.engine.context import TriggerContext
+    from pytest_skilltrigger.model.context import TriggerContext
 
     context = TriggerContext(SKILL_NAME, "Reconcile bank ledgers against invoices.")
     queries = [f"reconcile ledger batch {i} against invoices" for i in range(n + 1)]

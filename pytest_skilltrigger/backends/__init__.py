@@ -13,7 +13,7 @@ import shutil
 from typing import TYPE_CHECKING, Literal
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
-from pytest_skilltrigger.engine.settings import DEFAULT_MODEL, Settings
+from pytest_skilltrigger.model.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends.capture import Captures, CaptureShelf

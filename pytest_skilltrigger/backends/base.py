@@ -1,7 +1,7 @@
 """The one small interface every trigger backend implements.
 
 A backend asks the model once whether it would use the skill for a query and reports a
-:class:`~pytest_skilltrigger.engine.outcome.RunOutcome`: triggered, not triggered (with what it
+:class:`~pytest_skilltrigger.model.outcome.RunOutcome`: triggered, not triggered (with what it
 chose instead) or error. Sampling, concurrency, the store and verdicts live elsewhere, so a backend
 stays a thin adapter that is easy to add and to test.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 
 
 @runtime_checkable

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:

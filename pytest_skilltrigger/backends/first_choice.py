@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.model.outcome import Usage
 
 
 class StreamError(Exception):

@@ -33,10 +33,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchError, BatchRequest
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard, budget_reached
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import QueryIdent, Recorder, SamplingPlan, wave_size
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.sampler import Recorder
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan, wave_size
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch

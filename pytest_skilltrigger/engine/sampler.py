@@ -3,7 +3,7 @@
 Every run of the session goes through one :class:`Sampler`: a thread pool of
 ``concurrency`` workers calling the backend. A query is sampled in waves: each wave is the
 number of further runs that can be made before its verdict could first become certain
-(:func:`~pytest_skilltrigger.engine.verdict.runs_still_needed`), so no call is wasted and the
+(:func:`~pytest_skilltrigger.model.verdict.runs_still_needed`), so no call is wasted and the
 verdict is exactly the one all runs would give. Stored runs for an unchanged context count
 first. The same (context, query) asked twice shares one sampling, so prefetching and items
 never pay twice.
@@ -15,51 +15,15 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 
 from pytest_skilltrigger.backends.base import TriggerBackend
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard, budget_reached
-from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.store import ResultStore
-from pytest_skilltrigger.engine.verdict import runs_still_needed
 from pytest_skilltrigger.engine.workers import DaemonPool
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan, wave_size
 
-
-@dataclass(frozen=True)
-class SamplingPlan:
-    """How each query is sampled: runs per query, threshold, early stopping.
-
-    ``fresh`` asks for an independent measurement: stored runs are not reused, a sampling of
-    the same query already made in this session is not joined, and its runs are not stored
-    (they must not become the runs a later cached rerun of the description reuses). The
-    optimizer re-measures its winner this way, see :mod:`pytest_skilltrigger.optimizer.loop`.
-    """
-
-    runs: int = 3
-    threshold: float = 0.5
-    curtail: bool = True
-    fresh: bool = False
-    # what the calls are counted under (see ``cost.PHASES``); not part of what makes two
-    # samplings the same: a later submission that joins a sampling pays nothing
-    phase: str = field(default="items", compare=False)
-
-
-
-def wave_size(outcomes: Sequence[RunOutcome], plan: SamplingPlan) -> int:
-    """How many runs of a query to make next: none after an error or once the verdict is
-    decided (exact early stopping), else as many as cannot be wasted. Live runs and message
-    batches both sample in these waves."""
-    if any(o.status == "error" for o in outcomes):
-        return 0
-    if not plan.curtail:
-        return max(0, plan.runs - len(outcomes))
-    triggers = sum(1 for o in outcomes if o.triggered)
-    return runs_still_needed(triggers, len(outcomes) - triggers, plan.runs, plan.threshold)
-
-
-# (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
-QueryIdent = tuple[str, str, int, float, bool, bool]
 # told (context key, query, outcomes) of every finished sampling whose runs may be stored
 Recorder = Callable[[str, str, Sequence[RunOutcome]], None]
 

@@ -26,12 +26,14 @@ from typing import Any
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.base import BatchingBackend
 from pytest_skilltrigger.engine.batches import BatchProgress, BatchRunner, BatchWork, Presampled
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard, Spend, load_prices
-from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
-from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
+from pytest_skilltrigger.model.plan import SamplingPlan
+from pytest_skilltrigger.model.prices import Spend, load_prices
+from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.errors import AskError

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.redact import redact
 

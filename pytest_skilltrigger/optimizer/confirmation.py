@@ -14,7 +14,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.outcome import QueryResult, format_score, passed
+from pytest_skilltrigger.model.outcome import QueryResult, format_score, passed
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession

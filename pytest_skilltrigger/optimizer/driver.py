@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score
+from pytest_skilltrigger.model.settings import OptimizerSettings
 from pytest_skilltrigger.optimizer.folder import folder_of, with_sibling_description
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
-from pytest_skilltrigger.optimizer.options import OptimizeOptions
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing import RoutingSet
@@ -40,7 +40,7 @@ class OptimizationDriver:
     def __init__(
         self,
         session: TriggerSession,
-        options: OptimizeOptions,
+        options: OptimizerSettings,
         log: Callable[[str], None],
         files: RoundsObserver | None = None,
     ) -> None:

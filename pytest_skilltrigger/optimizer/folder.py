@@ -17,8 +17,8 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from pytest_skilltrigger.engine.context import ListedSkill
-from pytest_skilltrigger.engine.outcome import QueryResult
+from pytest_skilltrigger.model.context import ListedSkill
+from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -124,7 +124,7 @@ def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
     """What a description gets wrong among the folder's queries, one sentence each: a
     sibling's request it takes, a routed request it takes or leaves (for the proposer, the
     JSON history and the HTML report)."""
-    from pytest_skilltrigger.reports.formatting import describe_chosen
+    from pytest_skilltrigger.model.formatting import describe_chosen
 
     lines = []
     for item, result in zip(cross, results, strict=True):

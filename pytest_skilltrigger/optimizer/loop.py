@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score, passed
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score, passed
 from pytest_skilltrigger.optimizer.confirmation import Confirmation, confirm
 from pytest_skilltrigger.optimizer.folder import Folder, skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Attempt, Proposal, build_prompt

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_skilltrigger.engine.context import LISTED_LIMIT
-from pytest_skilltrigger.engine.outcome import QueryResult, Usage, format_score
-from pytest_skilltrigger.reports.formatting import describe_chosen
+from pytest_skilltrigger.model.context import LISTED_LIMIT
+from pytest_skilltrigger.model.formatting import describe_chosen
+from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.skills.skill import description_problems
 from pytest_skilltrigger.support.errors import AskError
 

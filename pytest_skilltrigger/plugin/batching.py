@@ -29,8 +29,8 @@ from pytest_skilltrigger.plugin.items import (
 )
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.context import TriggerContext
-    from pytest_skilltrigger.engine.sampler import SamplingPlan
+    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.model.plan import SamplingPlan
     from pytest_skilltrigger.plugin.role import Role
     from pytest_skilltrigger.skills.evalset import EvalEntry
 

@@ -20,7 +20,7 @@ from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batches import BatchProgress
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.loop import Optimization
     from pytest_skilltrigger.reports.baseline import Change
     from pytest_skilltrigger.reports.routing import RoutingTable
@@ -352,7 +352,7 @@ class Controller(Role):
     def _report_budget(self, reporter: Any) -> None:
         if not self.targets:
             return
-        from pytest_skilltrigger.engine.cost import format_usd
+        from pytest_skilltrigger.model.prices import format_usd
 
         routed = [r for items in self.routing_results.values() for _e, r, _ok in items.values()]
         over_budget = sum(1 for r in [*self.results.all_results(), *routed] if r.over_budget)

@@ -14,7 +14,7 @@ import pytest
 from pytest_skilltrigger.plugin.controller import Controller
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.plugin.batching import Handoff
 
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
+from pytest_skilltrigger.model.formatting import escape_html, format_chosen, format_ratio
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.skills.catalog import Target
 
 Lookup = Callable[[str], "tuple[Target, QueryResult] | None"]

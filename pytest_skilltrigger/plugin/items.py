@@ -17,9 +17,9 @@ import pytest
 from pytest_skilltrigger.plugin import wire
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.context import TriggerContext
-    from pytest_skilltrigger.engine.outcome import QueryResult
-    from pytest_skilltrigger.engine.sampler import SamplingPlan
+    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.model.plan import SamplingPlan
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.evalset import EvalEntry
     from pytest_skilltrigger.skills.routing import RoutingEntry, RoutingSet
@@ -50,7 +50,7 @@ def safe_name(name: str) -> str:
 def failure_message(result: QueryResult, skill_name: str, listed: str | None = None) -> str:
     """What a failing item prints: query, expectation, observed rate, what was chosen, and
     the exact listing line the model saw for the skill."""
-    from pytest_skilltrigger.reports.formatting import describe_chosen
+    from pytest_skilltrigger.model.formatting import describe_chosen
 
     expected = "trigger" if result.should_trigger else "not trigger"
     if result.unlisted:
@@ -265,7 +265,7 @@ class RoutingItem(SamplingItem):
         return routing_request(self.routing, self.contexts, self.routing_entry, plan)
 
     def failure(self, result: QueryResult) -> str | None:
-        from pytest_skilltrigger.reports.formatting import describe_chosen
+        from pytest_skilltrigger.model.formatting import describe_chosen
         from pytest_skilltrigger.reports.routing import routing_verdict
 
         expected = self.routing_entry.expected_skill

@@ -15,8 +15,7 @@ import pytest
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.settings import Settings
-    from pytest_skilltrigger.optimizer.options import OptimizeOptions
+    from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
 
 GROUP = "skilltrigger"
 
@@ -203,7 +202,7 @@ def any_given(config: pytest.Config) -> bool:
 
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate the engine settings; InputError names the bad option."""
-    from pytest_skilltrigger.engine.settings import Settings, default_store_path
+    from pytest_skilltrigger.model.settings import Settings, default_store_path
 
     return Settings(
         runs_per_query=_number(config, "--runs-per-query", int),
@@ -286,13 +285,13 @@ def gates(config: pytest.Config) -> Gates:
     )
 
 
-def optimize_options(config: pytest.Config) -> OptimizeOptions | None:
+def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
     """The optimizer's options when ``--optimize-description`` is given, validated."""
     if not flag(config, "--optimize-description"):
         return None
-    from pytest_skilltrigger.optimizer.options import OptimizeOptions
+    from pytest_skilltrigger.model.settings import OptimizerSettings
 
-    return OptimizeOptions(
+    return OptimizerSettings(
         holdout=_number(config, "--holdout", float),
         max_iterations=_number(config, "--max-iterations", int),
         seed=_number(config, "--split-seed", int),

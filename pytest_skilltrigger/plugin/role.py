@@ -22,9 +22,9 @@ from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batches import BatchProgress
-    from pytest_skilltrigger.engine.context import TriggerContext
     from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.engine.settings import Settings
+    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.model.settings import Settings
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.routing import RoutingSet
 
@@ -71,7 +71,7 @@ class Role:
         without skills then loads none of the engine."""
         settings = options.settings_from_config(self.config)
         if settings.prices_path:
-            from pytest_skilltrigger.engine.cost import load_prices
+            from pytest_skilltrigger.model.prices import load_prices
 
             # a bad price file is bad input: fail now (and read it once, for the engine too)
             self.prices = load_prices(settings.prices_path)

@@ -24,8 +24,8 @@ from pytest_skilltrigger.plugin.items import (
 from pytest_skilltrigger.plugin.role import Role
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.context import TriggerContext
-    from pytest_skilltrigger.engine.outcome import QueryResult, TriggerCheck
+    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.model.outcome import QueryResult, TriggerCheck
 
 
 class ItemRunner(Role):
@@ -126,7 +126,7 @@ class ItemRunner(Role):
     ) -> TriggerCheck:
         """The ``skill_trigger`` fixture's work: sample one query for one skill. A relative
         ``path`` is read from rootdir (where the ``skill_paths`` ini key's are read from)."""
-        from pytest_skilltrigger.engine.outcome import TriggerCheck
+        from pytest_skilltrigger.model.outcome import TriggerCheck
         from pytest_skilltrigger.skills.catalog import load_context
         from pytest_skilltrigger.skills.evalset import EvalEntry
         from pytest_skilltrigger.support.errors import InputError

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
 
 ATTRIBUTE = "skilltrigger"
 
@@ -66,7 +66,7 @@ def decode(report: Any) -> list[Record]:
     data = getattr(report, ATTRIBUTE, None)
     if not data or not isinstance(data, list):
         return []
-    from pytest_skilltrigger.engine.outcome import QueryResult  # only once a skill ran
+    from pytest_skilltrigger.model.outcome import QueryResult  # only once a skill ran
 
     records: list[Record] = []
     for item in data:

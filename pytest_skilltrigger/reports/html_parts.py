@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
+from pytest_skilltrigger.model.formatting import escape_html, format_chosen, format_ratio
 
 _e = escape_html  # short name: it wraps every user string in the templates below
 

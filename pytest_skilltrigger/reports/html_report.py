@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.cost import format_usd
-from pytest_skilltrigger.reports.formatting import escape_html, format_chosen, format_ratio
+from pytest_skilltrigger.model.formatting import escape_html, format_chosen, format_ratio
+from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.html_parts import expected_badge, html_page, result_cell, verdict
 
 if TYPE_CHECKING:

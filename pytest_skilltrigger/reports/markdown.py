@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.context import one_line
-from pytest_skilltrigger.engine.cost import format_usd
-from pytest_skilltrigger.reports.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.model.context import one_line
+from pytest_skilltrigger.model.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.routing import choice_label
 
 if TYPE_CHECKING:

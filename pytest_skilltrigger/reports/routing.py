@@ -15,11 +15,11 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.verdict import routes
+from pytest_skilltrigger.model.verdict import routes
 from pytest_skilltrigger.reports.summary import SkillResults
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.skills.routing import RoutingEntry
 
 TEXT = "text"

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_skilltrigger.engine.cost import PHASES, Spend, total_of
+from pytest_skilltrigger.model.prices import PHASES, Spend, total_of
 from pytest_skilltrigger.reports.routing import RoutingTable
 from pytest_skilltrigger.reports.summary import (
     SessionResults,
@@ -78,7 +78,7 @@ class SessionReport:
 
     def folder_label(self, folder: str) -> str:
         """A folder as the person who ran pytest reads it."""
-        from pytest_skilltrigger.reports.formatting import display_path
+        from pytest_skilltrigger.model.formatting import display_path
 
         return display_path(folder, self.base)
 

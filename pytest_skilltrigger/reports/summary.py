@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.engine.cost import maybe_cost_usd, price_of
-from pytest_skilltrigger.engine.outcome import QueryResult, Usage
+from pytest_skilltrigger.model.outcome import QueryResult, Usage
+from pytest_skilltrigger.model.prices import maybe_cost_usd, price_of
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.skills.catalog import Target

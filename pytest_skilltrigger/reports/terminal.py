@@ -3,8 +3,8 @@ each folder's routing, and the session's total."""
 
 from __future__ import annotations
 
-from pytest_skilltrigger.engine.cost import Spend, format_usd
-from pytest_skilltrigger.reports.formatting import format_ratio
+from pytest_skilltrigger.model.formatting import format_ratio
+from pytest_skilltrigger.model.prices import Spend, format_usd
 from pytest_skilltrigger.reports.routing import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport
 from pytest_skilltrigger.reports.summary import Summary

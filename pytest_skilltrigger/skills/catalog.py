@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from pytest_skilltrigger.engine.context import (
+from pytest_skilltrigger.model.context import (
     LISTED_LIMIT,
     ListedSkill,
     TriggerContext,

@@ -14,7 +14,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_skilltrigger"
 NAME = "pytest_skilltrigger"
-MAX_LINES = 450
+MAX_LINES = 450  # lowered to 400 once the last long modules are split
+MAX_FUNCTION_LINES = 60
+# The floors, from the ground up: a module may import its own floor and those below it, never
+# one above (lazy imports included). Value types at the bottom, pytest at the top.
+FLOORS = ("support", "model", "skills", "backends", "engine", "optimizer", "reports", "plugin")
 
 
 def module_name(path: Path) -> str:
@@ -127,6 +131,24 @@ def test_the_engine_never_imports_the_pytest_layer() -> None:
     assert {k: v for k, v in wrong.items() if v} == {}
 
 
+def floor_of(module: str) -> int:
+    """The floor of a package module (the package root, the lazy public API, is above all)."""
+    parts = module.split(".")
+    return FLOORS.index(parts[1]) if len(parts) > 1 else len(FLOORS)
+
+
+def test_every_arrow_points_down_the_floors() -> None:
+    """support < model < skills < backends < engine < optimizer < reports < plugin: no module
+    imports one on a floor above its own, at import time or on first use."""
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in package_edges(all_imports).items()
+        for target in targets
+        if floor_of(target) > floor_of(name)
+    )
+    assert upward == []
+
+
 def test_no_import_cycles() -> None:
     assert import_cycles(package_edges()) == []
 
@@ -165,8 +187,8 @@ def test_no_module_is_over_the_line_limit(name: str) -> None:
 def test_the_package_root_holds_only_the_public_api_and_the_entry_point() -> None:
     at_root = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir())
     assert [n for n in at_root if n != "__pycache__"] == [
-        "__init__.py", "backends", "engine", "optimizer", "plugin", "reports", "skills", "support",
-    ]  # fmt: skip
+        "__init__.py", *sorted(FLOORS),
+    ]
     import pytest_skilltrigger as api
 
     for name in api.__all__:

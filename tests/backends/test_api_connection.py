@@ -16,7 +16,7 @@ import pytest
 import trustme
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.model.context import TriggerContext
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import PROXY_VARIABLES
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.model.context import TriggerContext
 from tests.fake_messages_api import FakeMessagesAPI
 
 CONTEXT = TriggerContext("pdf-tools", "Merge, split and fill PDF files.")

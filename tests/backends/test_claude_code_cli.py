@@ -32,7 +32,7 @@ import pytest
 
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.workspace import skill_file
-from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
 
 pytestmark = pytest.mark.slow

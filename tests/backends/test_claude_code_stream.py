@@ -30,7 +30,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.stream import read_stream
 from pytest_skilltrigger.backends.claude_code.workspace import credential_store_dir, skill_file
-from pytest_skilltrigger.engine.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
 # -- recorded lines -----------------------------------------------------------------------------
@@ -709,7 +709,7 @@ def test_sigterm_kills_live_runs_and_removes_workspaces(
         import sys, threading, time
         sys.path.insert(0, {str(root_dir)!r})
         from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
-        from pytest_skilltrigger.engine.context import TriggerContext
+        from pytest_skilltrigger.model.context import TriggerContext
         backend = ClaudeCodeBackend(claude_bin={str(script)!r}, timeout=60)
         print(backend._root, flush=True)
         context = TriggerContext("pdf-tools", "Merge PDF files.")

@@ -13,10 +13,11 @@ import pytest
 from pytest_skilltrigger.backends.api.batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
 from pytest_skilltrigger.engine.batches import Presampled
-from pytest_skilltrigger.engine.cost import BATCH_RATE, CostGuard, cost_usd, price_of
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
-from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
+from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import load_targets
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401

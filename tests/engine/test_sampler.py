@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.cost import CostGuard
-from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, RunOutcome, Usage
-from pytest_skilltrigger.engine.sampler import Sampler, SamplingPlan
+from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
-from pytest_skilltrigger.engine.verdict import passes
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import BUDGET_REACHED, RunOutcome, Usage
+from pytest_skilltrigger.model.plan import SamplingPlan
+from pytest_skilltrigger.model.verdict import passes
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
 

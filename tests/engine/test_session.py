@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.engine.outcome import Usage
 from pytest_skilltrigger.engine.session import TriggerSession
-from pytest_skilltrigger.engine.settings import Settings
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.settings import Settings
 from tests.engine.test_sampler import ScriptedBackend
 
 

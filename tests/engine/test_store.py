@@ -6,8 +6,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
 from pytest_skilltrigger.engine.store import ResultStore
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 
 
 def run(status: str, *, from_store: bool = False, chosen: str | None = None) -> RunOutcome:

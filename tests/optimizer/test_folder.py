@@ -219,7 +219,7 @@ def test_a_folder_safe_candidate_wins_over_a_greedy_one(
 def test_a_lead_that_holds_but_loses_the_folder_on_fresh_runs_is_not_written() -> None:
     """The confirmation's own guard: measured again, the winner gains one of its queries and
     loses two of its siblings'."""
-    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+    from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
     from pytest_skilltrigger.optimizer.confirmation import Confirmation
 
     def result(query: str, should: bool, hit: bool) -> QueryResult:

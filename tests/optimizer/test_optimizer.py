@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.optimizer.confirmation import Confirmation
 from pytest_skilltrigger.optimizer.split import split_entries, split_problem
 from pytest_skilltrigger.skills.evalset import load_eval_set

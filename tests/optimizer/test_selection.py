@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -61,7 +61,7 @@ def test_with_every_candidate_errored_the_start_stays_best(tmp_path: Path) -> No
 
 
 def test_an_outage_never_makes_a_description_look_better(tmp_path: Path) -> None:
-    from pytest_skilltrigger.engine.outcome import QueryResult
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
     from pytest_skilltrigger.skills.catalog import load_targets
 

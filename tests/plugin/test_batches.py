@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.engine.cost import BATCH_RATE, cost_usd, price_of
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
 from tests.fake_messages_api import FakeMessagesAPI, extract_query
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 from tests.plugin.test_xdist import ALPHA, BETA, build, run_args, script, stable

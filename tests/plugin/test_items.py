@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-from pytest_skilltrigger.engine.context import DEFAULT_COMPETITORS, TriggerContext
+from pytest_skilltrigger.model.context import DEFAULT_COMPETITORS, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
 from tests.helpers import no_store
 
@@ -764,7 +764,8 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
     """Each call's cost is estimated from its request before it is sent: with room for two
     estimates, at most two calls reach the server, even with ten in flight at once."""
     from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-    from pytest_skilltrigger.engine.cost import CostGuard, load_prices
+    from pytest_skilltrigger.engine.cost_guard import CostGuard
+    from pytest_skilltrigger.model.prices import load_prices
     from pytest_skilltrigger.skills.catalog import load_targets
 
     skills = standard_skill(pytester, fake_api)

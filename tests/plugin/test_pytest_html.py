@@ -192,7 +192,7 @@ def test_with_xdist(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> Non
 
 def test_row_hook_unit(tmp_path: Path) -> None:
     """Cells stay aligned for any report (trigger item or not), and values are escaped."""
-    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome
+    from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
     from pytest_skilltrigger.skills.catalog import load_targets
 
     skill = tmp_path / "s"

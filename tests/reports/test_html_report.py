@@ -368,8 +368,8 @@ NASTY = "<script>alert(\"x\")</script> & 'q' \"><img src=x onerror=alert(1)>"
 def plain_run(root: Path) -> Any:
     """A plain run's typed report: two skills of one folder; demo's queries are a miss (the
     nasty one, taken by a built-in), a pass, an error and a pass, in eval-file order."""
-    from pytest_skilltrigger.engine.cost import Spend
-    from pytest_skilltrigger.engine.outcome import QueryResult, RunOutcome, Usage
+    from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
+    from pytest_skilltrigger.model.prices import Spend
     from pytest_skilltrigger.reports.routing import routing_tables
     from pytest_skilltrigger.reports.session_report import build_report
     from pytest_skilltrigger.reports.summary import SessionResults

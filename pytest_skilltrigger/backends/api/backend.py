@@ -28,9 +28,9 @@ from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.capture import Captures, splice
 from pytest_skilltrigger.backends.first_choice import StreamError
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
-from pytest_skilltrigger.engine.settings import DEFAULT_MODEL
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.settings import DEFAULT_MODEL
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
 

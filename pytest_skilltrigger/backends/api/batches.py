@@ -27,8 +27,8 @@ from pytest_skilltrigger.backends.api.errors import describe_error
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
 from pytest_skilltrigger.backends.capture import MARKER, splice
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:

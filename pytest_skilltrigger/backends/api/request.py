@@ -13,7 +13,7 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from pytest_skilltrigger.engine.context import TriggerContext
+from pytest_skilltrigger.model.context import TriggerContext
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "

@@ -21,7 +21,7 @@ from pytest_skilltrigger.backends.first_choice import (
     FirstChoice,
     StreamError,
 )
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.model.outcome import Usage
 
 
 def decide(chunks: Iterable[bytes]) -> Decision:

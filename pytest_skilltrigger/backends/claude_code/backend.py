@@ -37,8 +37,8 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     remove_stale_roots,
     user_account,
 )
-from pytest_skilltrigger.engine.context import TriggerContext
-from pytest_skilltrigger.engine.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import trap_sigterm
 from pytest_skilltrigger.support.redact import redact, register_secret

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilltrigger.backends.first_choice import FirstChoice, StreamError, choice_of
-from pytest_skilltrigger.engine.outcome import Usage
+from pytest_skilltrigger.model.outcome import Usage
 
 # Tools whose input must be seen before deciding: a Read of a SKILL.md is a skill being used.
 INSPECTED_TOOLS = frozenset({"Skill", "Read"})

@@ -49,7 +49,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_skilltrigger.engine.context import ListedSkill
+from pytest_skilltrigger.model.context import ListedSkill
 from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.support.errors import InputError
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from pytest_skilltrigger.engine.verdict import passes
+from pytest_skilltrigger.model.verdict import passes
 
 Status = Literal["triggered", "not_triggered", "error"]
 

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from pytest_skilltrigger.engine.verdict import passes, runs_still_needed, triggers_needed
+from pytest_skilltrigger.model.verdict import passes, runs_still_needed, triggers_needed
 
 THRESHOLDS = [0.0, 0.05, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65,
               2 / 3, 0.7, 0.75, 0.8, 0.9, 0.95, 1.0]  # fmt: skip

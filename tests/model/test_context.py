@@ -3,7 +3,7 @@ backend's test checks the same lines against the pinned CLI's own listing)."""
 
 from __future__ import annotations
 
-from pytest_skilltrigger.engine.context import (
+from pytest_skilltrigger.model.context import (
     DEFAULT_COMPETITORS,
     LISTED_LIMIT,
     ListedSkill,

@@ -1,4 +1,4 @@
-"""Token prices and the session's cost guard.
+"""Token prices, what a call costs at them, and what some part of a session spent.
 
 Prices are US dollars per million tokens, from the public price list at the time of writing;
 they are estimates for budgeting, not a bill. Cache writes cost 1.25x the input price and cache
@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.engine.outcome import BUDGET_REACHED, Usage
+from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.support.errors import InputError
 
 PRICES_PER_MTOK: dict[str, dict[str, float]] = {
@@ -141,99 +140,6 @@ def total_of(spends: Iterable[Spend]) -> Spend:
     for spend in spends:
         total = total + spend
     return total
-
-
-class CostGuard:
-    """Counts what a session spends, by phase, and keeps it within the budget.
-
-    Before a call the sampler reserves its estimated cost (from the request's size, see
-    ``TriggerBackend.estimate``), and a call is refused when what was spent, what is reserved
-    and this estimate together would pass the budget: the estimate of what was sent never
-    exceeds it, from the first call on. Once the call returns its reservation is replaced by
-    its actual cost. ``budget_usd=None`` never refuses. A model missing from the price table
-    is budgeted at :data:`FALLBACK_PRICE`, and its spend reported as unknown.
-    """
-
-    def __init__(
-        self,
-        model: str | None,
-        prices: dict[str, Price] | None = None,
-        budget_usd: float | None = None,
-    ) -> None:
-        self.model = model
-        self.prices = prices
-        self.budget_usd = budget_usd
-        self.spent_usd = 0.0  # at budgeting prices (the fallback for unknown models)
-        self.by_phase: dict[str, Spend] = {}
-        self._reserved = 0.0
-        self._lock = threading.Lock()
-
-    def price(self, model: str | None = None) -> Price | None:
-        return price_of(model or self.model, self.prices)
-
-    def estimate_usd(self, usage: Usage, model: str | None = None) -> float:
-        """What a call of this size would cost, at budgeting prices."""
-        return cost_usd(usage, self.price(model) or FALLBACK_PRICE)
-
-    def reserve(self, estimate_usd: float) -> bool:
-        """Reserve room for one call of this estimated cost; False when the budget does not
-        allow it."""
-        with self._lock:
-            if self.budget_usd is not None and (
-                self.spent_usd + self._reserved + estimate_usd > self.budget_usd
-            ):
-                return False
-            self._reserved += estimate_usd
-            return True
-
-    def reserve_runs(
-        self, estimate: Callable[[], Usage], runs: int = 1, batch: bool = False
-    ) -> float | None:
-        """Reserve room for ``runs`` runs of the size ``estimate`` gives (at the batch rate
-        for batch runs): the amount reserved, 0 without a budget, None when refused. An
-        estimate that fails reserves the output alone: the run itself will say what is
-        wrong with its request."""
-        if self.budget_usd is None:
-            return 0.0
-        try:
-            usage = estimate()
-        except Exception:
-            usage = Usage()
-        cost = cost_usd(usage, self.price() or FALLBACK_PRICE) * rate_of(batch) * runs
-        return cost if self.reserve(cost) else None
-
-    def charge(self, usd: float) -> None:
-        """Count against the budget what another process spent for this one (the xdist
-        controller's batches): reported where it was spent, so not under a phase here."""
-        with self._lock:
-            self.spent_usd += usd
-
-    def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
-               model: str | None = None, batch: bool = False) -> None:  # fmt: skip
-        """Replace a reservation by the actual cost of a call (or of a run's calls)."""
-        with self._lock:
-            self._reserved = max(0.0, self._reserved - reserved)
-        self.add(outcome_usage, calls, phase, model, batch)
-
-    def add(
-        self, usage: Usage, calls: int, phase: str, model: str | None = None, batch: bool = False
-    ) -> None:
-        """Count calls (made here, or by an xdist worker) under a phase and the budget; batch
-        calls at the batch rate."""
-        price = self.price(model)
-        with self._lock:
-            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE) * rate_of(batch)
-            spend = self.by_phase.setdefault(phase, Spend())
-            spend.add(calls, usage, maybe_cost_usd(usage, price, batch), calls if batch else 0)
-
-    def total(self) -> Spend:
-        with self._lock:
-            return total_of(self.by_phase.values())
-
-
-def budget_reached(budget_usd: float | None) -> str:
-    """Why a query is skipped once the budget cannot fund its next call."""
-    return f"{BUDGET_REACHED} of {format_usd(budget_usd)} reached; no new calls"
 
 
 def format_usd(value: float | None) -> str:

@@ -104,3 +104,22 @@ class Settings:
     def resolved_model(self, default: str) -> str:
         """The model id: the option, else ``SKILLTRIGGER_MODEL``, else the backend's default."""
         return self.model or os.environ.get(MODEL_ENV) or default
+
+
+@dataclass(frozen=True)
+class OptimizerSettings:
+    """The improvement rounds' settings; defaults are the reference tool's."""
+
+    holdout: float = 0.4
+    max_iterations: int = 5
+    seed: int = 42
+    improve_model: str | None = None
+    report_path: str | None = None
+    results_dir: str | None = None
+
+    def validated(self) -> OptimizerSettings:
+        if not 0.0 <= self.holdout < 1.0:
+            raise InputError("--holdout", f"must be within 0..1 (below 1), got {self.holdout}")
+        if self.max_iterations < 1:
+            raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
+        return self
