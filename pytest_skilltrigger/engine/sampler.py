@@ -5,7 +5,7 @@ Every run of the session goes through one :class:`Sampler`: a thread pool of
 number of further runs that can be made before its verdict could first become certain
 (:func:`~pytest_skilltrigger.model.verdict.runs_still_needed`), so no call is wasted and the
 verdict is exactly the one all runs would give. Stored runs for an unchanged context count
-first. The same (context, query) asked twice shares one sampling, so prefetching and items
+first. The same (context, query) asked twice shares one sampling, so items submitted ahead and items
 never pay twice.
 """
 
@@ -19,7 +19,7 @@ from concurrent.futures import Future
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.store import ResultStore
-from pytest_skilltrigger.engine.workers import DaemonPool
+from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan, wave_size
@@ -112,7 +112,7 @@ class Sampler:
         self._keys: dict[TriggerContext, str] = {}
         # runs already made for a sampling (message batches), taken instead of stored runs,
         # with why it was skipped (the budget) if it was
-        self._prefilled: dict[QueryIdent, tuple[list[RunOutcome], str | None]] = {}
+        self._batch_runs: dict[QueryIdent, tuple[list[RunOutcome], str | None]] = {}
         self._closed = False
 
     def context_key(self, context: TriggerContext) -> str:
@@ -148,10 +148,10 @@ class Sampler:
             state = _Query(ident, context, query, should_trigger, plan, future)
             self._queries[ident] = state
         with self._lock:
-            prefilled = self._prefilled.get(ident)
-        if prefilled is not None:
-            state.outcomes.extend(prefilled[0])
-            state.skipped = prefilled[1]
+            batch_runs = self._batch_runs.get(ident)
+        if batch_runs is not None:
+            state.outcomes.extend(batch_runs[0])
+            state.skipped = batch_runs[1]
         else:
             state.outcomes.extend(self.stored(key, query, plan))
         with self._lock:
@@ -174,28 +174,28 @@ class Sampler:
     def sampled(self, ident: QueryIdent) -> bool:
         """Whether this sampling is under way or decided (or has runs waiting for it)."""
         with self._lock:
-            return ident in self._queries or ident in self._prefilled
+            return ident in self._queries or ident in self._batch_runs
 
-    def prefill(
+    def use_batch_runs(
         self, ident: QueryIdent, outcomes: Sequence[RunOutcome], skipped: str | None = None
     ) -> None:
         """Runs made for a sampling before it is submitted (a message batch's, with the
         stored runs they build on): its submissions take them instead of the store's and
         make only the runs still needed, none when ``skipped`` (the budget ran out). They
-        stay until :meth:`drop_prefilled`, so that every item sharing a sampling that
+        stay until :meth:`drop_batch_runs`, so that every item sharing a sampling that
         errored gets that error, not a live call. A fatal error stops the session here too
         (an xdist worker learns it from the controller's runs)."""
         with self._lock:
-            self._prefilled[ident] = (list(outcomes), skipped)
+            self._batch_runs[ident] = (list(outcomes), skipped)
         for outcome in outcomes:
             if outcome.fatal and not self.fatal:
                 self.fatal = outcome.error or "fatal backend error"
 
-    def drop_prefilled(self) -> None:
+    def drop_batch_runs(self) -> None:
         """Forget runs made ahead (once the items are done): a later sampling of the same
         query (the improvement rounds' first iteration) samples afresh what errored."""
         with self._lock:
-            self._prefilled.clear()
+            self._batch_runs.clear()
 
     def _advance(self, state: _Query) -> bool:
         """Issue the next wave; True when the query is done. Call with the lock held."""

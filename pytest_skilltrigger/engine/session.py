@@ -9,7 +9,7 @@ same::
 
 The store is written only here: :meth:`TriggerSession.record` stores runs (the sampler calls
 it for the runs it makes, and :meth:`TriggerSession.absorb` for the runs an xdist worker
-made), :meth:`TriggerSession.presample` stores message batches' runs as each wave is read
+made), :meth:`TriggerSession.run_batches` stores message batches' runs as each wave is read
 (and :meth:`~TriggerSession.record` then skips them wherever they turn up again), and
 :meth:`TriggerSession.save_capture` keeps the Claude Code CLI's captured requests. (The pytest
 layer only has the store's file created at configure, before any worker starts.)
@@ -25,7 +25,12 @@ from typing import Any
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.base import BatchingBackend
-from pytest_skilltrigger.engine.batches import BatchProgress, BatchRunner, BatchWork, Presampled
+from pytest_skilltrigger.engine.batch_waves import (
+    BatchedRuns,
+    BatchProgress,
+    BatchRunner,
+    BatchWork,
+)
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
@@ -169,7 +174,7 @@ class TriggerSession:
         """Store new runs of a query (a sampling's, or an xdist worker's).
 
         Batch runs are left out: the process that made the batches stored them as it read
-        them (:meth:`presample`), and a sampling that several items (on several xdist workers)
+        them (:meth:`run_batches`), and a sampling that several items (on several xdist workers)
         resolve from them would store them once for each.
         """
         self._store_runs(context_key, query, [o for o in outcomes if not o.batch])
@@ -206,16 +211,16 @@ class TriggerSession:
         if context_key and not result.skipped:
             self.record(context_key, result.query, result.outcomes)
 
-    def presample(
+    def run_batches(
         self,
         requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
         keep: bool = True,
-    ) -> list[Presampled]:
+    ) -> list[BatchedRuns]:
         """With ``--trigger-batch``, make the runs these samplings need as message batches
-        (waves with exact early stopping, see :mod:`~pytest_skilltrigger.engine.batches`) and
+        (waves with exact early stopping, see :mod:`~pytest_skilltrigger.engine.batch_waves`) and
         hand them to the sampler (unless not ``keep``: a process that runs no item), so that
         submitting them later makes no live call. Returns what was made, for other processes
-        (:meth:`prefill`); nothing without batches.
+        (:meth:`use_batch_runs`); nothing without batches.
 
         Each wave's runs are stored as soon as it is read (not a fresh plan's), so Ctrl-C in
         a later wave keeps what was paid. SIGTERM (a CI job cancelled) cancels the batches in
@@ -251,36 +256,36 @@ class TriggerSession:
         finally:
             if runner.fatal:
                 sampler.fatal = sampler.fatal or runner.fatal
-        made = [Presampled(w.ident, w.outcomes, w.skipped) for w in works]
+        made = [BatchedRuns(w.ident, w.outcomes, w.skipped) for w in works]
         if keep:
-            self.prefill(made)
+            self.use_batch_runs(made)
         return made
 
-    def prefill(self, presampled: Sequence[Presampled]) -> None:
+    def use_batch_runs(self, batched: Sequence[BatchedRuns]) -> None:
         """Take runs made by message batches (here, or by the xdist controller)."""
         if self.sampler is not None:
-            for item in presampled:
-                self.sampler.prefill(item.ident, item.outcomes, item.skipped)
+            for item in batched:
+                self.sampler.use_batch_runs(item.ident, item.outcomes, item.skipped)
 
-    def handover(self, presampled: Sequence[Presampled]) -> dict[str, Any]:
+    def export_batch_runs(self, batched: Sequence[BatchedRuns]) -> dict[str, Any]:
         """What this process made in batches, for the processes that run the items (xdist
         workers), as JSON values: the runs, and what they cost against the budget."""
         spent = self.guard.spent_usd if self.guard is not None else 0.0
-        return {"spent_usd": spent, "runs": [p.to_dict() for p in presampled]}
+        return {"spent_usd": spent, "runs": [p.to_dict() for p in batched]}
 
-    def take_over(self, handover: dict[str, Any]) -> None:
-        """Take another process's batch runs (:meth:`handover`): they resolve the items
+    def import_batch_runs(self, exported: dict[str, Any]) -> None:
+        """Take another process's batch runs (:meth:`export_batch_runs`): they resolve the items
         without a call, and this process's part of what they cost comes off its budget."""
-        self.prefill([Presampled.from_dict(item) for item in handover["runs"]])
+        self.use_batch_runs([BatchedRuns.from_dict(item) for item in exported["runs"]])
         if self.guard is not None:
             count = self.share[1] if self.share is not None else 1
-            self.guard.charge(float(handover["spent_usd"]) / count)
+            self.guard.charge(float(exported["spent_usd"]) / count)
 
-    def drop_prefilled(self) -> None:
+    def drop_batch_runs(self) -> None:
         """Forget the runs made ahead for the items, once they are done (see
-        :meth:`Sampler.drop_prefilled`)."""
+        :meth:`Sampler.drop_batch_runs`)."""
         if self.sampler is not None:
-            self.sampler.drop_prefilled()
+            self.sampler.drop_batch_runs()
 
     def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
         """Ask the model a plain question (the optimizer's proposals): through the Messages

@@ -127,7 +127,7 @@ def confirm(session: TriggerSession, run: Optimization) -> Confirmation:
         return [session.submit(context, e, plan) for e in entries]
 
     # with --trigger-batch both measurements go in the same batches
-    session.presample(
+    session.run_batches(
         [(run.target.context(d), e, plan) for d in (start.description, best.description)
          for e in entries]
     )  # fmt: skip

@@ -22,7 +22,7 @@ from pytest_skilltrigger.optimizer.folder import folder_of, with_sibling_descrip
 from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.skills.catalog import Target
-from pytest_skilltrigger.skills.routing import RoutingSet
+from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 

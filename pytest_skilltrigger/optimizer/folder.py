@@ -23,7 +23,7 @@ from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.skills.rewrite import replace_description
-from pytest_skilltrigger.skills.routing import RoutingSet
+from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.errors import InputError
 
 # the owner of an entry taken from the folder's routing eval set (no skill name has brackets)

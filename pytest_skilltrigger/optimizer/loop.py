@@ -359,7 +359,7 @@ def _evaluate(
     context = target.context(description)
     plan = replace(session.plan, phase="rounds")
     # with --trigger-batch the round's runs are made as message batches first (one a wave)
-    session.presample([(context, e, plan) for e in entries if e.index not in known])
+    session.run_batches([(context, e, plan) for e in entries if e.index not in known])
     futures = {
         e.index: session.submit(context, e, plan) for e in entries if e.index not in known
     }

@@ -19,11 +19,11 @@ from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.batches import BatchProgress
+    from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.loop import Optimization
     from pytest_skilltrigger.reports.baseline import Change
-    from pytest_skilltrigger.reports.routing import RoutingTable
+    from pytest_skilltrigger.reports.routing_table import RoutingTable
     from pytest_skilltrigger.reports.session_report import SessionReport
     from pytest_skilltrigger.reports.summary import SessionResults
     from pytest_skilltrigger.skills.catalog import Target
@@ -129,7 +129,7 @@ class Controller(Role):
     def routing_tables(self) -> list[RoutingTable]:
         """Each folder's routing table, built once the items are done (the rounds' report
         and the JSON report both show it)."""
-        from pytest_skilltrigger.reports.routing import routing_tables
+        from pytest_skilltrigger.reports.routing_table import routing_tables
 
         folders: dict[str, list[str]] = {}
         for target in self.targets:  # deselected ones too: a sibling is never "other"
@@ -178,7 +178,7 @@ class Controller(Role):
 
     def _add_routing(self, record: wire.RoutingRecord) -> None:
         """Keep a routing item's result under its folder, with its verdict."""
-        from pytest_skilltrigger.reports.routing import routing_verdict
+        from pytest_skilltrigger.reports.routing_table import routing_verdict
 
         self.absorb(record.context_key, record.result, "items")  # paid for, wherever it ran
         routing = self.by_routing_path.get(record.path)
@@ -230,7 +230,7 @@ class Controller(Role):
         if self.engine.unavailable:
             self._log(f"skilltrigger: not optimising: {self.engine.unavailable}")
             return None
-        self.engine.drop_prefilled()  # what errored for the items is sampled afresh
+        self.engine.drop_batch_runs()  # what errored for the items is sampled afresh
         initial = {key: dict(skill.rows) for key, skill in self.results.skills.items()}
         files = None
         if self.optimize.report_path or self.optimize.results_dir:
@@ -375,10 +375,10 @@ class LocalController(Controller, ItemRunner):
         if self.config.option.collectonly:
             return
         if self.targets and self.settings.batch:
-            from pytest_skilltrigger.plugin.batching import requests_of_items
+            from pytest_skilltrigger.plugin.batch_runs import requests_of_items
 
-            self.engine.presample(requests_of_items(session.items, self.engine.plan))
-        self.prefetch(session.items)
+            self.engine.run_batches(requests_of_items(session.items, self.engine.plan))
+        self.submit_ahead(session.items)
 
     def upcoming(self, item: Any) -> list[pytest.Item]:
         return []  # every item's runs started with the run loop

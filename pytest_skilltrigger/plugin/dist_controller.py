@@ -15,7 +15,7 @@ from pytest_skilltrigger.plugin.controller import Controller
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
-    from pytest_skilltrigger.plugin.batching import Handoff
+    from pytest_skilltrigger.plugin.batch_runs import BatchRunsFile
 
 
 class DistController(Controller):
@@ -23,11 +23,11 @@ class DistController(Controller):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.handoff: Handoff | None = None
+        self.batch_runs_file: BatchRunsFile | None = None
         if self.targets and self.settings.batch and not config.option.collectonly:
-            from pytest_skilltrigger.plugin.batching import Handoff
+            from pytest_skilltrigger.plugin.batch_runs import BatchRunsFile
 
-            self.handoff = Handoff()
+            self.batch_runs_file = BatchRunsFile()
         self._batched = False
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts the workers
@@ -47,30 +47,30 @@ class DistController(Controller):
         from pytest_skilltrigger.plugin.xdist_queue import DIST_KEY
 
         node.workerinput[DIST_KEY] = self.config.getoption("dist", "load")
-        if self.handoff is not None:
-            from pytest_skilltrigger.plugin.batching import WORKER_KEY
+        if self.batch_runs_file is not None:
+            from pytest_skilltrigger.plugin.batch_runs import WORKER_KEY
 
-            node.workerinput[WORKER_KEY] = self.handoff.path
+            node.workerinput[WORKER_KEY] = self.batch_runs_file.path
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Once the first worker has collected, and before xdist hands out any item: make
         the collected items' runs as message batches, for every worker to read."""
-        if self.handoff is None or self._batched:
+        if self.batch_runs_file is None or self._batched:
             return
         self._batched = True
-        from pytest_skilltrigger.plugin.batching import requests_of_ids
+        from pytest_skilltrigger.plugin.batch_runs import requests_of_ids
 
         requests = requests_of_ids(self, ids, self.engine.plan)
-        made = self.engine.presample(requests, keep=False)
-        self.handoff.write(self.engine.handover(made))
+        made = self.engine.run_batches(requests, keep=False)
+        self.batch_runs_file.write(self.engine.export_batch_runs(made))
 
     def finish(self, session: pytest.Session) -> None:
         try:
             super().finish(session)
         finally:
-            if self.handoff is not None:
-                self.handoff.remove()
+            if self.batch_runs_file is not None:
+                self.batch_runs_file.remove()
 
     def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         self.engine.absorb(context_key, result, phase)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.plan import SamplingPlan
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.evalset import EvalEntry
-    from pytest_skilltrigger.skills.routing import RoutingEntry, RoutingSet
+    from pytest_skilltrigger.skills.routing_set import RoutingEntry, RoutingSet
 
 MARKER = "skill_trigger"
 
@@ -266,7 +266,7 @@ class RoutingItem(SamplingItem):
 
     def failure(self, result: QueryResult) -> str | None:
         from pytest_skilltrigger.model.formatting import describe_chosen
-        from pytest_skilltrigger.reports.routing import routing_verdict
+        from pytest_skilltrigger.reports.routing_table import routing_verdict
 
         expected = self.routing_entry.expected_skill
         if routing_verdict(expected, self.routing.skills, result):

@@ -21,12 +21,12 @@ from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.batches import BatchProgress
+    from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.settings import Settings
     from pytest_skilltrigger.skills.catalog import Target
-    from pytest_skilltrigger.skills.routing import RoutingSet
+    from pytest_skilltrigger.skills.routing_set import RoutingSet
 
 
 class Role:

@@ -65,7 +65,7 @@ class ItemRunner(Role):
             soft_misses=self.gates.min_accuracy is not None,
         )
 
-    def prefetch(self, items: list[pytest.Item]) -> None:
+    def submit_ahead(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
         sampling = [i for i in items if isinstance(i, SamplingItem)]
         if not sampling or self.engine.unavailable:
@@ -88,7 +88,7 @@ class ItemRunner(Role):
     def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result (submitting it and its queued followers if needed)."""
         self._check_available()
-        self.prefetch([item, *self.upcoming(item)])
+        self.submit_ahead([item, *self.upcoming(item)])
         result = self._submitted[item.nodeid].result()
         if self.engine.fatal:
             item.session.shouldstop = f"stopping: {self.engine.fatal}"

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pytest_skilltrigger.plugin.batching import WORKER_KEY, read_handoff
+from pytest_skilltrigger.plugin.batch_runs import WORKER_KEY, read_batch_runs_file
 from pytest_skilltrigger.plugin.items import SamplingItem, TriggerRunError
 from pytest_skilltrigger.plugin.running import ItemRunner
 from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
@@ -30,7 +30,7 @@ class DistWorker(ItemRunner):
     _batch_runs_read = False
     _batch_missing: str | None = None
 
-    def prefetch(self, items: list[pytest.Item]) -> None:
+    def submit_ahead(self, items: list[pytest.Item]) -> None:
         """Before the first submission, take the runs the controller made in message batches
         (``--trigger-batch``): the items they were made for then make no call."""
         if not self._batch_runs_read:
@@ -45,10 +45,10 @@ class DistWorker(ItemRunner):
                         "--trigger-batch needs workers on the controller's host"
                     )
                 else:
-                    self.engine.take_over(read_handoff(path))
+                    self.engine.import_batch_runs(read_batch_runs_file(path))
         if self._batch_missing:
             raise TriggerRunError(self._batch_missing)
-        super().prefetch(items)
+        super().submit_ahead(items)
 
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         return upcoming_items(item)

@@ -2,7 +2,7 @@
 
 xdist keeps a worker's assigned items in ``WorkerInteractor.torun``, a queue read under its
 own lock. That is not public API: the peek is written against the xdist versions below and
-gives up (no prefetching, same verdicts, only slower) on any other.
+gives up (no runs started ahead, same verdicts, only slower) on any other.
 """
 
 from __future__ import annotations

@@ -298,7 +298,7 @@ LEGEND = (
 def routing_section(table: dict[str, Any]) -> str:
     """A folder's routing table (a ``routing`` entry of the JSON report) as escaped HTML:
     rows are whose queries, columns what the model chose first; the clashes below."""
-    from pytest_skilltrigger.reports.routing import choice_label
+    from pytest_skilltrigger.reports.routing_table import choice_label
 
     columns = table["columns"]
     skills = table.get("folder_skills") or table.get("skills")

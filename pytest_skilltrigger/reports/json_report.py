@@ -18,7 +18,7 @@ REPORT_VERSION = 1
 
 def report_json(report: SessionReport) -> dict[str, Any]:
     """The whole report as plain JSON values (``routing``: the folders' tables, see
-    :func:`~pytest_skilltrigger.reports.routing.routing_tables`)."""
+    :func:`~pytest_skilltrigger.reports.routing_table.routing_tables`)."""
     by_phase = report.by_phase()
     return {
         "version": REPORT_VERSION,

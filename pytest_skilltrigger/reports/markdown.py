@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_skilltrigger.model.context import one_line
 from pytest_skilltrigger.model.formatting import format_chosen, format_ratio
 from pytest_skilltrigger.model.prices import format_usd
-from pytest_skilltrigger.reports.routing import choice_label
+from pytest_skilltrigger.reports.routing_table import choice_label
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.reports.session_report import SessionReport

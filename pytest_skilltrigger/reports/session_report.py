@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.model.prices import PHASES, Spend, total_of
-from pytest_skilltrigger.reports.routing import RoutingTable
+from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.summary import (
     SessionResults,
     SkillResults,

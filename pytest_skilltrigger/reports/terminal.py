@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pytest_skilltrigger.model.formatting import format_ratio
 from pytest_skilltrigger.model.prices import Spend, format_usd
-from pytest_skilltrigger.reports.routing import RoutingTable
+from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport
 from pytest_skilltrigger.reports.summary import Summary
 

@@ -25,7 +25,7 @@ from pytest_skilltrigger.skills.evalset import (
     is_valid_unicode,
     load_eval_set,
 )
-from pytest_skilltrigger.skills.routing import RoutingSet, find_routing_set, load_routing_set
+from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within

@@ -456,7 +456,7 @@ def test_a_batch_sends_the_captured_request_whole(
     the CLI's own request (its tools, thinking, roles, caching markers and the spliced
     query), not streamed and with max_tokens capped above the thinking budget; the CLI's
     betas go with the batch."""
-    from pytest_skilltrigger.backends.api.batches import DECISION_MAX_TOKENS
+    from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS
 
     skills = pytester.path / "skills"
     folder = skills / SKILL

@@ -280,7 +280,7 @@ def test_a_real_browser_renders_the_report_with_user_text_as_text(tmp_path: Path
 def routing_table(chosen: dict[str, int]) -> dict[str, Any]:
     """A folder of pdf and sheets whose sheets queries went to ``chosen``, as the JSON and the
     pages get it (``RoutingTable.to_dict``)."""
-    from pytest_skilltrigger.reports.routing import RoutingRow, RoutingTable
+    from pytest_skilltrigger.reports.routing_table import RoutingRow, RoutingTable
 
     row = RoutingRow("sheets", True, queries=2, runs=sum(chosen.values()), chosen=chosen)
     return RoutingTable("/skills", ["pdf", "sheets"], [row], []).to_dict()
@@ -290,7 +290,7 @@ def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
     """A built-in competitor of the listing (charts, review) chosen for a folder's queries is
     not one of the project's skills, and its column must not read like one."""
     from pytest_skilltrigger.reports.html_report import routing_section
-    from pytest_skilltrigger.reports.routing import choice_label
+    from pytest_skilltrigger.reports.routing_table import choice_label
 
     chosen = {"skill:sheets": 2, "skill:charts": 3, "skill:review": 1, "text": 1, "tool:Bash": 1}
     headings = re.findall(r"<th>(.*?)</th>", routing_section(routing_table(chosen)))
@@ -370,7 +370,7 @@ def plain_run(root: Path) -> Any:
     nasty one, taken by a built-in), a pass, an error and a pass, in eval-file order."""
     from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
     from pytest_skilltrigger.model.prices import Spend
-    from pytest_skilltrigger.reports.routing import routing_tables
+    from pytest_skilltrigger.reports.routing_table import routing_tables
     from pytest_skilltrigger.reports.session_report import build_report
     from pytest_skilltrigger.reports.summary import SessionResults
     from pytest_skilltrigger.skills.catalog import load_targets

@@ -35,7 +35,7 @@ from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.backends.api.batches import MessageBatches
+    from pytest_skilltrigger.backends.api.message_batches import MessageBatches
 
 STREAM_RETRIES = 4
 ASK_TIMEOUT = 120.0
@@ -188,7 +188,7 @@ class AnthropicBackend:
 
     def batches(self) -> MessageBatches:
         """Trigger runs as message batches on this backend's client (``--trigger-batch``)."""
-        from pytest_skilltrigger.backends.api.batches import MessageBatches
+        from pytest_skilltrigger.backends.api.message_batches import MessageBatches
 
         return MessageBatches(self)
 

@@ -20,7 +20,7 @@ from pytest_skilltrigger.reports.summary import SkillResults
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
-    from pytest_skilltrigger.skills.routing import RoutingEntry
+    from pytest_skilltrigger.skills.routing_set import RoutingEntry
 
 TEXT = "text"
 

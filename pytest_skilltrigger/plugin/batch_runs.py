@@ -74,24 +74,24 @@ def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Requ
     }
 
 
-class Handoff:
+class BatchRunsFile:
     """The controller's runs for its workers: one JSON file in a private temporary folder."""
 
     def __init__(self) -> None:
         self.folder = tempfile.mkdtemp(prefix="skilltrigger-batch-")
         self.path = os.path.join(self.folder, "runs.json")
 
-    def write(self, handover: dict[str, Any]) -> None:
-        """Write the engine's :meth:`~TriggerSession.handover`."""
+    def write(self, exported: dict[str, Any]) -> None:
+        """Write the engine's :meth:`~TriggerSession.export_batch_runs`."""
         from pytest_skilltrigger.support.atomic import atomic_write_text
 
-        atomic_write_text(self.path, json.dumps(handover))
+        atomic_write_text(self.path, json.dumps(exported))
 
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
-def read_handoff(path: str) -> dict[str, Any]:
-    """The controller's handover, for the worker's engine to take over."""
+def read_batch_runs_file(path: str) -> dict[str, Any]:
+    """The runs the controller exported, for the worker's engine to import."""
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)

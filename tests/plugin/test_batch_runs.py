@@ -107,7 +107,7 @@ def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_cal
 ) -> None:  # fmt: skip
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
-    monkeypatch.setenv("TMPDIR", str(private_tmp))  # the hand-over folder goes here
+    monkeypatch.setenv("TMPDIR", str(private_tmp))  # the batch runs file goes here
     root = build(pytester, fake_api)
     plain = pytester.runpytest(*run_args(root, *BATCH, "--trigger-json=plain.json"))
     plain.assert_outcomes(passed=5, failed=3)
@@ -125,7 +125,7 @@ def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_cal
     plain_report = json.loads((pytester.path / "plain.json").read_text())
     dist_report = json.loads((pytester.path / "dist.json").read_text())
     assert stable(dist_report) == stable(plain_report)
-    # the controller's temporary hand-over to its workers is gone
+    # the controller's temporary batch runs file for its workers is gone
     assert not list(private_tmp.glob("skilltrigger-batch-*"))
 
 

@@ -20,7 +20,7 @@ wave is over: they are paid, so an interrupt in a later wave must not lose them,
 process that made the batches is the one place they are stored (xdist workers that resolve
 items from them store nothing).
 
-Nothing here knows pytest: the caller gets the runs as :class:`Presampled` values to hand to
+Nothing here knows pytest: the caller gets the runs as :class:`BatchedRuns` values to hand to
 the sampler (and, under xdist, to the workers as JSON), and progress as
 :class:`BatchProgress` values to show.
 """
@@ -68,7 +68,7 @@ class BatchProgress:
 
 
 @dataclass
-class Presampled:
+class BatchedRuns:
     """The runs made (and the stored runs built on) for one sampling, ready for the sampler;
     crosses to xdist workers as JSON. ``skipped`` says why no (further) run could be made
     (the budget): the sampling is then skipped without a call."""
@@ -85,7 +85,7 @@ class Presampled:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Presampled:
+    def from_dict(cls, data: dict[str, Any]) -> BatchedRuns:
         key, query, runs, threshold, curtail, fresh = data["ident"]
         ident = (str(key), str(query), int(runs), float(threshold), bool(curtail), bool(fresh))
         outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.backends.api.batches import DECISION_MAX_TOKENS, batch_params
+from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.batches import Presampled
+from pytest_skilltrigger.engine.batch_waves import BatchedRuns
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -66,13 +66,13 @@ def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
     assert batch_params(json.dumps(small).encode())["max_tokens"] == 512
 
 
-def test_presampled_runs_cross_as_json_unchanged() -> None:
-    item = Presampled(
+def test_batched_runs_cross_as_json_unchanged() -> None:
+    item = BatchedRuns(
         ("key", "merge pdfs", 3, 0.5, True, False),
         [RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
          RunOutcome("not_triggered", chosen="text", from_store=True)],
     )  # fmt: skip
-    again = Presampled.from_dict(json.loads(json.dumps(item.to_dict())))
+    again = BatchedRuns.from_dict(json.loads(json.dumps(item.to_dict())))
     assert again == item
 
 
@@ -107,7 +107,7 @@ def test_a_library_session_samples_in_waves_of_batches(
         try:
             context = target.context()
             plan = session.plan
-            session.presample([(context, e, plan) for e in target.eval_set.entries])
+            session.run_batches([(context, e, plan) for e in target.eval_set.entries])
             results = session.evaluate(context, target.eval_set.entries)
         finally:
             session.close()
@@ -124,7 +124,7 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
     """Every first answer reaches a tiny cap before its decision; sent again with the live
     request's max_tokens it decides as a live run does: same verdicts, and the runs kept
     carry the requests of the answers dropped before them."""
-    import pytest_skilltrigger.backends.api.batches as batches
+    import pytest_skilltrigger.backends.api.message_batches as batches
 
     monkeypatch.setattr(batches, "DECISION_MAX_TOKENS", 1)
     queries = [("tidy csv one", ["skill:alpha"]), ("write a poem", ["text"])]
@@ -135,7 +135,7 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
     session = TriggerSession(Settings(cache_mode="off", batch=True, batch_poll=0.01))
     try:
         context = target.context()
-        session.presample([(context, e, session.plan) for e in target.eval_set.entries])
+        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
         results = session.evaluate(context, target.eval_set.entries)
     finally:
         session.close()
@@ -159,7 +159,7 @@ def test_a_worker_takes_over_the_controllers_runs_and_its_share_of_their_cost(
     settings = Settings(cache_mode="off", budget_usd=1.0)
     worker = TriggerSession(settings, share=(0, 2))  # its part: $0.50
     try:
-        worker.take_over({"spent_usd": 1.0, "runs": []})  # the controller spent it all
+        worker.import_batch_runs({"spent_usd": 1.0, "runs": []})  # the controller spent it all
         result = worker.submit(context, only).result()
     finally:
         worker.close()
@@ -170,7 +170,7 @@ def test_the_batch_timeout_is_one_deadline_for_the_session(
     fake_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:
     """``batch_timeout`` bounds all of a session's batch waiting, counted from its first
-    batch, not each presample's (each improvement round would start a wait of its own): a
+    batch, not each run_batches's (each improvement round would start a wait of its own): a
     round that comes after the deadline sends no batch, and its queries error, never miss."""
     folder = make_skill(tmp_path, "alpha", [entry("tidy csv one", True)], "A.")
     (target,) = load_targets([str(folder)])
@@ -179,11 +179,11 @@ def test_the_batch_timeout_is_one_deadline_for_the_session(
     settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, batch_timeout=timeout)
     session = TriggerSession(settings)
     try:
-        session.presample([(target.context(), only, session.plan)])
+        session.run_batches([(target.context(), only, session.plan)])
         first = session.submit(target.context(), only).result()
         time.sleep(timeout + 0.5)  # what the proposals between two rounds take
         later = target.context("Alpha tidies csv files.")
-        session.presample([(later, only, session.plan)])
+        session.run_batches([(later, only, session.plan)])
         second = session.submit(later, only).result()
     finally:
         session.close()
@@ -217,7 +217,7 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
 
     try:
         context = target.context()
-        session.presample([(context, e, session.plan) for e in target.eval_set.entries])
+        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
         initial = {e.index: session.submit(context, e).result() for e in target.eval_set.entries}
         assert initial[1].passed is False  # a train or test query to improve on
         time.sleep(timeout + 0.5)
