@@ -114,8 +114,6 @@ class OptimizerSettings:
     max_iterations: int = 5
     seed: int = 42
     improve_model: str | None = None
-    report_path: str | None = None
-    results_dir: str | None = None
 
     def validated(self) -> OptimizerSettings:
         if not 0.0 <= self.holdout < 1.0:
@@ -123,3 +121,14 @@ class OptimizerSettings:
         if self.max_iterations < 1:
             raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
         return self
+
+
+@dataclass(frozen=True)
+class Gates:
+    """How the session gates CI: accuracy floor, backend requirement, baseline."""
+
+    min_accuracy: float | None = None
+    min_routing_accuracy: float | None = None
+    require_backend: bool = False
+    baseline_path: str | None = None  # read by the controller only (workers never compare)
+    fail_on_regression: bool = False

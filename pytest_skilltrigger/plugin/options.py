@@ -7,7 +7,6 @@ dashes as underscores (``--runs-per-query`` -> ``runs_per_query``); the command 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+    from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
 
 GROUP = "skilltrigger"
 
@@ -246,20 +245,15 @@ def report_path(config: pytest.Config) -> str | None:
     return _path(config, "--trigger-report")
 
 
+def results_dir(config: pytest.Config) -> str | None:
+    """``--trigger-results-dir``: a time-stamped folder per run (the rounds', or the items'
+    results without ``--optimize-description``)."""
+    return _path(config, "--trigger-results-dir")
+
+
 def flag(config: pytest.Config, option: str) -> bool:
     """A boolean option that may also be set as an ini key."""
     return bool(_raw(config, option))
-
-
-@dataclass(frozen=True)
-class Gates:
-    """How the session gates CI: accuracy floor, backend requirement, baseline."""
-
-    min_accuracy: float | None = None
-    min_routing_accuracy: float | None = None
-    require_backend: bool = False
-    baseline_path: str | None = None  # read by the controller only (workers never compare)
-    fail_on_regression: bool = False
 
 
 def gates(config: pytest.Config) -> Gates:
@@ -276,6 +270,8 @@ def gates(config: pytest.Config) -> Gates:
     fail_on_regression = flag(config, "--trigger-fail-on-regression")
     if fail_on_regression and not baseline_path:
         raise InputError("--trigger-fail-on-regression", "needs --trigger-baseline")
+    from pytest_skilltrigger.model.settings import Gates
+
     return Gates(
         min_accuracy=min_accuracy,
         min_routing_accuracy=min_routing,
@@ -296,8 +292,6 @@ def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
         max_iterations=_number(config, "--max-iterations", int),
         seed=_number(config, "--split-seed", int),
         improve_model=_raw(config, "--improve-model"),
-        report_path=report_path(config),
-        results_dir=_path(config, "--trigger-results-dir"),
     ).validated()
 
 

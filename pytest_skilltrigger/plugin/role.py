@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.context import TriggerContext
-    from pytest_skilltrigger.model.settings import Settings
+    from pytest_skilltrigger.model.settings import Gates, Settings
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.routing_set import RoutingSet
 
@@ -42,8 +42,7 @@ class Role:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         if options.any_given(config):  # a bad option is an error even with no skill in play
-            _ = self.settings
-        self.gates = options.gates(config)
+            _ = self.settings, self.gates
         self.optimize = options.optimize_options(config)
         given, ini = options.skill_paths(config)
         selection = select(config, given, ini)
@@ -63,6 +62,11 @@ class Role:
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
         self.by_routing_path = {r.path: r for r in self.routing_sets}
         adjust_args(config, selection)
+
+    @cached_property
+    def gates(self) -> Gates:
+        """How the session gates CI, checked (read with the settings, on the same terms)."""
+        return options.gates(self.config)
 
     @cached_property
     def settings(self) -> Settings:
@@ -130,3 +134,30 @@ class Role:
 
     def finish(self, session: pytest.Session) -> None:
         """What this role does at the end of the session (nothing, but on a controller)."""
+
+
+def warn_at(config: pytest.Config, path: str, text: str) -> None:
+    """A configuration warning located at the file it is about (a SKILL.md), not at this
+    module: as ``Config.issue_config_time_warning`` does it, with pytest's warning filters
+    (``-W``, ``filterwarnings``) applied, but with an explicit location."""
+    import warnings
+
+    from _pytest.config import apply_warning_filters
+
+    if config.pluginmanager.is_blocked("warnings"):
+        return
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always", pytest.PytestConfigWarning)
+        apply_warning_filters(
+            config.getini("filterwarnings"), config.known_args_namespace.pythonwarnings or []
+        )
+        warnings.warn_explicit(pytest.PytestConfigWarning(text), None, filename=path, lineno=1)
+    if records:
+        config.hook.pytest_warning_recorded.call_historic(
+            kwargs={
+                "warning_message": records[0],
+                "when": "config",
+                "nodeid": "",
+                "location": (path, 1, "SKILL.md"),
+            }
+        )

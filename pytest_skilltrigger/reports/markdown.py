@@ -69,7 +69,7 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
             lines.append(f"| {_cell(row.skill)} | {kind} | {cells} | {row.errors} |")
         for clash in table.clashes:
             lines.append(f"- {_cell(clash.line())}")
-        failing = [(e, r) for e, r, ok in table.items if ok is not True]
+        failing = [(i.entry, i.result) for i in table.items if i.passed is not True]
         if failing:
             lines += ["", "| routing query | expected | chosen |", "|---|---|---|"]
             for entry, result in failing:

@@ -55,6 +55,16 @@ class Clash:
         )
 
 
+@dataclass(frozen=True)
+class RoutingItemResult:
+    """A routing item's result: its entry, its runs and whether it passed (None: no verdict,
+    an error or a skip)."""
+
+    entry: RoutingEntry
+    result: QueryResult
+    passed: bool | None
+
+
 @dataclass
 class RoutingTable:
     """The table of one folder of skills, and its routing items' results.
@@ -67,7 +77,7 @@ class RoutingTable:
     skills: list[str]
     rows: list[RoutingRow]
     clashes: list[Clash]
-    items: list[tuple[RoutingEntry, QueryResult, bool | None]] = field(default_factory=list)
+    items: list[RoutingItemResult] = field(default_factory=list)
     accuracy: float | None = None
     counted: tuple[int, int] = (0, 0)  # (passed, decided)
     # every project skill of the folder, tested in this run or not (``-k``, ``--lf``): a
@@ -107,9 +117,10 @@ class RoutingTable:
                 for c in self.clashes
             ],
             "items": [
-                {"query": e.query, "expected_skill": e.expected_skill, "pass": ok,
-                 "runs": r.runs, "chosen": r.chosen, "errors": r.errors, "skipped": r.skipped}
-                for e, r, ok in self.items
+                {"query": i.entry.query, "expected_skill": i.entry.expected_skill,
+                 "pass": i.passed, "runs": i.result.runs, "chosen": i.result.chosen,
+                 "errors": i.result.errors, "skipped": i.result.skipped}
+                for i in self.items
             ],
             "accuracy": self.rounded_accuracy,
             "passed": self.counted[0],
@@ -117,8 +128,8 @@ class RoutingTable:
         }  # fmt: skip
 
 
-# each folder's routing items by entry index: (entry, result, passed)
-RoutingResults = Mapping[str, Mapping[int, tuple["RoutingEntry", "QueryResult", "bool | None"]]]
+# each folder's routing items by entry index
+RoutingResults = Mapping[str, Mapping[int, RoutingItemResult]]
 
 
 def routing_tables(
@@ -143,7 +154,7 @@ def routing_tables(
         table.folder_skills = sorted(folder_skills.get(folder, ()))
         items = routing.get(folder, {})
         table.items = [items[i] for i in sorted(items)]
-        decided = [ok for _e, _r, ok in table.items if ok is not None]
+        decided = [i.passed for i in table.items if i.passed is not None]
         decided += [
             r.passed
             for s in group

@@ -3,13 +3,39 @@ each folder's routing, and the session's total."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Literal
+
 from pytest_skilltrigger.model.formatting import format_ratio
 from pytest_skilltrigger.model.prices import Spend, format_usd
+from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport
 from pytest_skilltrigger.reports.summary import Summary
 
 MAX_CLASHES = 5  # the worst clashes per folder in the terminal; the JSON has them all
+
+
+@dataclass(frozen=True)
+class TerminalLine:
+    """A line for pytest's terminal: plain, coloured, or a separator with a title."""
+
+    text: str
+    style: Literal["", "yellow", "red"] = ""
+    separator: bool = False
+
+
+def header_lines(skills: int, settings: Settings, context_label: str | None) -> list[str]:
+    """The report header: what the run will do, before any call."""
+    store = settings.active_store or "off"
+    lines = [
+        f"skilltrigger: {skills} skill(s), {settings.runs_per_query} runs "
+        f"per query, threshold {settings.threshold}, backend {settings.backend}, "
+        f"store {store}"
+    ]
+    if context_label:
+        lines.append(f"skilltrigger: context {context_label}")
+    return lines
 
 
 def summary_lines(report: SessionReport) -> list[str]:
@@ -48,7 +74,7 @@ def routing_lines(table: RoutingTable, folder: str) -> list[str]:
     if table.accuracy is not None:
         items = ""
         if table.items:
-            passed_items = sum(1 for _e, _r, ok in table.items if ok)
+            passed_items = sum(1 for i in table.items if i.passed)
             items = f"routing items {passed_items}/{len(table.items)} passed, "
         passed, counted = table.counted
         lines.append(

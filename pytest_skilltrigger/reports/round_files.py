@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.reports.html_report import render_html
 from pytest_skilltrigger.reports.json_report import write_report
@@ -21,6 +22,22 @@ from pytest_skilltrigger.support.redact import redact
 if TYPE_CHECKING:
     from pytest_skilltrigger.optimizer.loop import Optimization
     from pytest_skilltrigger.optimizer.proposer import Proposal
+    from pytest_skilltrigger.reports.routing_table import RoutingTable
+
+
+def stamped_folder(results_dir: str) -> str:
+    """A new time-stamped folder inside ``results_dir`` (two runs in the same second get
+    their own: ``20261202-101500``, ``20261202-101500-1``)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    os.makedirs(results_dir, exist_ok=True)
+    for n in range(1000):
+        candidate = os.path.join(results_dir, stamp + (f"-{n}" if n else ""))
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"{results_dir}: no free folder name for {stamp}")
 
 
 class RoundFiles:
@@ -28,22 +45,12 @@ class RoundFiles:
 
     def __init__(
         self, report_path: str | None, results_dir: str | None,
-        routing: list[dict[str, Any]] | None = None,
+        routing: Sequence[RoutingTable] = (),
     ) -> None:  # fmt: skip
         self.report_path = report_path
-        self.routing = routing or []  # the session's routing tables, shown under the rounds
-        self.results_dir: str | None = None
-        if results_dir:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            os.makedirs(results_dir, exist_ok=True)
-            for n in range(1000):
-                candidate = os.path.join(results_dir, stamp + (f"-{n}" if n else ""))
-                try:
-                    os.mkdir(candidate)  # two runs in the same second get their own folders
-                except FileExistsError:
-                    continue
-                self.results_dir = candidate
-                break
+        # the session's routing tables, shown under the rounds
+        self.routing = [table.to_dict() for table in routing]
+        self.results_dir = stamped_folder(results_dir) if results_dir else None
 
     def publish(self, runs: list[Optimization]) -> None:
         """Rewrite the HTML report and the results folder's report and JSON."""

@@ -1,0 +1,95 @@
+"""Every item's result, typed, as it arrives from the process that ran it.
+
+The controller decodes each report once (:mod:`pytest_skilltrigger.plugin.wire`) and hands the
+typed result here; the report, the routing tables, the improvement rounds' first iteration
+and the pytest-html columns all read what is gathered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from functools import cached_property
+from typing import Any
+
+from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.reports.routing_table import (
+    RoutingItemResult,
+    RoutingTable,
+    routing_tables,
+    routing_verdict,
+)
+from pytest_skilltrigger.reports.summary import SessionResults
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.routing_set import RoutingSet
+
+
+class Gathered:
+    """The session's results by skill and by folder, and each trigger item's by node id."""
+
+    def __init__(self, targets: Sequence[Target], routing_sets: Sequence[RoutingSet]) -> None:
+        self.targets = list(targets)
+        self.results = SessionResults(targets)
+        #: each folder's routing items by entry index (a report seen again replaces, never adds)
+        self.routing: dict[str, dict[int, RoutingItemResult]] = {}
+        self._by_skill_md = {t.skill.skill_md: t for t in targets}
+        self._by_routing_path = {r.path: r for r in routing_sets}
+        self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+
+    def add_item(
+        self, nodeid: str, skill_md: str, index: int, result: QueryResult
+    ) -> Target | None:
+        """Keep a trigger item's result under its skill; its target, or None for a skill this
+        process did not load (a worker that read its skills elsewhere)."""
+        target = self._by_skill_md.get(skill_md)
+        if target is None:
+            return None
+        self._by_node[nodeid] = (target, result)
+        self.results.add(target, index, result)
+        return target
+
+    def add_routing(self, path: str, index: int, result: QueryResult) -> RoutingItemResult | None:
+        """Keep a routing item's result under its folder, with its verdict."""
+        routing = self._by_routing_path.get(path)
+        if routing is None:
+            return None
+        entry = routing.entries[index]
+        item = RoutingItemResult(entry, result, routing_verdict(entry.expected_skill,
+                                                               routing.skills, result))
+        self.routing.setdefault(routing.folder, {})[entry.index] = item
+        return item
+
+    def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
+        """The typed result of a trigger item, once its report has arrived."""
+        return self._by_node.get(nodeid)
+
+    @cached_property
+    def routing_tables(self) -> list[RoutingTable]:
+        """Each folder's routing table, built once the items are done (the reports, the rounds'
+        page and pytest-html's summary all show it)."""
+        folders: dict[str, list[str]] = {}
+        for target in self.targets:  # deselected ones too: a sibling is never "other"
+            folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
+        return routing_tables(self.results.ordered(), self.routing, folders)
+
+    def starting_results(self) -> dict[str, dict[int, QueryResult]]:
+        """The items' results by SKILL.md and entry: the improvement rounds' first iteration
+        reuses them."""
+        return {key: dict(skill.rows) for key, skill in self.results.skills.items()}
+
+    def over_budget(self) -> int:
+        """Queries (trigger and routing items) skipped because the budget ran out."""
+        routed = [i.result for items in self.routing.values() for i in items.values()]
+        return sum(1 for r in [*self.results.all_results(), *routed] if r.over_budget)
+
+
+def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
+    """An item's numbers as junitxml properties (``chosen`` as JSON text: junitxml writes
+    ``str(value)``, which for a dict would be Python's repr)."""
+    return [
+        ("trigger_rate", round(result.trigger_rate, 4)),
+        ("triggers", result.triggers),
+        ("runs", result.runs),
+        ("chosen", json.dumps(dict(result.chosen), sort_keys=True, ensure_ascii=False)),
+    ]
