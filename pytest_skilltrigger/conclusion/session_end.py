@@ -27,7 +27,7 @@ from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.optimizer.loop import Optimization
+    from pytest_skilltrigger.optimizer.rounds import Optimization
 
 Log = Callable[[str], None]
 

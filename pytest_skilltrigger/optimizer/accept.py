@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from pytest_skilltrigger.model.outcome import format_score
-from pytest_skilltrigger.optimizer.loop import Optimization
+from pytest_skilltrigger.optimizer.rounds import Optimization
 from pytest_skilltrigger.skills.rewrite import FileChangedError, write_description
 from pytest_skilltrigger.support.errors import InputError
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.model.outcome import QueryResult, format_score, passed
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.optimizer.loop import Optimization
+    from pytest_skilltrigger.optimizer.rounds import Optimization
 
 
 @dataclass
@@ -94,23 +94,6 @@ class Confirmation:
             folder = format_score(self.folder_best)
             return f"{scores}: the lead holds, and the folder does not lose (folder {folder})"
         return f"{scores}: the lead holds"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "best_iteration": self.best_iteration,
-            "on": self.on,
-            "start_score": format_score(self.start),
-            "best_score": format_score(self.best),
-            "holds": self.holds,
-            "lead_holds": self.lead_holds,
-            "folder_holds": self.folder_holds,
-            "folder_start_score": format_score(self.folder_start),
-            "folder_best_score": format_score(self.folder_best),
-            "complete": self.complete,
-            "verdict": self.verdict(),
-            "start_results": [r.summary_row() for r in self.start],
-            "best_results": [r.summary_row() for r in self.best],
-        }
 
 
 def confirm(session: TriggerSession, run: Optimization) -> Confirmation:

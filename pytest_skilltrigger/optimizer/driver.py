@@ -19,8 +19,9 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.model.settings import OptimizerSettings
 from pytest_skilltrigger.optimizer.folder import folder_of, with_sibling_description
-from pytest_skilltrigger.optimizer.loop import Iteration, Optimization, optimize
+from pytest_skilltrigger.optimizer.loop import optimize
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
+from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt

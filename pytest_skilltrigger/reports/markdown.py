@@ -10,7 +10,8 @@ from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.routing_table import choice_label
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.reports.session_report import SessionReport
+    from pytest_skilltrigger.reports.routing_table import RoutingTable
+    from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 
 
 def _cell(text: Any) -> str:
@@ -24,23 +25,7 @@ def _cell(text: Any) -> str:
 def render_markdown(report: SessionReport, min_accuracy: float | None = None) -> str:
     """One section per skill: the share of queries passed (what the gate compares), run
     accuracy, precision, recall, cost and the failing queries; then each folder's routing."""
-    lines = ["## Skill trigger results", ""]
-    if report.skills:
-        lines.append(
-            "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
-            "recall | cost |"
-        )
-        lines.append("|---|---|---|---|---|---|---|---|---|")
-    for skill in report.skills:
-        s = skill.summary
-        cost = format_usd(s.cost_usd) if s.priced else "n/a"
-        lines.append(
-            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.errors} | "
-            f"{format_ratio(s.query_pass_rate)} | "
-            f"{format_ratio(s.accuracy)} | {format_ratio(s.precision)} | "
-            f"{format_ratio(s.recall)} | "
-            f"{cost} |"
-        )
+    lines = ["## Skill trigger results", "", *_skills_table(report)]
     if min_accuracy is not None:
         lines += [
             "",
@@ -48,45 +33,73 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
             f"{min_accuracy:g}",
         ]
     for table in report.routing:
-        lines += ["", f"### Routing in {_cell(report.folder_label(table.folder))}", ""]
-        passed, counted = table.counted
-        if table.accuracy is not None:
-            lines += [
-                f"Routing accuracy {format_ratio(table.accuracy)}: {passed}/{counted} of "
-                "routing items and should-trigger queries passed.",
-                "",
-            ]
-        columns = table.columns()
-        lines.append(
-            "| queries of | kind | "
-            + " | ".join(_cell(choice_label(c, table.project_skills)) for c in columns)
-            + " | errors |"
-        )
-        lines.append("|---|---|" + "---|" * (len(columns) + 1))
-        for row in table.rows:
-            kind = "should trigger" if row.should_trigger else "should not"
-            cells = " | ".join(str(row.chosen.get(c, 0)) for c in columns)
-            lines.append(f"| {_cell(row.skill)} | {kind} | {cells} | {row.errors} |")
-        for clash in table.clashes:
-            lines.append(f"- {_cell(clash.line())}")
-        failing = [(i.entry, i.result) for i in table.items if i.passed is not True]
-        if failing:
-            lines += ["", "| routing query | expected | chosen |", "|---|---|---|"]
-            for entry, result in failing:
-                expected = entry.expected_skill or "no skill of the folder"
-                chosen = "error" if result.errors else format_chosen(dict(result.chosen))
-                lines.append(f"| {_cell(entry.query)} | {_cell(expected)} | {_cell(chosen)} |")
+        lines += _routing_section(table, report.folder_label(table.folder))
     for skill in report.skills:
-        failing_results = [r for r in skill.results.results() if r.passed is not True]
-        if not failing_results:
-            continue
-        lines += ["", f"### {_cell(skill.name)}: failing queries", ""]
-        lines += ["| query | expected | triggers/runs | chosen |", "|---|---|---|---|"]
-        for r in failing_results:
-            expected = "trigger" if r.should_trigger else "no trigger"
-            observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
-            chosen = format_chosen(dict(r.chosen))
-            lines.append(
-                f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {_cell(chosen)} |"
-            )
+        lines += _failing_queries(skill)
     return "\n".join(lines) + "\n"
+
+
+def _skills_table(report: SessionReport) -> list[str]:
+    if not report.skills:
+        return []
+    lines = [
+        "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
+        "recall | cost |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for skill in report.skills:
+        s = skill.summary
+        cost = format_usd(s.cost_usd) if s.priced else "n/a"
+        lines.append(
+            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.errors} | "
+            f"{format_ratio(s.query_pass_rate)} | {format_ratio(s.accuracy)} | "
+            f"{format_ratio(s.precision)} | {format_ratio(s.recall)} | {cost} |"
+        )
+    return lines
+
+
+def _routing_section(table: RoutingTable, folder: str) -> list[str]:
+    """A folder's routing accuracy, its table, its clashes and its failing routing items."""
+    lines = ["", f"### Routing in {_cell(folder)}", ""]
+    passed, counted = table.counted
+    if table.accuracy is not None:
+        lines += [
+            f"Routing accuracy {format_ratio(table.accuracy)}: {passed}/{counted} of "
+            "routing items and should-trigger queries passed.",
+            "",
+        ]
+    columns = table.columns()
+    lines.append(
+        "| queries of | kind | "
+        + " | ".join(_cell(choice_label(c, table.project_skills)) for c in columns)
+        + " | errors |"
+    )
+    lines.append("|---|---|" + "---|" * (len(columns) + 1))
+    for row in table.rows:
+        kind = "should trigger" if row.should_trigger else "should not"
+        cells = " | ".join(str(row.chosen.get(c, 0)) for c in columns)
+        lines.append(f"| {_cell(row.skill)} | {kind} | {cells} | {row.errors} |")
+    lines += [f"- {_cell(clash.line())}" for clash in table.clashes]
+    failing = [i for i in table.items if i.passed is not True]
+    if failing:
+        lines += ["", "| routing query | expected | chosen |", "|---|---|---|"]
+        for item in failing:
+            expected = item.entry.expected_skill or "no skill of the folder"
+            result = item.result
+            chosen = "error" if result.errors else format_chosen(dict(result.chosen))
+            lines.append(f"| {_cell(item.entry.query)} | {_cell(expected)} | {_cell(chosen)} |")
+    return lines
+
+
+def _failing_queries(skill: SkillReport) -> list[str]:
+    failing = [r for r in skill.results.results() if r.passed is not True]
+    if not failing:
+        return []
+    lines = ["", f"### {_cell(skill.name)}: failing queries", ""]
+    lines += ["| query | expected | triggers/runs | chosen |", "|---|---|---|---|"]
+    for r in failing:
+        expected = "trigger" if r.should_trigger else "no trigger"
+        observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
+        chosen = format_chosen(dict(r.chosen))
+        lines.append(f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {_cell(chosen)} |")
+    return lines

@@ -15,13 +15,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.reports.html_report import render_html
-from pytest_skilltrigger.reports.json_report import write_report
+from pytest_skilltrigger.reports.json_report import rounds_json, write_report
 from pytest_skilltrigger.support.atomic import atomic_write_text
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.optimizer.loop import Optimization
     from pytest_skilltrigger.optimizer.proposer import Proposal
+    from pytest_skilltrigger.optimizer.rounds import Optimization
     from pytest_skilltrigger.reports.routing_table import RoutingTable
 
 
@@ -59,7 +59,7 @@ class RoundFiles:
                 "skill_name": run.target.name,
                 "skill_path": run.target.skill.path,
                 "listed_as": run.target.context().tested.line,
-                **run.to_dict(),
+                **rounds_json(run),
             }
             for run in runs
         ]

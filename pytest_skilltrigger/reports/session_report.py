@@ -23,7 +23,7 @@ from pytest_skilltrigger.reports.summary import (
 from pytest_skilltrigger.skills.catalog import Target
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.optimizer.loop import Optimization
+    from pytest_skilltrigger.optimizer.rounds import Optimization
 
 
 @dataclass

@@ -175,7 +175,6 @@ def function_lengths() -> dict[str, int]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="five functions are split in the next commits")
 def test_no_function_is_over_the_line_limit() -> None:
     long = {k: v for k, v in function_lengths().items() if v > MAX_FUNCTION_LINES}
     assert long == {}

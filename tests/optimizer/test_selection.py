@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
-from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
+from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from tests.helpers import make_skill
@@ -62,7 +62,7 @@ def test_with_every_candidate_errored_the_start_stays_best(tmp_path: Path) -> No
 
 def test_an_outage_never_makes_a_description_look_better(tmp_path: Path) -> None:
     from pytest_skilltrigger.model.outcome import QueryResult
-    from pytest_skilltrigger.optimizer.loop import Iteration, Optimization
+    from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
     from pytest_skilltrigger.skills.catalog import load_targets
 
     folder = make_skill(tmp_path, [("merge these PDF documents", True), ("write a poem", False)])

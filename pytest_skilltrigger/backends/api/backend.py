@@ -236,14 +236,22 @@ class AnthropicBackend:
     ) -> tuple[RunOutcome, bool]:
         """One request, with the SDK's retries; the outcome and whether a failure is worth
         another try."""
+        sent = self._send(state)
+        if isinstance(sent, tuple):
+            return sent
+        self._reachable = True
+        return self._read(sent, context)
+
+    def _send(self, state: _RunState) -> Any:
+        """Post the run's body through the SDK's own request path (auth, headers, retries,
+        status errors); the raw-stream header makes it hand back the unread response. A
+        failure comes back as (outcome, worth another try)."""
         client = self.client()
         sdk = self._sdk
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
+        body, path, headers = state.request
         try:
-            # The SDK's own request path (auth, headers, retries, status errors) with a body
-            # serialised ahead; the raw-stream header makes it hand back the unread response.
-            body, path, headers = state.request
-            response = client.post(
+            return client.post(
                 path,
                 cast_to=object,
                 content=body,
@@ -273,7 +281,9 @@ class AnthropicBackend:
             # a refused connection or a failed name lookup, after the SDK's own retries; not
             # tried again here unless the endpoint has answered before (a passing blip)
             return self._unreachable(exc), self._reachable
-        self._reachable = True
+
+    def _read(self, response: Any, context: TriggerContext) -> tuple[RunOutcome, bool]:
+        """Read the stream as far as the decision (see :class:`EventReader`)."""
         request_id = response.headers.get("request-id")
         raw = response.http_response
         encoded = response.headers.get("content-encoding", "identity") != "identity"

@@ -13,7 +13,6 @@ How the workspace is laid out and isolated is in :mod:`.workspace`; reading the 
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import json
 import os
@@ -26,8 +25,13 @@ from pathlib import Path
 
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
-from pytest_skilltrigger.backends.claude_code.process import KILL_GRACE, kill_group, read_lines
-from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED, read_stream
+from pytest_skilltrigger.backends.claude_code.process import (
+    KILL_GRACE,
+    Finished,
+    kill_group,
+    run_until_decided,
+)
+from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED
 from pytest_skilltrigger.backends.claude_code.workspace import (
     ROOT_PREFIX,
     SECRET_ACCOUNT_KEY,
@@ -46,7 +50,6 @@ from pytest_skilltrigger.support.redact import redact, register_secret
 DEFAULT_MODEL = "claude-code-default"  # until a run's init event names the CLI's default
 CLI_BASE_TOKENS = 15_000  # budget estimate: the CLI's system prompt and tool definitions
 DECISION_OUTPUT_TOKENS = 300
-STDERR_LINES = 20
 ASK_TIMEOUT = 300.0  # a proposal is one long answer, not a quick first choice
 SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Set inside a Claude Code session; a nested CLI must not think it is a sub-process of one.
@@ -228,56 +231,19 @@ class ClaudeCodeBackend:
         return cmd
 
     def _run_cli(self, run_dir: Path, query: str, skill_name: str) -> RunOutcome:
-        # The query goes through stdin: an argument starting with "-" would read as an option.
-        proc = subprocess.Popen(
-            self._command(),
-            cwd=run_dir / "project",
-            env=self._env(run_dir),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            start_new_session=True,
-        )
-        with self._lock:
-            if self._closed:
-                kill_group(proc)
-            self._live[str(run_dir)] = proc
-        stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-        assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
-        err_reader = threading.Thread(
-            target=lambda: stderr_tail.extend(read_lines(proc.stderr)),  # type: ignore[arg-type]
-            name="claude-code-stderr",
-            daemon=True,
-        )
-        err_reader.start()
-        timed_out = threading.Event()
+        """One CLI process until the model has chosen, as an outcome."""
 
-        def on_timeout() -> None:
-            timed_out.set()
-            kill_group(proc)
+        def started(proc: subprocess.Popen[str]) -> None:
+            with self._lock:
+                if self._closed:
+                    kill_group(proc)
+                self._live[str(run_dir)] = proc
 
-        watchdog = threading.Timer(self.timeout, on_timeout)
-        watchdog.daemon = True
-        watchdog.start()
-        try:
-            try:
-                proc.stdin.write(query)
-                proc.stdin.close()
-            except OSError:
-                pass  # it died at once; stdout and stderr say why
-            verdict = read_stream(read_lines(proc.stdout))
-        finally:
-            watchdog.cancel()
-            kill_group(proc)
-            try:
-                proc.wait(KILL_GRACE * 5)
-            except subprocess.TimeoutExpired:
-                pass
-            err_reader.join(KILL_GRACE)
-            proc.stdout.close()
+        finished = run_until_decided(
+            self._command(), run_dir / "project", self._env(run_dir), query, self.timeout,
+            started,
+        )  # fmt: skip
+        verdict = finished.verdict
         if verdict.skills is not None:
             with self._lock:
                 self.observed_listings.append(verdict.skills)
@@ -286,16 +252,21 @@ class ClaudeCodeBackend:
         # an API error the CLI reported came from a request of its own, even if the stream
         # showed none
         requests = verdict.requests or (1 if verdict.request_id or verdict.fatal else 0)
-        if verdict.chosen is not None and not timed_out.is_set():
+        model = verdict.model or self.model
+        if verdict.chosen is not None and not finished.timed_out:
             status = "triggered" if verdict.chosen == f"skill:{skill_name}" else "not_triggered"
-            return RunOutcome(
-                status,
-                chosen=verdict.chosen,
-                usage=verdict.usage,
-                requests=requests,
-                model=verdict.model or self.model,
-            )
-        if timed_out.is_set():
+            return RunOutcome(status, chosen=verdict.chosen, usage=verdict.usage,
+                              requests=requests, model=model)  # fmt: skip
+        return RunOutcome(
+            "error", error=redact(self._failure(finished)), usage=verdict.usage,
+            request_id=verdict.request_id, fatal=verdict.fatal, requests=requests, model=model,
+        )  # fmt: skip
+
+    def _failure(self, finished: Finished) -> str:
+        """Why a run decided nothing: a timeout (with what went wrong before it), an error
+        the CLI reported, or output that ended undecided; then the tail of its stderr."""
+        verdict = finished.verdict
+        if finished.timed_out:
             message = f"claude timed out after {self.timeout:g}s"
             if verdict.error and not verdict.undecided:
                 message += f" ({verdict.error})"
@@ -303,20 +274,11 @@ class ClaudeCodeBackend:
                 message += f" (last: {verdict.last_problem})"
         else:
             message = verdict.error or UNDECIDED
-            if proc.returncode:
-                message += f" (exit code {proc.returncode})"
-        tail = "\n".join(line.rstrip() for line in stderr_tail if line.strip())
-        if tail:
-            message += f"\nstderr:\n{tail}"
-        return RunOutcome(
-            "error",
-            error=redact(message),
-            usage=verdict.usage,
-            request_id=verdict.request_id,
-            fatal=verdict.fatal,
-            requests=requests,
-            model=verdict.model or self.model,
-        )
+            if finished.returncode:
+                message += f" (exit code {finished.returncode})"
+        if finished.stderr_tail:
+            message += f"\nstderr:\n{finished.stderr_tail}"
+        return message
 
     def capture(self, context: TriggerContext) -> CapturedRequest:
         """The request this CLI sends for ``context``, recorded on a loopback server (see

@@ -3,13 +3,81 @@ started."""
 
 from __future__ import annotations
 
+import collections
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
 
+from pytest_skilltrigger.backends.claude_code.stream import CliVerdict, read_stream
+
 KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
+STDERR_LINES = 20
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How one CLI run ended: what its output said, its exit code, whether the watchdog
+    killed it, and the last lines of its stderr (for an error's message)."""
+
+    verdict: CliVerdict
+    returncode: int | None
+    timed_out: bool
+    stderr_tail: str
+
+
+def run_until_decided(
+    command: list[str], cwd: Path, env: dict[str, str], query: str, timeout: float,
+    started: Callable[[subprocess.Popen[str]], None],
+) -> Finished:  # fmt: skip
+    """Start the CLI in its own process group, give it ``query`` on stdin (an argument
+    starting with "-" would read as an option), read its output until the first decision,
+    then kill the group at once. ``started`` is told the process as soon as it exists (the
+    backend's close() must be able to kill it); a watchdog kills it after ``timeout``."""
+    proc = subprocess.Popen(
+        command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+        start_new_session=True,
+    )  # fmt: skip
+    started(proc)
+    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
+    tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+    stderr = proc.stderr
+    err_reader = threading.Thread(
+        target=lambda: tail.extend(read_lines(stderr)), name="claude-code-stderr", daemon=True
+    )
+    err_reader.start()
+    timed_out = threading.Event()
+
+    def on_timeout() -> None:
+        timed_out.set()
+        kill_group(proc)
+
+    watchdog = threading.Timer(timeout, on_timeout)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        try:
+            proc.stdin.write(query)
+            proc.stdin.close()
+        except OSError:
+            pass  # it died at once; stdout and stderr say why
+        verdict = read_stream(read_lines(proc.stdout))
+    finally:
+        watchdog.cancel()
+        kill_group(proc)
+        try:
+            proc.wait(KILL_GRACE * 5)
+        except subprocess.TimeoutExpired:
+            pass
+        err_reader.join(KILL_GRACE)
+        proc.stdout.close()
+    stderr_tail = "\n".join(line.rstrip() for line in tail if line.strip())
+    return Finished(verdict, proc.returncode, timed_out.is_set(), stderr_tail)
 
 
 def read_lines(stream: IO[str]) -> Iterator[str]:

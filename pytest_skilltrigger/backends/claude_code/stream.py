@@ -52,106 +52,145 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
     a tool, or a successful ``result`` without one, is ``text``. An API error reported by the
     CLI, an error result, or output that ends undecided is an error, never a miss.
     """
-    verdict = CliVerdict()
-    choice = FirstChoice(INSPECTED_TOOLS)
-    earlier = Usage()  # the usage of requests before the current one
+    reader = _StreamReader()
     for raw in lines:
-        line = raw.strip()
-        if not line.startswith("{"):
-            continue
-        try:
-            msg = json.loads(line)
-        except ValueError:
-            continue
-        if not isinstance(msg, dict):
-            continue
+        msg = _json_line(raw)
+        if msg is not None and reader.take(msg):
+            return reader.verdict
+    return reader.undecided()
+
+
+def _json_line(raw: str) -> dict[str, Any] | None:
+    """One line of output as a JSON object, or None for anything else (a log line)."""
+    line = raw.strip()
+    if not line.startswith("{"):
+        return None
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+class _StreamReader:
+    """The state of one CLI run's output: each ``take`` reads one line and says whether the
+    verdict is decided."""
+
+    def __init__(self) -> None:
+        self.verdict = CliVerdict()
+        self.choice = FirstChoice(INSPECTED_TOOLS)
+        self.earlier = Usage()  # the usage of requests before the current one
+
+    def take(self, msg: dict[str, Any]) -> bool:
         kind = msg.get("type")
         if kind == "system":
-            subtype = msg.get("subtype")
-            if subtype == "init":
-                skills = msg.get("skills")
-                if isinstance(skills, list):
-                    verdict.skills = tuple(str(s) for s in skills)
-                verdict.cli_version = msg.get("claude_code_version")
-                if isinstance(msg.get("model"), str):
-                    verdict.model = msg["model"]
-            elif subtype == "api_retry":
-                verdict.requests += 1  # a request that failed and that the CLI retries
-                status = msg.get("error_status")
-                verdict.last_problem = (
-                    f"API error {status} ({msg.get('error')}), retried by the CLI"
-                )
-                if status in FATAL_STATUSES:
-                    verdict.error = f"API error {status}: {msg.get('error')}"
-                    verdict.fatal = True
-                    return verdict
-            continue
+            return self._system(msg)
         if msg.get("parent_tool_use_id"):
-            continue  # a subagent's conversation, not the model's first choice
+            return False  # a subagent's conversation, not the model's first choice
         if kind == "stream_event":
-            event = msg.get("event")
-            if not isinstance(event, dict):
-                continue
-            name = str(event.get("type"))
-            if name == "message_start":
-                # another request (a retry, a follow-up): count it, keep what it cost so far
-                verdict.requests += 1
-                earlier = earlier + choice.usage
-                choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
-            if not choice.wants(name):
-                continue
-            try:
-                decision = choice.feed(name, event)
-            except StreamError as exc:
-                verdict.last_problem = f"stream error: {exc}"  # the CLI retries or reports it
-                choice = FirstChoice(INSPECTED_TOOLS)
-                continue
-            if decision is not None:
-                verdict.usage = earlier + decision.usage
-                verdict.chosen = _chosen(decision.chosen, decision.tool_input)
-                return verdict
-        elif kind == "assistant":
-            message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
-            if msg.get("error") or msg.get("is_api_error_message"):
-                status = msg.get("api_error_status")
-                text = _text_of(message) or str(msg.get("error"))
-                label = f"API error {status}" if status else f"API error ({msg.get('error')})"
-                verdict.error = f"{label}: {text}"
-                verdict.fatal = status in FATAL_STATUSES
-                verdict.request_id = msg.get("request_id")
-                return verdict
-            for block in message.get("content") or []:
-                if isinstance(block, dict) and block.get("type") == "tool_use":
-                    tool_input = block.get("input")
-                    tool_input = tool_input if isinstance(tool_input, dict) else {}
-                    tool = str(block.get("name"))
-                    verdict.chosen = _chosen(choice_of(tool, tool_input), tool_input)
-                    streamed = choice.usage != Usage()
-                    verdict.usage = earlier + (
-                        choice.usage if streamed else Usage.from_dict(message.get("usage"))
-                    )
-                    verdict.requests = max(verdict.requests, 1)
-                    return verdict
-        elif kind == "result":
-            if msg.get("is_error") or msg.get("subtype") != "success":
-                status = msg.get("api_error_status")
-                detail = msg.get("result") or msg.get("subtype") or "error result"
-                errors = msg.get("errors")
-                if isinstance(errors, list) and errors:
-                    detail = f"{detail}: {'; '.join(str(e) for e in errors[:3])}"
-                verdict.error = f"API error {status}: {detail}" if status else str(detail)
-                verdict.fatal = status in FATAL_STATUSES
-                return verdict
-            verdict.chosen = "text"
-            verdict.usage = Usage.from_dict(msg.get("usage"))
-            verdict.requests = max(verdict.requests, 1)
-            return verdict
-    verdict.undecided = True
-    verdict.usage = earlier + choice.usage
-    verdict.error = UNDECIDED
-    if verdict.last_problem:
-        verdict.error += f" (last: {verdict.last_problem})"
-    return verdict
+            return self._event(msg.get("event"))
+        if kind == "assistant":
+            return self._assistant(msg)
+        if kind == "result":
+            return self._result(msg)
+        return False
+
+    def _system(self, msg: dict[str, Any]) -> bool:
+        """The init line (what the run was shown), or a request the CLI retries."""
+        verdict = self.verdict
+        subtype = msg.get("subtype")
+        if subtype == "init":
+            skills = msg.get("skills")
+            if isinstance(skills, list):
+                verdict.skills = tuple(str(s) for s in skills)
+            verdict.cli_version = msg.get("claude_code_version")
+            if isinstance(msg.get("model"), str):
+                verdict.model = msg["model"]
+        elif subtype == "api_retry":
+            verdict.requests += 1  # a request that failed and that the CLI retries
+            status = msg.get("error_status")
+            verdict.last_problem = f"API error {status} ({msg.get('error')}), retried by the CLI"
+            if status in FATAL_STATUSES:
+                verdict.error = f"API error {status}: {msg.get('error')}"
+                verdict.fatal = True
+                return True
+        return False
+
+    def _event(self, event: Any) -> bool:
+        """A raw API stream event, fed to the first-choice rule."""
+        if not isinstance(event, dict):
+            return False
+        name = str(event.get("type"))
+        if name == "message_start":
+            # another request (a retry, a follow-up): count it, keep what it cost so far
+            self.verdict.requests += 1
+            self.earlier = self.earlier + self.choice.usage
+            self.choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
+        if not self.choice.wants(name):
+            return False
+        try:
+            decision = self.choice.feed(name, event)
+        except StreamError as exc:
+            self.verdict.last_problem = f"stream error: {exc}"  # the CLI retries or reports it
+            self.choice = FirstChoice(INSPECTED_TOOLS)
+            return False
+        if decision is None:
+            return False
+        self.verdict.usage = self.earlier + decision.usage
+        self.verdict.chosen = _chosen(decision.chosen, decision.tool_input)
+        return True
+
+    def _assistant(self, msg: dict[str, Any]) -> bool:
+        """A complete message: an API error the CLI reports, or its first tool call."""
+        verdict = self.verdict
+        message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+        if msg.get("error") or msg.get("is_api_error_message"):
+            status = msg.get("api_error_status")
+            text = _text_of(message) or str(msg.get("error"))
+            label = f"API error {status}" if status else f"API error ({msg.get('error')})"
+            verdict.error = f"{label}: {text}"
+            verdict.fatal = status in FATAL_STATUSES
+            verdict.request_id = msg.get("request_id")
+            return True
+        for block in message.get("content") or []:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                tool_input = block.get("input")
+                tool_input = tool_input if isinstance(tool_input, dict) else {}
+                verdict.chosen = _chosen(choice_of(str(block.get("name")), tool_input), tool_input)
+                streamed = self.choice.usage != Usage()
+                verdict.usage = self.earlier + (
+                    self.choice.usage if streamed else Usage.from_dict(message.get("usage"))
+                )
+                verdict.requests = max(verdict.requests, 1)
+                return True
+        return False
+
+    def _result(self, msg: dict[str, Any]) -> bool:
+        """The run's last line: an error result, or an answer without a tool call."""
+        verdict = self.verdict
+        if msg.get("is_error") or msg.get("subtype") != "success":
+            status = msg.get("api_error_status")
+            detail = msg.get("result") or msg.get("subtype") or "error result"
+            errors = msg.get("errors")
+            if isinstance(errors, list) and errors:
+                detail = f"{detail}: {'; '.join(str(e) for e in errors[:3])}"
+            verdict.error = f"API error {status}: {detail}" if status else str(detail)
+            verdict.fatal = status in FATAL_STATUSES
+            return True
+        verdict.chosen = "text"
+        verdict.usage = Usage.from_dict(msg.get("usage"))
+        verdict.requests = max(verdict.requests, 1)
+        return True
+
+    def undecided(self) -> CliVerdict:
+        """The verdict of output that ended before any decision: an error, never a miss."""
+        verdict = self.verdict
+        verdict.undecided = True
+        verdict.usage = self.earlier + self.choice.usage
+        verdict.error = UNDECIDED
+        if verdict.last_problem:
+            verdict.error += f" (last: {verdict.last_problem})"
+        return verdict
 
 
 def _chosen(chosen: str, tool_input: dict[str, Any] | None) -> str:
