@@ -194,9 +194,7 @@ class SessionEnd:
     def _write_results_page(self, report: SessionReport, data: dict[str, Any]) -> None:
         """A plain run's page of the items' results (``--trigger-report``), and with
         ``--trigger-results-dir`` a time-stamped folder holding it and the JSON."""
-        from pytest_skilltrigger.reports.html_report import (
-            render_results_html as render_results_page,
-        )
+        from pytest_skilltrigger.reports.html_pages import render_results_page
         from pytest_skilltrigger.reports.json_report import write_report
         from pytest_skilltrigger.reports.round_files import stamped_folder
         from pytest_skilltrigger.support.atomic import atomic_write_text

@@ -50,7 +50,7 @@ class Iteration:
 
 @dataclass
 class Optimization:
-    """The whole run for one skill; ``to_dict`` gives the reference keys."""
+    """The whole run for one skill (the JSON writer gives it the reference keys)."""
 
     target: Target
     holdout: float

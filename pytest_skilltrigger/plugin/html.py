@@ -7,18 +7,20 @@ unknown to pytest otherwise (an unknown hook name on a registered plugin is an e
 Everything here works on the controller, from the typed result the controller decoded when
 the item's report arrived (from this process or an xdist worker): nothing extra crosses
 xdist. The cells are raw HTML strings and extras of type html are inserted as markup by
-pytest-html's page script, so every value is escaped.
+pytest-html's page script, so every value is escaped (the expanded row's table by the
+package's autoescaping template).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.model.formatting import escape_html, format_chosen, format_ratio
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.reports.routing_table import RoutingTable
     from pytest_skilltrigger.skills.catalog import Target
 
 Lookup = Callable[[str], "tuple[Target, QueryResult] | None"]
@@ -59,8 +61,9 @@ def extra_html(payload: dict[str, Any]) -> str:
         rows.append(("Skipped", payload["skipped"]))
     for key, value in payload["extra"].items():
         rows.append((f"extra: {key}", value))
-    body = "".join(f"<tr><th>{escape_html(k)}</th><td>{escape_html(v)}</td></tr>" for k, v in rows)
-    return f'<table class="skilltrigger-extra">{body}</table>'
+    from pytest_skilltrigger.reports.html_pages import render_extra
+
+    return render_extra(rows)
 
 
 class HtmlColumns:
@@ -68,7 +71,7 @@ class HtmlColumns:
     ``routing`` the routing tables of the session's report (once it is built)."""
 
     def __init__(
-        self, lookup: Lookup, routing: Callable[[], list[dict[str, Any]]] = list
+        self, lookup: Lookup, routing: Callable[[], Sequence[RoutingTable]] = list
     ) -> None:
         self.lookup = lookup
         self.routing = routing
@@ -78,9 +81,9 @@ class HtmlColumns:
     ) -> None:
         """The routing tables under the summary (the report is built by then: the
         controller's sessionfinish runs before pytest-html's)."""
-        from pytest_skilltrigger.reports.html_report import routing_section
+        from pytest_skilltrigger.reports.html_pages import render_routing_section
 
-        postfix.extend(routing_section(table) for table in self.routing())
+        postfix.extend(render_routing_section(table) for table in self.routing())
 
     def add_extras(self, report: Any, target: Target, index: int, result: QueryResult) -> None:
         """Append the trigger extras (an HTML table and a JSON link) to ``report.extras``.

@@ -14,8 +14,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_skilltrigger.reports.html_report import render_html
+from pytest_skilltrigger.reports.html_pages import render_rounds_page, routing_view
 from pytest_skilltrigger.reports.json_report import rounds_json, write_report
+from pytest_skilltrigger.reports.rounds_view import skill_view
 from pytest_skilltrigger.support.atomic import atomic_write_text
 from pytest_skilltrigger.support.redact import redact
 
@@ -49,25 +50,23 @@ class RoundFiles:
     ) -> None:  # fmt: skip
         self.report_path = report_path
         # the session's routing tables, shown under the rounds
-        self.routing = [table.to_dict() for table in routing]
+        self.routing = [routing_view(table) for table in routing]
         self.results_dir = stamped_folder(results_dir) if results_dir else None
 
     def publish(self, runs: list[Optimization]) -> None:
         """Rewrite the HTML report and the results folder's report and JSON."""
-        skills = [
-            {
-                "skill_name": run.target.name,
-                "skill_path": run.target.skill.path,
-                "listed_as": run.target.context().tested.line,
-                **rounds_json(run),
-            }
-            for run in runs
-        ]
         running = not all(run.exit_reason for run in runs)
-        page = render_html(skills, running=running, routing=self.routing)
+        page = render_rounds_page(
+            [skill_view(run) for run in runs], running=running, routing=self.routing
+        )
         if self.report_path:
             atomic_write_text(self.report_path, page)
         if self.results_dir:
+            skills = [
+                {"skill_name": run.target.name, "skill_path": run.target.skill.path,
+                 "listed_as": run.target.context().tested.line, **rounds_json(run)}
+                for run in runs
+            ]  # fmt: skip
             atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
             write_report(os.path.join(self.results_dir, "results.json"), {"skills": skills})
 

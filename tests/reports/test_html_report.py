@@ -19,7 +19,16 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.reports.html_report import render_html
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.optimizer.confirmation import Confirmation
+from pytest_skilltrigger.optimizer.folder import CrossEntry, Folder
+from pytest_skilltrigger.optimizer.proposer import Proposal
+from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
+from pytest_skilltrigger.reports.html_pages import render_rounds_page
+from pytest_skilltrigger.reports.rounds_view import skill_view
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
+from pytest_skilltrigger.skills.skill import Skill
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -30,79 +39,71 @@ HOSTILE = [
 ]
 
 
-def row(
+def result(
     query: str,
     should: bool,
     triggers: int,
     runs: int = 3,
-    passed: bool | None = True,
-    **more: Any,
-) -> dict[str, Any]:
-    base = {
-        "query": query,
-        "should_trigger": should,
-        "trigger_rate": round(triggers / runs, 4) if runs else 0.0,
-        "triggers": triggers,
-        "runs": runs,
-        "pass": passed,
-        "errors": 0,
-        "error": None,
-        "skipped": None,
-        "chosen": {"skill:demo": triggers, "text": runs - triggers} if runs else {},
-    }
-    base.update(more)
-    return base
+    *,
+    error: str | None = None,
+    skipped: str | None = None,
+    chosen: str | None = None,
+) -> QueryResult:
+    """A query's result: ``triggers`` of ``runs`` (what else was chosen: ``chosen``, else a
+    plain answer), plus an errored run or a skip."""
+    outcomes = [RunOutcome("triggered", chosen="skill:demo") for _ in range(triggers)]
+    outcomes += [RunOutcome("not_triggered", chosen=chosen or "text")] * (runs - triggers)
+    if error is not None:
+        outcomes.append(RunOutcome("error", error=error))
+    return QueryResult(query, should, 3, 0.5, tuple(outcomes), skipped=skipped)
 
 
-def make_skill(text: str = "plain") -> dict[str, Any]:
+def target(text: str, queries: list[tuple[str, bool]], description: str) -> Target:
+    """A skill named ``demo <text>`` whose eval set holds ``queries``."""
+    entries = tuple(
+        EvalEntry(i, q, s, {f"cat {text}": f"val {text}"} if i == 0 else {})
+        for i, (q, s) in enumerate(queries)
+    )
+    name = f"demo {text}"
+    skill = Skill(name, description, f"/skills/{text}/demo", f"/skills/{text}/demo/SKILL.md",
+                  {}, "", (), b"")  # fmt: skip
+    return Target(skill, EvalSet(f"/skills/{text}/demo/evals/trigger-eval.json", entries),
+                  description, (), ())  # fmt: skip
+
+
+def make_run(text: str = "plain") -> Optimization:
     """Two iterations, 3 train + 2 test queries; every user field carries ``text``."""
+    queries = [(f"train one {text}", True), (f"train two {text}", False),
+               (f"train three {text}", True), (f"test one {text}", True),
+               (f"test two {text}", False)]  # fmt: skip
+    skill = target(text, queries, f"original {text}")
+    entries = skill.eval_set.entries
 
-    def iteration(n: int, description: str, good: bool) -> dict[str, Any]:
+    def iteration(n: int, description: str, good: bool) -> Iteration:
         train = [
-            row(f"train one {text}", True, 3, extra={f"cat {text}": f"val {text}"}),
-            row(f"train two {text}", False, 2 if not good else 0, passed=good),
-            row(
-                f"train three {text}",
-                True,
-                0,
-                runs=2,
-                passed=None,
-                errors=1,
-                error=f"boom {text}",
-                chosen={f"tool:{text}": 2},
-            ),
-        ]
+            result(f"train one {text}", True, 3),
+            result(f"train two {text}", False, 2 if not good else 0),
+            result(f"train three {text}", True, 0, runs=2, error=f"boom {text}",
+                   chosen=f"tool:{text}"),
+        ]  # fmt: skip
         test = [
-            row(f"test one {text}", True, 2 if good else 1, passed=good),
-            row(f"test two {text}", False, 0, runs=0, passed=None, skipped=f"budget {text}"),
+            result(f"test one {text}", True, 2 if good else 1),
+            result(f"test two {text}", False, 0, runs=0, skipped=f"budget {text}"),
         ]
-        return {
-            "iteration": n,
-            "description": description,
-            "train_passed": sum(1 for r in train if r["pass"]),
-            "train_failed": sum(1 for r in train if r["pass"] is False),
-            "train_total": len(train),
-            "test_passed": sum(1 for r in test if r["pass"]),
-            "test_total": len(test),
-            "train_results": train,
-            "test_results": test,
-            "status": "evaluated",
-            "note": f"note {text}",
-        }
+        proposal = None
+        if n > 1:
+            proposal = Proposal("prompt", "answer", description, problems=[f"note {text}"])
+        return Iteration(n, description, "evaluated", train, test, proposal)
 
-    return {
-        "skill_name": f"demo {text}",
-        "skill_path": f"/skills/{text}/demo",
-        "original_description": f"original {text}",
-        "best_description": f"better {text}",
-        "best_iteration": 2,
-        "exit_reason": f"max_iterations (2) {text}",
-        "holdout": 0.4,
-        "train_size": 3,
-        "test_size": 2,
-        "interrupted": False,
-        "history": [iteration(1, f"original {text}", False), iteration(2, f"better {text}", True)],
-    }
+    run = Optimization(skill, 0.4, list(entries[:3]), list(entries[3:]))
+    run.iterations = [iteration(1, f"original {text}", False), iteration(2, f"better {text}", True)]
+    run.exit_reason = f"max_iterations (2) {text}"
+    return run
+
+
+def render_html(runs: list[Optimization], *, running: bool, title: str = "Skill trigger report",
+                ) -> str:  # fmt: skip
+    return render_rounds_page([skill_view(r) for r in runs], running=running, title=title)
 
 
 class Tags(HTMLParser):
@@ -140,7 +141,7 @@ def parse(page: str) -> Tags:
 
 
 def test_structure_rows_columns_and_best() -> None:
-    page = render_html([make_skill()], running=False)
+    page = render_html([make_run()], running=False)
     tags = parse(page)
     body_rows = [a for t, a in tags.tags if t == "tr"]
     assert len(body_rows) == 2 + 2  # two header rows + one per iteration
@@ -173,15 +174,15 @@ def test_structure_rows_columns_and_best() -> None:
 
 
 def test_refresh_only_while_running() -> None:
-    running = render_html([make_skill()], running=True)
-    done = render_html([make_skill()], running=False)
+    running = render_html([make_run()], running=True)
+    done = render_html([make_run()], running=False)
     assert '<meta http-equiv="refresh" content="5">' in running
     assert "refresh" not in done
     assert [a for t, a in parse(done).tags if t == "meta" and "http-equiv" in a] == []
 
 
 def test_no_external_resources() -> None:
-    page = render_html([make_skill()], running=True)
+    page = render_html([make_run()], running=True)
     for needle in ("http://", "https://", "@import", "url("):
         assert needle not in page, needle
     tags = parse(page)
@@ -191,23 +192,22 @@ def test_no_external_resources() -> None:
             assert key not in attrs, (tag, attrs)
 
 
-def test_missing_keys_and_no_test_set() -> None:
-    only_evaluated = {
-        "skill_name": "lone",
-        "history": [{"iteration": 1, "description": "d", "train_results": [row("q", True, 3)]}],
-    }
-    interrupted = {"skill_name": "cut", "interrupted": True, "history": []}
-    invalid = make_skill()
-    invalid["history"].append(
-        {"iteration": 3, "description": "x" * 1100, "status": "invalid", "note": "too long"}
-    )
-    invalid["best_iteration"] = None
-    invalid["holdout"] = 0
-    page = render_html([only_evaluated, interrupted, invalid, {}], running=False)
+def test_unfinished_invalid_and_interrupted_rounds() -> None:
+    """A skill measured once, one interrupted before any iteration, one whose only proposal
+    was dropped: each says what it has, and a dropped row keeps the column count."""
+    lone = make_run("lone")
+    lone.iterations = lone.iterations[:1]
+    lone.holdout = 0
+    cut = make_run("cut")
+    cut.iterations, cut.interrupted = [], True
+    invalid = make_run("invalid")
+    dropped = Proposal("p", "a", None, problems=["too long"])
+    invalid.iterations = [Iteration(3, "x" * 1100, "invalid", proposal=dropped)]
+    page = render_html([lone, cut, invalid], running=False)
     tags = parse(page)
     assert "No iteration has finished yet." in page
-    assert ">invalid</span>" in page
-    assert not tags.with_class("tr", "best")
+    assert ">invalid</span>" in page and "proposal dropped: too long" in page
+    assert len(tags.with_class("tr", "best")) == 1  # the lone measured iteration; none else
     # the invalid row keeps the column count: empty cells, not missing ones
     assert len(tags.with_class("td", "none")) == 5
     assert render_html([], running=True).count("No skill") == 1
@@ -215,8 +215,8 @@ def test_missing_keys_and_no_test_set() -> None:
 
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_hostile_strings_stay_text(hostile: str) -> None:
-    baseline = parse(render_html([make_skill("plain")], running=False, title="plain"))
-    page = render_html([make_skill(hostile)], running=False, title=hostile)
+    baseline = parse(render_html([make_run("plain")], running=False, title="plain"))
+    page = render_html([make_run(hostile)], running=False, title=hostile)
     tags = parse(page)
     for tag, attrs in tags.tags:
         assert tag not in ("script", "img", "iframe"), tag
@@ -266,7 +266,7 @@ def test_a_real_browser_renders_the_report_with_user_text_as_text(tmp_path: Path
     chromium = find_chromium()
     page = tmp_path / "report.html"
     hostile = "<b>x</b><script>alert(1)</script>"
-    page.write_text(render_html([make_skill(), make_skill(hostile)], running=False), "utf-8")
+    page.write_text(render_html([make_run(), make_run(hostile)], running=False), "utf-8")
     shot = tmp_path / "shot.png"
     headless(chromium, f"--screenshot={shot}", "--window-size=1400,900", page.as_uri())
     width, height, colours = png_size_and_colours(shot.read_bytes())
@@ -277,23 +277,22 @@ def test_a_real_browser_renders_the_report_with_user_text_as_text(tmp_path: Path
     assert "<b>x</b>" not in dom and "<script>alert(1)" not in dom
 
 
-def routing_table(chosen: dict[str, int]) -> dict[str, Any]:
-    """A folder of pdf and sheets whose sheets queries went to ``chosen``, as the JSON and the
-    pages get it (``RoutingTable.to_dict``)."""
+def routing_table(chosen: dict[str, int]) -> Any:
+    """A folder of pdf and sheets whose sheets queries went to ``chosen``."""
     from pytest_skilltrigger.reports.routing_table import RoutingRow, RoutingTable
 
     row = RoutingRow("sheets", True, queries=2, runs=sum(chosen.values()), chosen=chosen)
-    return RoutingTable("/skills", ["pdf", "sheets"], [row], []).to_dict()
+    return RoutingTable("/skills", ["pdf", "sheets"], [row], [])
 
 
 def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
     """A built-in competitor of the listing (charts, review) chosen for a folder's queries is
     not one of the project's skills, and its column must not read like one."""
-    from pytest_skilltrigger.reports.html_report import routing_section
+    from pytest_skilltrigger.reports.html_pages import render_routing_section
     from pytest_skilltrigger.reports.routing_table import choice_label
 
     chosen = {"skill:sheets": 2, "skill:charts": 3, "skill:review": 1, "text": 1, "tool:Bash": 1}
-    headings = re.findall(r"<th>(.*?)</th>", routing_section(routing_table(chosen)))
+    headings = re.findall(r"<th>(.*?)</th>", render_routing_section(routing_table(chosen)))
     assert headings == [
         "queries of", "kind", "pdf", "sheets", "other skill charts", "other skill review",
         "plain answer", "tool Bash", "errors", "sheets",  # the last: the row's own heading
@@ -303,22 +302,39 @@ def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
     assert choice_label("skill:charts") == "charts"  # a caller that does not know the folder
 
 
-def in_folder(text: str = "plain") -> dict[str, Any]:
-    """``make_skill`` as a skill of a folder: iteration 2 has the most test passes but takes
-    its siblings' queries (refused), so the start is the best; a third candidate won the
-    rounds but lost the folder when measured again on fresh runs."""
-    skill = make_skill(text)
-    for entry in skill["history"]:
-        entry["folder_score"] = "5/9"
-        entry["skill_scores"] = {f"demo {text}": "2/5", f"sibling {text}": "3/4"}
-    skill["best_iteration"] = 1
-    skill["refused_for_folder"] = [2]
-    skill["confirmation"] = {
-        "best_iteration": 1, "on": "test", "lead_holds": True, "folder_holds": False,
-        "complete": True, "folder_start_score": "5/8", "folder_best_score": "4/8",
-        "verdict": f"lost the folder {text}",
-    }  # fmt: skip
-    return skill
+def in_folder(text: str = "plain") -> Optimization:
+    """A skill of a folder, measured whole: iteration 2 has the most test passes but takes
+    its sibling's queries (refused), so the start is the best; measured again on fresh runs,
+    the best kept its lead on its own queries but lost the folder."""
+    queries = [(f"train one {text}", True), (f"train two {text}", False),
+               (f"test one {text}", True), (f"test two {text}", False)]  # fmt: skip
+    skill = target(text, queries, f"original {text}")
+    entries = skill.eval_set.entries
+    sibling = [CrossEntry(EvalEntry(1_000_000 + i, f"sibling {i} {text}", False),
+                          f"sibling {text}") for i in range(7)]  # fmt: skip
+    folder = Folder(tuple(sibling[:1]), tuple(sibling[1:]))
+    run = Optimization(skill, 0.4, list(entries[:2]), list(entries[2:]), folder=folder)
+
+    def iteration(n: int, own_test: int, taken: int) -> Iteration:
+        train = [result(q, s, 3 if s else 0) for q, s in queries[:2]]
+        test = [result(queries[2][0], True, 3 if own_test else 0), result(queries[3][0], False, 0)]
+        cross_test = [result(c.entry.query, False, 3 if i < taken else 0)
+                      for i, c in enumerate(sibling[1:])]  # fmt: skip
+        return Iteration(n, f"{'original' if n == 1 else 'greedy'} {text}", "evaluated", train,
+                         test, cross_train=[result(sibling[0].entry.query, False, 0)],
+                         cross_test=cross_test)  # fmt: skip
+
+    run.iterations = [iteration(1, 0, 1), iteration(2, 1, 3)]
+    own = [result(queries[2][0], True, 3), result(queries[3][0], False, 0)]
+    start_own = [result(queries[2][0], True, 0), result(queries[3][0], False, 0)]
+    cross = [c.entry.query for c in sibling[:6]]
+    run.confirmation = Confirmation(
+        1, "test", start_own, own,
+        [result(q, False, 3 if i < 2 else 0) for i, q in enumerate(cross)],
+        [result(q, False, 3 if i < 4 else 0) for i, q in enumerate(cross)],
+    )  # fmt: skip
+    run.exit_reason = f"max_iterations (2) {text}"
+    return run
 
 
 @pytest.mark.parametrize("hostile", ["plain", *HOSTILE])
@@ -349,12 +365,13 @@ def test_no_folder_line_without_a_folder_or_when_fresh_runs_errored() -> None:
     """A skill alone: a confirmation whose best fell behind has folder_holds false too (the
     folder is then the skill's own queries), but there is no folder to speak of; and errored
     fresh runs judge nothing (an error is never a miss)."""
-    alone = make_skill()
-    alone["confirmation"] = {"best_iteration": 2, "lead_holds": False, "folder_holds": False,
-                             "complete": True}  # fmt: skip
+    alone = make_run()
+    worse = [result("test one plain", True, 0)]
+    alone.confirmation = Confirmation(2, "test", [result("test one plain", True, 3)], worse)
     errored = in_folder()
-    errored["refused_for_folder"] = []
-    errored["confirmation"]["complete"] = False
+    errored.iterations = errored.iterations[:1]  # no candidate refused
+    assert errored.confirmation is not None
+    errored.confirmation.best.append(result("test two plain", False, 0, error="boom"))
     for skill in (alone, errored):
         page = render_html([skill], running=False)
         assert 'class="folder-warning"' not in page
@@ -416,18 +433,19 @@ def plain_run(root: Path) -> Any:
 def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first(
     tmp_path: Path,
 ) -> None:
-    from pytest_skilltrigger.reports.html_report import render_results_html
+    from pytest_skilltrigger.reports.html_pages import render_results_page
 
-    page = render_results_html(plain_run(tmp_path / "skills"))
+    page = render_results_page(plain_run(tmp_path / "skills"))
     tags = parse(page)
     text = "".join(tags.text)
     # nothing user-supplied became markup, and all of it reached the reader as text
     for tag, attrs in tags.tags:
         assert tag not in ("script", "img", "iframe", "link"), tag
         assert not [k for k in attrs if k.startswith("on") or k in ("src", "href")], attrs
-    assert "<script>" not in page and "&lt;script&gt;alert(&quot;x&quot;)" in page
+    # (Jinja2 escapes quotes as &#34; and &#39;, as markupsafe does)
+    assert "<script>" not in page and "&lt;script&gt;alert(&#34;x&#34;)" in page
     assert "<b>tables" not in page
-    assert "&amp; &#x27;q&#x27; &quot;&gt;&lt;img" in page
+    assert "&amp; &#39;q&#39; &#34;&gt;&lt;img" in page
     assert NASTY in text and "boom <b>&amp;</b>" in text
     assert f"tag: tag {NASTY}" in [a.get("title") for a in tags.tags_of("td")]  # its extra
     # each skill: its path, the line Claude Code lists, its summary
@@ -454,8 +472,8 @@ def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first
 
 
 def test_a_plain_run_without_results_says_so() -> None:
-    from pytest_skilltrigger.reports.html_report import render_results_html
+    from pytest_skilltrigger.reports.html_pages import render_results_page
     from pytest_skilltrigger.reports.session_report import SessionReport
 
-    page = render_results_html(SessionReport("api", None, 3, 0.5))
+    page = render_results_page(SessionReport("api", None, 3, 0.5))
     assert "No skill was tested." in page and "<script" not in page

@@ -1,0 +1,197 @@
+"""The HTML pages, rendered from the typed results with the package's Jinja2 templates.
+
+Why templates: the layout lives in ``templates/`` and can change without touching Python; Jinja2
+(installed with pytest-html) escapes every value by default, and everything on these pages is
+untrusted text (queries come from eval files anyone can contribute to, descriptions are
+written by a model). Each page is self-contained: inline CSS, no scripts, nothing fetched, so
+it works offline. This module only turns the typed results into what the templates show.
+
+Three pages and two fragments: a plain run's results (:func:`render_results_page`), the
+improvement rounds' (:func:`render_rounds_page`), a folder's routing table under
+pytest-html's summary (:func:`render_routing_section`) and a trigger item's expanded row on
+pytest-html's page (:func:`render_extra`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from pytest_skilltrigger.model.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.model.prices import format_usd
+from pytest_skilltrigger.reports.routing_table import RoutingTable, choice_label
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
+
+#: How many characters of a query a column header shows (the full text is in its tooltip).
+QUERY_CHARS = 60
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    """The templates shipped in the package, autoescaped, undefined names an error."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("pytest_skilltrigger.reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **values: Any) -> str:
+    """One template of the package, rendered."""
+    return _environment().get_template(template).render(**values)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One query's outcome as a cell shows it: a mark, the rate, triggers/runs, and in its
+    tooltip what was chosen and why there is no verdict."""
+
+    kind: str  # pass, fail, error, skipped, none
+    mark: str
+    label: str
+    rate: str
+    triggers: int
+    runs: int
+    detail: str | None
+    tooltip: str
+
+
+def cell_of(result: QueryResult | None) -> Cell | None:
+    """A result's cell (None: the query did not run). A skip or an error comes before the
+    verdict, as neither is a miss."""
+    if result is None:
+        return None
+    if result.skipped:
+        kind, mark, label, detail = "skipped", "–", "skipped", f"skipped: {result.skipped}"
+    elif result.errors:
+        error = result.error or "unknown error"
+        kind, mark, label, detail = "error", "!", "error", f"errors: {result.errors}; {error}"
+    elif result.passed is True:
+        kind, mark, label, detail = "pass", "✓", "pass", None
+    elif result.passed is False:
+        kind, mark, label, detail = "fail", "✗", "fail", None
+    else:
+        kind, mark, label, detail = "none", "?", "no verdict", None
+    rate = format_ratio(round(result.trigger_rate, 4), "—")
+    tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs} runs)"]
+    tip.append(f"chose: {format_chosen(dict(result.chosen))}")
+    if detail:
+        tip.append(detail)
+    return Cell(kind, mark, label, rate, result.triggers, result.runs, detail, "\n".join(tip))
+
+
+# -- routing ---------------------------------------------------------------------------------
+def routing_view(table: RoutingTable, folder: str | None = None) -> dict[str, Any]:
+    """A folder's table as the templates show it: headed by what was chosen (``other skill
+    X`` for a skill not of the folder), one row per skill and kind, the clashes below."""
+    columns = table.columns()
+    return {
+        "folder": folder or table.folder,
+        "headings": [choice_label(c, table.project_skills) for c in columns],
+        "rows": [
+            {
+                "skill": row.skill,
+                "kind": "should trigger" if row.should_trigger else "should not",
+                "counts": [row.chosen.get(c, 0) for c in columns],
+                "errors": row.errors,
+            }
+            for row in table.rows
+        ],
+        "clashes": [clash.line() for clash in table.clashes],
+    }
+
+
+def render_routing_section(table: RoutingTable) -> str:
+    """A folder's routing table as an HTML fragment (under pytest-html's summary)."""
+    return render("routing_section.html.j2", table=routing_view(table))
+
+
+# -- a plain run's page ----------------------------------------------------------------------
+def render_results_page(report: SessionReport, title: str = "Skill trigger results") -> str:
+    """The page of a plain run (``--trigger-report`` without ``--optimize-description``)."""
+    meta = [
+        ("Backend", report.backend or "—"),
+        ("Model", report.model or "—"),
+        ("Runs per query", report.runs_per_query),
+        ("Threshold", report.threshold),
+    ]
+    if report.spending:  # every call of the session, the fixture's checks included
+        total = report.total()
+        meta.append(("Session", f"{total.calls} calls, cost {format_usd(total.cost_usd)}"))
+    page = {
+        "meta": meta,
+        "skills": [_results_skill(skill) for skill in report.skills],
+        "empty": not report.has_results,
+        "routing": [routing_view(t, report.folder_label(t.folder)) for t in report.routing],
+    }
+    return render("results.html.j2", title=title, refresh=False, page=page)
+
+
+def _results_skill(skill: SkillReport) -> dict[str, Any]:
+    """One skill: what Claude Code lists for it, its summary, and its queries (failing
+    first, each group in eval-file order)."""
+    target, s = skill.target, skill.summary
+    skipped = f", {s.skipped} skipped" if s.skipped else ""
+    u = s.usage
+    listed = skill.listed_line
+    meta = [
+        ("Path", target.skill.path),
+        ("Listed as", listed or "not listed (disable-model-invocation: true): it can never "
+                                "trigger"),
+        ("Queries passed", f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}); "
+                           f"{s.failed} failed, {s.errors} errors{skipped}"),
+        ("Precision", format_ratio(s.precision)),
+        ("Recall", format_ratio(s.recall)),
+        ("Run accuracy", format_ratio(s.accuracy)),
+        ("Calls", f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
+                  f"cache write {u.cache_creation_input_tokens:,}, "
+                  f"read {u.cache_read_input_tokens:,})"),
+        ("Cost", format_usd(s.cost_usd) if s.priced else "n/a (no model priced)"),
+    ]  # fmt: skip
+    extras = {e.index: e.extra for e in target.eval_set.entries}
+    rows = [_result_row(i, r, extras.get(i) or {}) for i, r in sorted(skill.results.rows.items())]
+    rows.sort(key=lambda row: not row["failing"])
+    return {"name": target.name, "meta": meta, "listed": bool(listed), "rows": rows}
+
+
+def _result_row(index: int, result: QueryResult, extra: dict[str, Any]) -> dict[str, Any]:
+    cell = cell_of(result)
+    assert cell is not None
+    detail = f"not listed: {result.unlisted}" if result.unlisted else cell.detail
+    return {
+        "number": index + 1,
+        "query": result.query,
+        "tip": "\n".join(f"{k}: {v}" for k, v in extra.items()),
+        "should_trigger": result.should_trigger,
+        "cell": cell,
+        "failing": cell.kind != "pass",
+        "detail": detail,
+        "chosen": format_chosen(dict(result.chosen)),
+    }
+
+
+# -- pytest-html's expanded row --------------------------------------------------------------
+def render_extra(rows: Sequence[tuple[str, Any]]) -> str:
+    """A small table of (label, value) rows for a trigger item's expanded row."""
+    return render("pytest_html_extra.html.j2", rows=rows).strip()
+
+
+def render_rounds_page(
+    skills: Sequence[dict[str, Any]], *, running: bool, routing: Sequence[dict[str, Any]] = (),
+    title: str = "Skill trigger report",
+) -> str:  # fmt: skip
+    """The improvement rounds' page from each skill's view (:mod:`.rounds_view`)."""
+    page = {"skills": list(skills), "running": running, "routing": list(routing)}
+    return render("rounds.html.j2", title=title, refresh=running, page=page)
