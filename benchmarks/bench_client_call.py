@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not clean:  # the same client and transport, read the SDK's usual way
                 results["sdk-create"] = sdk_create(
-                    backend.client(), context, queries, n, args.threads
+                    backend.connection.client(), context, queries, n, args.threads
                 )
             backend.close()
         finally:

@@ -38,7 +38,7 @@ def backend_choice(settings: Settings, purpose: Purpose = "trigger") -> str:
     plain request being cheaper and faster there than a CLI process, else the trigger
     backend: a user with only a Claude Code login still gets proposals, through the CLI.
     """
-    from pytest_skilltrigger.backends.api.backend import credentials_configured
+    from pytest_skilltrigger.backends.api.sdk_client import credentials_configured
 
     if purpose == "ask" and credentials_configured():
         return "anthropic"
@@ -69,7 +69,7 @@ def make_backend(
     requests between sessions (the engine's session, which writes them to its store where
     this process may write); the asker never captures."""
     if purpose == "ask" and reuse is not None:
-        from pytest_skilltrigger.backends.api.backend import credentials_configured
+        from pytest_skilltrigger.backends.api.sdk_client import credentials_configured
 
         # the trigger backend answers, whatever it is (a caller's own too), unless a plain
         # API request is to be had

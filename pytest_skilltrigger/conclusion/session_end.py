@@ -101,12 +101,12 @@ class SessionEnd:
                 )
                 if problem:
                     raise InputError(target.eval_set.path, problem)
+        if self.gates.baseline_path:
+            self.baseline = load_baseline(self.gates.baseline_path)
         if self.settings.active_store:  # once every other input is known good
             from pytest_skilltrigger.engine.store import prepare_store
 
             prepare_store(self.settings.active_store)
-        if self.gates.baseline_path:
-            self.baseline = load_baseline(self.gates.baseline_path)
 
     def status_lines(self, engine: TriggerSession | None) -> list[TerminalLine]:
         """What kept the trigger tests from running, and queries the budget skipped."""

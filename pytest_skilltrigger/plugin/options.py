@@ -131,7 +131,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "self-contained HTML report: the items' results and routing tables, or with "
      "--optimize-description the improvement rounds"),
     ("--trigger-results-dir", "trigger_results_dir", "path", None,
-     "folder for a time-stamped results folder per optimisation run"),
+     "folder for a time-stamped results folder per run: the results JSON and page (and with "
+     "--optimize-description each iteration's exchange with the improve model)"),
     ("--trigger-min-accuracy", "trigger_min_accuracy", "float", None,
      "gate per skill: share of queries that must pass; single misses become xfail"),
     ("--trigger-min-routing-accuracy", "trigger_min_routing_accuracy", "float", None,

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 
 import yaml
 
-from pytest_skilltrigger.skills.skill import (
+from pytest_skilltrigger.skills.frontmatter import (
     KEY_LINE_RE,
     decode_skill_md,
-    description_problems,
     locate_frontmatter,
     read_yaml_mapping,
     split_chunks,
 )
+from pytest_skilltrigger.skills.skill import description_problems
 from pytest_skilltrigger.support.atomic import atomic_write_bytes
 from pytest_skilltrigger.support.errors import InputError
 

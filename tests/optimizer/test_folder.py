@@ -111,7 +111,7 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
 def test_an_improved_sibling_is_listed_with_its_new_description(tmp_path: Path) -> None:
     """In the listing, and in the SKILL.md the Claude Code backend installs for it."""
     from pytest_skilltrigger.backends.claude_code.workspace import installed_text
-    from pytest_skilltrigger.skills.skill import parse_frontmatter
+    from pytest_skilltrigger.skills.frontmatter import parse_frontmatter
 
     _pdf, sheets = load_targets([str(make_folder(tmp_path))])
     relisted = with_sibling_description(sheets, "pdf", "Read PDFs.")

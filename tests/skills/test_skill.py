@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltrigger.skills.discovery import discover_skills
+from pytest_skilltrigger.skills.frontmatter import parse_frontmatter
 from pytest_skilltrigger.skills.skill import (
     Skill,
     description_problems,
-    parse_frontmatter,
     read_skill,
     validation_warnings,
 )

@@ -1,9 +1,7 @@
 """The Messages API backend: one streamed request per run, shaped like Claude Code's.
 
-The request itself is built in :mod:`pytest_skilltrigger.backends.api.request`. Credentials and
-the base URL follow the SDK's own rules (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN``,
-``ANTHROPIC_BASE_URL``, profiles). The SDK is imported and its client created on the first
-call: importing it costs seconds of CPU, which a run served from the store never needs to pay.
+The request itself is built in :mod:`pytest_skilltrigger.backends.api.request`; the SDK's
+client, shared by the session and made on first use, is :mod:`.sdk_client`.
 
 Each attempt goes through the SDK's request path and its own HTTP transport (``client.post``:
 authentication, headers, connection pool, retries with back-off, status errors) with a body
@@ -13,17 +11,15 @@ serialised once per context; the raw stream is read by
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
-import warnings
-from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.errors import describe_error, with_request_id
 from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
+from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
 from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.capture import Captures, splice
@@ -44,22 +40,6 @@ DEAD_ENDPOINT_FAILURES = 3  # refused connections in a row, never a success: sto
 DRAIN_BYTES = 16 * 1024
 # The SDK's own switch (what ``with_streaming_response`` sets): hand back the unread response.
 RAW_STREAM_HEADER = "X-Stainless-Raw-Response"
-
-
-def credentials_configured() -> bool:
-    """True when the SDK would find credentials (env key or token, or a configured profile)."""
-    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
-        return True  # the common case, decided without importing the SDK
-    import anthropic
-
-    try:
-        client = anthropic.Anthropic(max_retries=0)
-    except Exception:  # any failure here means "not configured"
-        return False
-    try:
-        return bool(client.api_key or client.auth_token or client.credentials)
-    finally:
-        client.close()
 
 
 class AnthropicBackend:
@@ -83,13 +63,10 @@ class AnthropicBackend:
         self.max_retries = max_retries
         # the installed CLI's own requests, replayed (None: the builtin request)
         self.captures = captures
-        self._client: Any = None
-        self._sdk: Any = None
-        self._client_lock = threading.Lock()
+        # the SDK's client, shared by every run and proposal (made on first use)
+        self.connection = SdkClient(model, timeout, max_retries)
         self._rng = random.Random()
         self._rng_lock = threading.Lock()
-        self._closed = threading.Event()
-        self._local = threading.local()  # the run in progress on this thread
         self._reachable = False  # set once the endpoint has answered
         self._dead_streak = 0  # connections refused in a row before it ever answered
 
@@ -140,51 +117,21 @@ class AnthropicBackend:
         """One run within ``timeout`` seconds, retries included: statuses and connection
         errors are retried by the SDK, stream failures by this loop; every request sent is
         counted on the outcome."""
-        state = _RunState(time.monotonic() + self.timeout)
+        state = RunState(time.monotonic() + self.timeout)
         state.request = self.request_parts(context, query)  # built once, sent by every attempt
-        self._local.run = state
-        try:
+        with self.connection.running(state):
             outcome = self._attempts(context, query, state)
-        finally:
-            self._local.run = None
         return replace(outcome, requests=state.sent, model=self.model_of(context))
 
-    def _attempts(self, context: TriggerContext, query: str, state: _RunState) -> RunOutcome:
+    def _attempts(self, context: TriggerContext, query: str, state: RunState) -> RunOutcome:
         for attempt in range(STREAM_RETRIES + 1):
             outcome, retryable = self._attempt(context, query, state)
             if not retryable or attempt == STREAM_RETRIES:
                 return outcome
             pause = self._backoff(attempt)
-            if state.remaining() <= pause or self._closed.wait(pause):
+            if state.remaining() <= pause or self.connection.closed.wait(pause):
                 return outcome  # out of time, or the session is shutting down
         raise AssertionError("unreachable")
-
-    def client(self) -> Any:
-        """The shared client on the SDK's own HTTP client and pool, created on first use.
-
-        Its event hooks see every attempt the SDK makes, its own retries included: the
-        request hook counts it for the run in progress and gives it only the run's remaining
-        time; the response hook keeps the SDK from waiting out a ``retry-after`` longer than
-        that.
-        """
-        with self._client_lock:
-            if self._client is None:
-                import anthropic
-
-                self._sdk = anthropic
-                http_client = anthropic.DefaultHttpxClient(
-                    event_hooks={"request": [self._on_request], "response": [self._on_response]}
-                )
-                self._client = anthropic.Anthropic(
-                    max_retries=self.max_retries, timeout=self.timeout, http_client=http_client
-                )
-                _warn_if_deprecated(self.model)
-            return self._client
-
-    def sdk(self) -> Any:
-        """The ``anthropic`` module (imported with the client, on first need)."""
-        self.client()
-        return self._sdk
 
     def batches(self) -> MessageBatches:
         """Trigger runs as message batches on this backend's client (``--trigger-batch``)."""
@@ -192,47 +139,13 @@ class AnthropicBackend:
 
         return MessageBatches(self)
 
-    def _on_request(self, request: Any) -> None:
-        state: _RunState | None = getattr(self._local, "run", None)
-        if state is None:
-            return  # not a trigger run (a proposal): the SDK's own timeout applies
-        state.sent += 1
-        left = max(state.remaining(), 0.001)
-        timeout = dict(request.extensions.get("timeout") or {})
-        request.extensions["timeout"] = {
-            k: left if v is None else min(float(v), left)
-            for k, v in {**dict.fromkeys(("connect", "read", "write", "pool")), **timeout}.items()
-        }
-
-    def _on_response(self, response: Any) -> None:
-        state: _RunState | None = getattr(self._local, "run", None)
-        if state is None or response.status_code < 400:
-            return
-        wait = _retry_after(response.headers)
-        if wait is not None and wait >= state.remaining():
-            response.headers["x-should-retry"] = "false"  # the SDK obeys this header
-            state.gave_up_waiting = wait
-
-    def _sdk_retries(self, state: _RunState) -> int:
-        """How many retries the SDK may make in the time left: its back-off waits (0.5 s,
-        doubling, at most 8 s) may take at most half of it. Before the endpoint has ever
-        answered, one: a refused connection is not worth minutes of waiting."""
-        budget = state.remaining() / 2
-        retries, waited = 0, 0.0
-        while retries < self.max_retries:
-            waited += min(0.5 * 2**retries, 8.0)
-            if waited > budget:
-                break
-            retries += 1
-        return retries if self._reachable else min(retries, 1)
-
     def _backoff(self, attempt: int) -> float:
         with self._rng_lock:
             jitter = self._rng.uniform(0.75, 1.25)
         return min(8.0, 0.25 * (2**attempt)) * jitter
 
     def _attempt(
-        self, context: TriggerContext, query: str, state: _RunState
+        self, context: TriggerContext, query: str, state: RunState
     ) -> tuple[RunOutcome, bool]:
         """One request, with the SDK's retries; the outcome and whether a failure is worth
         another try."""
@@ -242,12 +155,12 @@ class AnthropicBackend:
         self._reachable = True
         return self._read(sent, context)
 
-    def _send(self, state: _RunState) -> Any:
+    def _send(self, state: RunState) -> Any:
         """Post the run's body through the SDK's own request path (auth, headers, retries,
         status errors); the raw-stream header makes it hand back the unread response. A
         failure comes back as (outcome, worth another try)."""
-        client = self.client()
-        sdk = self._sdk
+        client = self.connection.client()
+        sdk = self.connection.sdk()
         fatal = (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
         body, path, headers = state.request
         try:
@@ -257,7 +170,7 @@ class AnthropicBackend:
                 content=body,
                 options={
                     "headers": {**headers, RAW_STREAM_HEADER: "stream"},
-                    "max_retries": self._sdk_retries(state),
+                    "max_retries": self.connection.sdk_retries(state, self._reachable),
                 },
             )
         except fatal as exc:
@@ -324,7 +237,7 @@ class AnthropicBackend:
             dead = not self._reachable and self._dead_streak >= DEAD_ENDPOINT_FAILURES
         if not dead:
             return RunOutcome("error", error=message)
-        endpoint = redact(str(self._client.base_url))
+        endpoint = redact(self.connection.base_url)
         return RunOutcome(
             "error", error=f"cannot reach the Messages API at {endpoint}: {message}", fatal=True
         )
@@ -333,20 +246,18 @@ class AnthropicBackend:
         """One plain request (the optimizer's proposals) on the same client and pool, with a
         longer timeout: a proposal is a few hundred words, not one tool call. Returns the
         text, the usage and the requests sent (the SDK's retries included)."""
-        client = self.client()
+        client = self.connection.client()
         timeout = max(self.timeout, ASK_TIMEOUT)
-        state = _RunState(time.monotonic() + timeout)  # so the request hook counts attempts
-        self._local.run = state
-        try:
-            message = client.with_options(timeout=timeout).messages.create(
-                model=model or self.model,
-                max_tokens=4096,
-                messages=[{"role": "user", "content": prompt}],
-            )
-        except self._sdk.APIError as exc:
-            raise AskError(redact(str(exc)), requests=state.sent) from None
-        finally:
-            self._local.run = None
+        # the request hook counts its attempts, the SDK's retries included
+        with self.connection.running(RunState(time.monotonic() + timeout)) as state:
+            try:
+                message = client.with_options(timeout=timeout).messages.create(
+                    model=model or self.model,
+                    max_tokens=4096,
+                    messages=[{"role": "user", "content": prompt}],
+                )
+            except self.connection.sdk().APIError as exc:
+                raise AskError(redact(str(exc)), requests=state.sent) from None
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
         return text, Usage.from_dict(message.usage.model_dump()), state.sent
 
@@ -354,54 +265,4 @@ class AnthropicBackend:
         """Stop retrying and close the pool (and the capturing CLI's workspace)."""
         if self.captures is not None:
             self.captures.close()
-        self._close_client()
-
-    def _close_client(self) -> None:
-        """Stop retrying and close the pool, which also aborts calls still in flight."""
-        self._closed.set()
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-
-
-def _warn_if_deprecated(model: str) -> None:
-    """The SDK's own warning for a retired model, once: ``messages.create`` gives it on every
-    call, and requests here go through ``client.post``, which does not."""
-    try:
-        from anthropic.resources.messages.messages import DEPRECATED_MODELS
-    except ImportError:  # pragma: no cover - an SDK without the table
-        return
-    if model in DEPRECATED_MODELS:
-        warnings.warn(
-            f"The model '{model}' is deprecated and will reach end-of-life on "
-            f"{DEPRECATED_MODELS[model]}: trigger results for it will not last "
-            "(set --trigger-model to a current model).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-
-
-@dataclass
-class _RunState:
-    """One run in progress on a thread: its deadline and the requests it has sent."""
-
-    deadline: float
-    sent: int = 0
-    request: tuple[bytes, str, dict[str, str]] = (b"", "", {})  # body, path, headers
-    gave_up_waiting: float | None = None  # a retry-after the run had no time for
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds a response asks to wait before a retry (``retry-after-ms`` or a number of
-    seconds in ``retry-after``), as the SDK reads them; None when it does not say."""
-    try:
-        if headers.get("retry-after-ms"):
-            return float(headers["retry-after-ms"]) / 1000
-        if headers.get("retry-after"):
-            return float(headers["retry-after"])
-    except ValueError:
-        return None
-    return None
+        self.connection.close()

@@ -79,7 +79,7 @@ class MessageBatches:
         self._frames: dict[tuple[TriggerContext, bool], tuple[tuple[bytes, bytes], str]] = {}
 
     def _resource(self, beta: bool) -> Any:
-        client = self.backend.client()
+        client = self.backend.connection.client()
         return client.beta.messages.batches if beta else client.messages.batches
 
     def create(self, requests: Sequence[BatchRequest]) -> list[str]:
@@ -141,7 +141,8 @@ class MessageBatches:
         session, as a live run's does."""
         from anthropic.types.messages import MessageBatch  # the SDK is loaded by now
 
-        client = self.backend.client().with_options(max_retries=0, timeout=CREATE_TIMEOUT)
+        connection = self.backend.connection
+        client = connection.client().with_options(max_retries=0, timeout=CREATE_TIMEOUT)
         path = "/v1/messages/batches" + ("?beta=true" if betas else "")
         headers = {"anthropic-beta": betas} if betas else {}
         for attempt in range(CREATE_TRIES):
@@ -236,7 +237,7 @@ class MessageBatches:
         """One SDK call (with the SDK's retries); its failures as :class:`BatchError`, fatal
         for ``fatal_statuses``, ``rejected`` when the API surely did not take the request
         (:data:`NOT_TAKEN_STATUSES`)."""
-        sdk = self.backend.sdk()
+        sdk = self.backend.connection.sdk()
         try:
             return call()
         except sdk.APIStatusError as exc:

@@ -1,0 +1,99 @@
+"""The end of a session without pytest: inputs checked before any call, the files written,
+the gates and the baseline applied, from the typed results gathered."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.conclusion.outputs import Outputs
+from pytest_skilltrigger.conclusion.session_end import SessionEnd
+from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
+from pytest_skilltrigger.skills.catalog import load_targets
+from pytest_skilltrigger.support.errors import InputError
+from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import make_skill
+
+
+def result(query: str, should: bool, triggers: int) -> QueryResult:
+    outcomes = [RunOutcome("triggered", chosen="skill:pdf-tools")] * triggers
+    outcomes += [RunOutcome("not_triggered", chosen="text")] * (3 - triggers)
+    return QueryResult(query, should, 3, 0.5, tuple(outcomes))
+
+
+def gathered_end(tmp_path: Path, **kwargs: object) -> SessionEnd:
+    folder = make_skill(tmp_path, [("merge a.pdf", True), ("bake bread", False)])
+    targets = load_targets([str(folder)])
+    settings = Settings(store_path=str(tmp_path / "store.sqlite"))
+    end = SessionEnd(targets, [], settings, **kwargs)  # type: ignore[arg-type]
+    target = targets[0]
+    end.gathered.add_item("n0", target.skill.skill_md, 0, result("merge a.pdf", True, 0))
+    end.gathered.add_item("n1", target.skill.skill_md, 1, result("bake bread", False, 0))
+    return end
+
+
+def test_the_report_files_and_the_gate(tmp_path: Path) -> None:
+    outputs = Outputs(json_path=str(tmp_path / "out.json"), report_path=str(tmp_path / "p.html"),
+                      results_dir=str(tmp_path / "results"))  # fmt: skip
+    end = gathered_end(tmp_path, outputs=outputs, gates=Gates(min_accuracy=0.9))
+    end.check_inputs()
+    conclusion = end.finish(None, interrupted=False, log=print)
+    assert conclusion.report.skills[0].summary.passed == 1
+    assert conclusion.gate_failures == [
+        "pdf-tools: queries passed 0.5 (1/2) is below --trigger-min-accuracy 0.9"
+    ]
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert [r["pass"] for r in data["skills"][0]["results"]] == [False, True]
+    assert "merge a.pdf" in (tmp_path / "p.html").read_text()
+    (stamped,) = (tmp_path / "results").iterdir()  # the items' results, without the rounds
+    assert sorted(p.name for p in stamped.iterdir()) == ["report.html", "results.json"]
+    assert json.loads((stamped / "results.json").read_text()) == data
+    lines = [line.text for line in conclusion.terminal_lines()]
+    assert lines[0] == "skill trigger summary" and lines[-1].startswith("GATE FAILED pdf-tools")
+
+
+def test_a_regression_against_the_baseline_fails_the_gate(tmp_path: Path) -> None:
+    baseline = tmp_path / "old.json"
+    baseline.write_text(json.dumps({"skills": [{"skill_name": "pdf-tools", "results": [
+        {"query": "merge a.pdf", "pass": True}, {"query": "bake bread", "pass": True}]}]}))
+    gates = Gates(baseline_path=str(baseline), fail_on_regression=True)
+    end = gathered_end(tmp_path, gates=gates)
+    end.check_inputs()
+    conclusion = end.finish(None, interrupted=False, log=print)
+    assert [(c.query, c.before, c.after) for c in conclusion.regressions] == [
+        ("merge a.pdf", "pass", "fail")
+    ]
+    assert conclusion.gate_failures == ["1 regression(s) against the baseline"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,problem",
+    [
+        ({"outputs": "json_is_folder"}, "is a folder"),
+        ({"gates": Gates(baseline_path="/nonexistent/old.json")}, "cannot read baseline"),
+        ({"optimizer": OptimizerSettings(holdout=0.9)}, "leaves no"),
+    ],
+)
+def test_bad_input_is_refused_before_any_call(tmp_path: Path, kwargs: dict, problem: str) -> None:
+    if kwargs.get("outputs") == "json_is_folder":
+        kwargs = {"outputs": Outputs(json_path=str(tmp_path))}
+    end = gathered_end(tmp_path, **kwargs)
+    with pytest.raises(InputError, match=problem):
+        end.check_inputs()
+    assert not (tmp_path / "store.sqlite").exists()  # nothing made before the inputs hold
+
+
+def test_a_plain_run_keeps_the_items_results_in_the_results_folder(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path, [("merge these two PDFs into one", True)])
+    result = pytester.runpytest(f"--skill-path={folder}", "-p", "no:cacheprovider",
+                                "--trigger-cache=off", "--trigger-results-dir=results")  # fmt: skip
+    assert result.ret in (0, 1)  # whatever the fake decided, the files say it
+    (stamped,) = (pytester.path / "results").iterdir()
+    data = json.loads((stamped / "results.json").read_text())
+    assert data["skills"][0]["results"][0]["query"] == "merge these two PDFs into one"
+    assert "merge these two PDFs into one" in (stamped / "report.html").read_text()
