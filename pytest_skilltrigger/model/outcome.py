@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
-from pytest_skilltrigger.model.verdict import passes
+from pytest_skilltrigger.model.stats import prob_at_least
+from pytest_skilltrigger.model.verdict import Rule, Verdict, rule_from_dict
 
 Status = Literal["triggered", "not_triggered", "error"]
 
@@ -107,14 +108,15 @@ class RunOutcome:
 class QueryResult:
     """All runs of one eval entry against one description, and its verdict.
 
-    ``runs`` counts the runs actually made (fewer than asked when early stopping decided);
-    ``error`` is set when any run failed, in which case there is no verdict.
+    ``runs`` counts the runs actually made (the rule stops as soon as it can); ``error`` is
+    set when any run failed, in which case there is no verdict. Under the sequential rule a
+    query that ran to its maximum (or could no longer be decided) undecided is *borderline*:
+    it does not pass, and says so.
     """
 
     query: str
     should_trigger: bool
-    runs_asked: int
-    threshold: float
+    rule: Rule
     outcomes: tuple[RunOutcome, ...]
     skipped: str | None = None
     # why the model never sees the skill (it is not listed): no run is made, and the verdict
@@ -123,6 +125,12 @@ class QueryResult:
     # the runs belong to another caller's sampling of the same query (see the sampler): they
     # are counted and stored once, through that caller's result
     joined: bool = False
+    # the choices that count as a trigger, when not the context's own skill (see SamplingPlan)
+    hits: frozenset[str] | None = None
+
+    @property
+    def threshold(self) -> float:
+        return self.rule.threshold
 
     @cached_property
     def runs(self) -> int:
@@ -130,6 +138,8 @@ class QueryResult:
 
     @cached_property
     def triggers(self) -> int:
+        if self.hits is not None:
+            return sum(1 for o in self.outcomes if o.status != "error" and o.chosen in self.hits)
         return sum(1 for o in self.outcomes if o.triggered)
 
     @cached_property
@@ -148,13 +158,49 @@ class QueryResult:
         return self.triggers / self.runs if self.runs else 0.0
 
     @cached_property
+    def interval(self) -> tuple[float, float]:
+        """The trigger rate's interval at the rule's confidence (Wilson)."""
+        return self.rule.interval(self.triggers, self.runs)
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        """What the runs say, or ``undecided`` (also when the query errored or was skipped)."""
+        if self.errors or self.skipped or not self.runs:
+            return "undecided"
+        return self.rule.verdict(self.triggers, self.runs)
+
+    @property
+    def decided(self) -> bool:
+        """Whether the runs settle which side of the threshold the rate is on."""
+        return self.verdict != "undecided"
+
+    @property
+    def borderline(self) -> bool:
+        """Sampled to the end without a decision: chance decides each run of this query."""
+        return not (self.errors or self.skipped or self.unlisted) and self.runs > 0 and (
+            not self.decided
+        )
+
+    @cached_property
     def passed(self) -> bool | None:
-        """The verdict, or None when the query errored or was skipped."""
+        """The verdict against what is expected: None when the query errored or was skipped;
+        False when borderline (it is not reliably what it should be)."""
         if self.unlisted:
             return not self.should_trigger
         if self.errors or self.skipped or not self.runs:
             return None
-        return passes(self.should_trigger, self.trigger_rate, self.threshold)
+        if not self.decided:
+            return False
+        return (self.verdict == "triggered") == self.should_trigger
+
+    @cached_property
+    def right_probability(self) -> float:
+        """How likely the query's true rate is on the side it should be, given its runs (the
+        rate's posterior under a uniform prior): what the optimizer's scores add up."""
+        if self.unlisted:
+            return 0.0 if self.should_trigger else 1.0
+        above = prob_at_least(self.triggers, self.runs, self.threshold)
+        return above if self.should_trigger else 1.0 - above
 
     @cached_property
     def chosen(self) -> dict[str, int]:
@@ -193,36 +239,41 @@ class QueryResult:
         return {
             "query": self.query,
             "should_trigger": self.should_trigger,
-            "runs_asked": self.runs_asked,
-            "threshold": self.threshold,
+            "rule": self.rule.to_dict(),
             "outcomes": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
             "unlisted": self.unlisted,
             "joined": self.joined,
+            "hits": sorted(self.hits) if self.hits is not None else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QueryResult:
+        hits = data.get("hits")
         return cls(
             query=data["query"],
             should_trigger=bool(data["should_trigger"]),
-            runs_asked=int(data["runs_asked"]),
-            threshold=float(data["threshold"]),
+            rule=rule_from_dict(data["rule"]),
             outcomes=tuple(RunOutcome.from_dict(o) for o in data["outcomes"]),
             skipped=data.get("skipped"),
             unlisted=data.get("unlisted"),
             joined=bool(data.get("joined")),
+            hits=frozenset(hits) if hits is not None else None,
         )
 
     def summary_row(self) -> dict[str, Any]:
         """The per-query row of the JSON report (the reference tool's keys plus ours)."""
+        low, high = self.interval
         return {
             "query": self.query,
             "should_trigger": self.should_trigger,
             "trigger_rate": round(self.trigger_rate, 4),
+            "interval": [round(low, 4), round(high, 4)],
             "triggers": self.triggers,
             "runs": self.runs,
             "pass": self.passed,
+            "decided": self.decided,
+            "borderline": self.borderline,
             "errors": self.errors,
             "error": self.error,
             "skipped": self.skipped,
@@ -242,13 +293,18 @@ def format_score(results: Sequence[QueryResult]) -> str:
 
 @dataclass(frozen=True)
 class TriggerCheck:
-    """What an ad-hoc check of one query returns (the ``skill_trigger`` fixture's value)."""
+    """What an ad-hoc check of one query returns (the ``skill_trigger`` fixture's value):
+    ``triggered`` only when the runs decide that it triggers (a borderline query is neither
+    triggered nor reliably not)."""
 
     rate: float
     triggers: int
     runs: int
     triggered: bool
     chosen: dict[str, int]
+    interval: tuple[float, float] = (0.0, 1.0)
+    decided: bool = True
+    borderline: bool = False
 
     @classmethod
     def from_result(cls, result: QueryResult) -> TriggerCheck:
@@ -256,6 +312,9 @@ class TriggerCheck:
             rate=result.trigger_rate,
             triggers=result.triggers,
             runs=result.runs,
-            triggered=passes(True, result.trigger_rate, result.threshold),
+            triggered=result.verdict == "triggered",
             chosen=dict(result.chosen),
+            interval=result.interval,
+            decided=result.decided,
+            borderline=result.borderline,
         )

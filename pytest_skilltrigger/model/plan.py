@@ -9,42 +9,90 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pytest_skilltrigger.model.outcome import RunOutcome
-from pytest_skilltrigger.model.verdict import runs_still_needed
+from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule, rule_from_dict
 
 
 @dataclass(frozen=True)
 class SamplingPlan:
-    """How each query is sampled: runs per query, threshold, early stopping.
+    """How each query is sampled: the verdict rule (sequential, or the reference rule's fixed
+    runs), and what counts as a trigger.
 
     ``fresh`` asks for an independent measurement: stored runs are not reused, a sampling of
     the same query already made in this session is not joined, and its runs are not stored
     (they must not become the runs a later cached rerun of the description reuses). The
-    optimizer re-measures its winner this way, see :mod:`pytest_skilltrigger.optimizer.loop`.
+    optimizer re-measures its winner this way.
+
+    ``hits`` are the choices that count as a trigger, when that is not the context's own skill
+    (a routing entry that no skill of a folder should take counts any of them).
     """
 
-    runs: int = 3
-    threshold: float = 0.5
-    curtail: bool = True
+    rule: Rule = field(default_factory=SequentialRule)
     fresh: bool = False
-    # what the calls are counted under (see ``cost.PHASES``); not part of what makes two
+    hits: frozenset[str] | None = None
+    # what the calls are counted under (see ``prices.PHASES``); not part of what makes two
     # samplings the same: a later submission that joins a sampling pays nothing
     phase: str = field(default="items", compare=False)
 
+    @property
+    def runs(self) -> int:
+        """The most runs a query may take."""
+        return self.rule.max_runs
+
+    @property
+    def threshold(self) -> float:
+        return self.rule.threshold
+
+    def hit(self, outcome: RunOutcome) -> bool:
+        """Whether a run counts as a trigger under this plan."""
+        if self.hits is None:
+            return outcome.triggered
+        return outcome.chosen in self.hits
+
+    def next_runs(self, outcomes: Sequence[RunOutcome]) -> int:
+        """How many runs of a query to make next: none after an error or once the rule is
+        done, else as many as cannot be wasted. Live runs and message batches both sample in
+        these waves."""
+        if any(o.status == "error" for o in outcomes):
+            return 0
+        triggers = sum(1 for o in outcomes if self.hit(o))
+        return self.rule.next_runs(triggers, len(outcomes) - triggers)
+
+    def usable(self, stored: Sequence[RunOutcome]) -> list[RunOutcome]:
+        """The stored runs a sampling starts from: in order, up to the point where the rule
+        would have stopped (a rerun whose stored runs already decide makes no call, and its
+        verdict is the one those runs gave when they were made)."""
+        taken: list[RunOutcome] = []
+        for outcome in stored:
+            if self.next_runs(taken) == 0:
+                break
+            taken.append(outcome)
+        return taken
+
+    def ident(self) -> tuple[Any, ...]:
+        """What makes two samplings of a query under one context the same (JSON-able)."""
+        rule = tuple(sorted(self.rule.to_dict().items()))
+        return (rule, self.fresh, tuple(sorted(self.hits)) if self.hits is not None else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        hits = sorted(self.hits) if self.hits is not None else None
+        return {"rule": self.rule.to_dict(), "fresh": self.fresh, "hits": hits,
+                "phase": self.phase}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SamplingPlan:
+        hits = data.get("hits")
+        return cls(rule_from_dict(data["rule"]), bool(data.get("fresh")),
+                   frozenset(hits) if hits is not None else None,
+                   str(data.get("phase", "items")))  # fmt: skip
 
 
-def wave_size(outcomes: Sequence[RunOutcome], plan: SamplingPlan) -> int:
-    """How many runs of a query to make next: none after an error or once the verdict is
-    decided (exact early stopping), else as many as cannot be wasted. Live runs and message
-    batches both sample in these waves."""
-    if any(o.status == "error" for o in outcomes):
-        return 0
-    if not plan.curtail:
-        return max(0, plan.runs - len(outcomes))
-    triggers = sum(1 for o in outcomes if o.triggered)
-    return runs_still_needed(triggers, len(outcomes) - triggers, plan.runs, plan.threshold)
+def reference_plan(runs: int = 3, threshold: float = 0.5, curtail: bool = True) -> SamplingPlan:
+    """The reference scripts' plan: fixed runs, with exact early stopping."""
+    return SamplingPlan(FixedRule(runs, threshold, curtail))
 
 
-# (context key, query, runs, threshold, early stopping, fresh): what makes two samplings the same
-QueryIdent = tuple[str, str, int, float, bool, bool]
+# (context key, query, the plan's ident): what makes two samplings the same
+QueryIdent = tuple[str, str, tuple[Any, ...]]

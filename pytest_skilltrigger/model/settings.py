@@ -10,6 +10,14 @@ import math
 import os
 from dataclasses import dataclass
 
+from pytest_skilltrigger.model.verdict import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MARGIN,
+    DEFAULT_MAX_RUNS,
+    FixedRule,
+    Rule,
+    SequentialRule,
+)
 from pytest_skilltrigger.support.errors import InputError
 
 BACKENDS = ("auto", "anthropic", "claude-code")
@@ -42,10 +50,16 @@ def default_store_path() -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """Defaults match the reference workflow: 3 runs, threshold 0.5, 30 s a run."""
+    """Defaults match the reference workflow (threshold 0.5, at least 3 runs, 30 s a run),
+    with verdicts settled at 95% by the sequential rule; ``confidence=None`` is the reference
+    rule itself (``runs_per_query`` runs, rate against the threshold)."""
 
     runs_per_query: int = 3
     threshold: float = 0.5
+    # the sequential rule (see model.verdict): None for the reference scripts' fixed runs
+    confidence: float | None = DEFAULT_CONFIDENCE
+    margin: float = DEFAULT_MARGIN
+    max_runs_per_query: int = DEFAULT_MAX_RUNS
     timeout: float = 30.0
     backend: str = "auto"
     model: str | None = None
@@ -62,12 +76,44 @@ class Settings:
     batch_timeout: float = 4 * 3600.0  # the longest wait for a batch before its runs error
     batch_poll: float = 5.0  # seconds before the first poll; the pause doubles up to a minute
 
-    def validated(self) -> Settings:
-        """Return self, or raise InputError naming the option that is out of range."""
+    @property
+    def rule(self) -> Rule:
+        """The verdict rule these settings ask for."""
+        if self.confidence is None:
+            return FixedRule(self.runs_per_query, self.threshold, self.curtail)
+        return SequentialRule(self.threshold, self.confidence, self.margin,
+                              self.runs_per_query, self.max_runs_per_query)  # fmt: skip
+
+    def _check_rule(self) -> None:
         if self.runs_per_query < 1:
             raise InputError("--runs-per-query", f"must be at least 1, got {self.runs_per_query}")
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError("--trigger-threshold", f"must be within 0..1, got {self.threshold}")
+        if self.confidence is None:
+            return
+        if not 0.5 < self.confidence < 1.0:
+            raise InputError("--trigger-confidence", f"must be above 0.5 and below 1 (or off), "
+                             f"got {self.confidence}")  # fmt: skip
+        if not 0.0 < self.margin < 0.5:
+            raise InputError("--trigger-margin",
+                             f"must be above 0 and below 0.5, got {self.margin}")  # fmt: skip
+        if not self.margin < self.threshold < 1 - self.margin:
+            raise InputError(
+                "--trigger-threshold",
+                f"{self.threshold:g} ± the margin {self.margin:g} leaves 0..1: the sequential "
+                "test cannot settle a rate there (a smaller --trigger-margin, or "
+                "--trigger-confidence off)",
+            )
+        if not self.curtail:
+            raise InputError("--no-early-stop", "makes every run of the reference rule: it goes "
+                             "with --trigger-confidence off")  # fmt: skip
+        if self.max_runs_per_query < self.runs_per_query:
+            raise InputError("--max-runs-per-query", f"must be at least --runs-per-query "
+                             f"({self.runs_per_query}), got {self.max_runs_per_query}")  # fmt: skip
+
+    def validated(self) -> Settings:
+        """Return self, or raise InputError naming the option that is out of range."""
+        self._check_rule()
         if not math.isfinite(self.timeout) or self.timeout <= 0:
             raise InputError("--trigger-timeout", f"must be positive, got {self.timeout}")
         if self.backend not in BACKENDS:
@@ -114,12 +160,21 @@ class OptimizerSettings:
     max_iterations: int = 5
     seed: int = 42
     improve_model: str | None = None
+    # different proposals a round, screened on train by successive halving
+    candidates_per_round: int = 3
+    # the runs a race between two descriptions may add before it is called undecided
+    race_runs: int = 60
 
     def validated(self) -> OptimizerSettings:
         if not 0.0 <= self.holdout < 1.0:
             raise InputError("--holdout", f"must be within 0..1 (below 1), got {self.holdout}")
         if self.max_iterations < 1:
             raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
+        if self.candidates_per_round < 1:
+            raise InputError("--candidates-per-round",
+                             f"must be at least 1, got {self.candidates_per_round}")  # fmt: skip
+        if self.race_runs < 0:
+            raise InputError("--race-runs", f"must be 0 or more, got {self.race_runs}")
         return self
 
 

@@ -8,7 +8,6 @@ from pytest_skilltrigger.model.formatting import (
     describe_chosen,
     display_path,
     escape_html,
-    format_chosen,
     format_ratio,
 )
 
@@ -21,8 +20,8 @@ def test_rates_have_two_decimals_and_undefined_ones_say_so() -> None:
 
 
 def test_what_was_chosen_most_first() -> None:
-    assert format_chosen({"text": 1, "skill:pdf": 2}) == "skill:pdf ×2, text ×1"
-    assert format_chosen({}) == "nothing"
+    assert describe_chosen({"text": 1, "skill:pdf": 2}) == "skill 'pdf' x2, a plain answer x1"
+    assert describe_chosen({}) == "nothing"
     assert describe_chosen({"text": 1, "skill:pdf": 2, "tool:Bash": 2}) == (
         "skill 'pdf' x2, tool Bash x2, a plain answer x1"
     )
