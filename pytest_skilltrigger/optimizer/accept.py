@@ -1,18 +1,18 @@
 """What becomes of SKILL.md once the rounds are over, decided from their typed outcomes.
 
-A skill's file is rewritten only when the best description beat the start on test and kept
-its lead when both were measured again on fresh runs. Only the description's value changes
-(see :mod:`pytest_skilltrigger.skills.rewrite`), and never when the file changed on disk during
-the run. Nothing is written after an interrupted run: every SKILL.md is then as it was.
+A skill's file is rewritten only when the best description, raced against the start on fresh
+runs of the held-out queries (its own and the folder's), gains on it at the confidence. Only
+the description's value changes (see :mod:`pytest_skilltrigger.skills.rewrite`), and never
+when the file changed on disk during the run. Nothing is written after an interrupted run:
+every SKILL.md is then as it was.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from pytest_skilltrigger.model.outcome import format_score
 from pytest_skilltrigger.optimizer.rounds import Optimization
-from pytest_skilltrigger.skills.rewrite import FileChangedError, write_description
+from pytest_skilltrigger.skills.write_back import FileChangedError, write_description
 from pytest_skilltrigger.support.errors import InputError
 
 
@@ -31,40 +31,28 @@ def accept_all(runs: Iterable[Optimization], log: Callable[[str], None]) -> None
             unwritten.add(run.target.name)
 
 
-def _unchanged_reason(run: Optimization) -> str:
+def unchanged_reason(run: Optimization) -> str:
+    """Why SKILL.md stays as it is, in one clause."""
     start = run.start
-    best = run.best() if run.evaluated() else None
-    confirmation = run.confirmation
-    if start is not None and best is not None and (
-        run.incomplete(start) or run.incomplete(best)
-    ):
-        return "some queries errored or were skipped, so the comparison is not sound"
-    if confirmation is not None and not confirmation.complete:
-        return "some fresh runs errored or were skipped, so the lead is not confirmed"
-    if confirmation is not None and confirmation.lead_holds:
+    if start is None:
+        return "nothing was measured"
+    if run.incomplete(start):
+        return "some of the start's queries errored or were skipped, so no comparison is sound"
+    if not run.beats_start and all(r.passed for r in start.train_side):
+        return "the start already passes every train query, the folder's included"
+    if not run.beats_start:
         return (
-            "the best won on its own queries but takes more of its siblings' queries than it "
-            f"gains (the folder's queries on fresh runs: "
-            f"{format_score(confirmation.folder_start)} with the start, "
-            f"{format_score(confirmation.folder_best)} with the best)"
+            f"no candidate's gain over the best so far was positive at {run.confidence:.0%} "
+            "on the train queries: kept the start"
         )
-    if confirmation is not None:
-        return (
-            "the best's lead came from chance: it did not hold on fresh runs "
-            "(paste it by hand if you still want it)"
-        )
-    refused = run.refused_for_folder()
-    if refused:
-        return _refused_text(refused)
-    return "nothing beat the starting description"
-
-
-def _refused_text(refused: list[int]) -> str:
-    """Which candidates the folder kept from being the best, and why."""
-    numbers = ", ".join(str(n) for n in refused)
+    acceptance = run.acceptance
+    if acceptance is None:
+        return "the best was not raced against the start on fresh runs"
+    if not acceptance.complete:
+        return "some fresh runs errored or were skipped, so the gain is not confirmed"
     return (
-        f"the candidates that did best on its own queries (iteration {numbers}) take more "
-        "of its siblings' queries than they gain"
+        f"on fresh runs of the {acceptance.on} queries the best's {acceptance.verdict()} "
+        "(paste it by hand if you still want it)"
     )
 
 
@@ -76,25 +64,23 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
     log(f"  before: {target.description}")
     start = run.start
     if start is None:  # nothing was measured: there is nothing to write
-        log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
+        log(f"  {target.skill.skill_md} unchanged: {unchanged_reason(run)}")
+        return False
+    confidence = run.confidence
+    log(f"    train {start.train_score(confidence).text()}, "
+        f"test {start.test_score(confidence).text()} (expected queries right)")  # fmt: skip
+    if run.beats_start:
+        best = run.best()
+        log(f"  best (iteration {best.iteration}): {best.description}")
+        log(f"    train {best.train_score(confidence).text()}, "
+            f"test {best.test_score(confidence).text()}")  # fmt: skip
+        if run.acceptance is not None:
+            log(f"    raced against the start on fresh runs ({run.acceptance.on}): "
+                f"{run.acceptance.verdict()}")  # fmt: skip
+    if not run.improved:
+        log(f"  {target.skill.skill_md} unchanged: {unchanged_reason(run)}")
         return False
     best = run.best()
-    log(f"    train {format_score(start.train)}, test {format_score(start.test)}")
-    log(f"  best (iteration {best.iteration}): {best.description}")
-    log(f"    train {format_score(best.train)}, test {format_score(best.test)}")
-    if run.confirmation is not None:
-        log(
-            f"    measured again on fresh runs ({run.confirmation.on}): "
-            f"{run.confirmation.verdict()}"
-        )
-        # another candidate won, so the reason below (or the write) never names the ones
-        # that did better on its own queries but lose the folder: say so here
-        refused = run.refused_for_folder()
-        if refused:
-            log(f"  refused for the folder: {_refused_text(refused)}")
-    if not run.improved:
-        log(f"  {target.skill.skill_md} unchanged: {_unchanged_reason(run)}")
-        return False
     try:
         write_description(target.skill.skill_md, best.description, target.skill.raw)
     except FileChangedError:

@@ -16,9 +16,13 @@ from dataclasses import replace
 from typing import Protocol
 
 from pytest_skilltrigger.engine.session import TriggerSession
-from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score
+from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.model.settings import OptimizerSettings
-from pytest_skilltrigger.optimizer.folder import folder_of, with_sibling_description
+from pytest_skilltrigger.optimizer.folder import (
+    competition_of,
+    folder_of,
+    with_sibling_description,
+)
 from pytest_skilltrigger.optimizer.loop import optimize
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
@@ -112,6 +116,9 @@ class OptimizationDriver:
                 initial={} if target is not original else initial.get(target.skill.skill_md, {}),
                 on_iteration=self._on_iteration,
                 folder=folder,
+                candidates=self.options.candidates_per_round,
+                race_runs=self.options.race_runs,
+                competition=competition_of(target, folder),
             )
             run.relisted = tuple(relisted)
             self.runs[target.skill.path] = run
@@ -128,15 +135,19 @@ class OptimizationDriver:
         elapsed = time.monotonic() - self.started
         tokens = it.usage.input_tokens + it.usage.output_tokens
         if it.evaluated:
-            folder = ""
-            if run.folder:  # the folder's score, as in the JSON: its own queries and the rest
-                every = it.train + it.test + it.cross_train + it.cross_test
-                folder = f", folder {format_score(every)}"
+            c = run.confidence
+            race = ""
+            if it.race is not None:
+                outcome = "the new best" if it.became_best else "kept the best so far"
+                race = f"; against the best so far {it.race.gain.text()}: {outcome}"
+            candidates = f" ({len(it.candidates)} candidates)" if len(it.candidates) > 1 else ""
             self.log(
-                f"{run.target.name} iteration {it.iteration}/{total}: "
-                f"train {format_score(it.train)}, test {format_score(it.test)}{folder}, "
+                f"{run.target.name} iteration {it.iteration}/{total}{candidates}: "
+                f"train {it.train_score(c).text()}, test {it.test_score(c).text()}{race}, "
                 f"{elapsed:.1f}s, {tokens:,} tokens"
             )
+            if it.note:
+                self.log(f"  {it.note}")
         else:
             note = it.note or "proposal dropped"
             self.log(f"{run.target.name} iteration {it.iteration}/{total}: {note}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from pytest_skilltrigger.model.context import ListedSkill
 from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.optimizer.proposer import Competition
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -96,6 +97,18 @@ def folder_of(
             for e in part:
                 add(side, e.query, e.should_trigger, ROUTING)
     return Folder(tuple(train), tuple(test))
+
+
+def competition_of(target: Target, folder: Folder) -> Competition:
+    """What the proposer is told the skill competes with: its siblings as the listing shows
+    them, the built-in skills' names, and its siblings' should-trigger train requests as the
+    near-misses it must not claim (never a test request)."""
+    context = target.context()
+    project = {s.name for s in context.siblings} | {target.name}
+    builtins = tuple(s.name for s in context.generic_competitors if s.name not in project)
+    near = tuple((c.owner, c.entry.query) for c in folder.train
+                 if c.owner != ROUTING and not c.entry.should_trigger)  # fmt: skip
+    return Competition(context.siblings, builtins, near)
 
 
 def with_sibling_description(target: Target, name: str, description: str) -> Target:

@@ -1,10 +1,17 @@
-"""Asking a model for a better description.
+"""Asking a model for better descriptions: several different ones a round, knowing the folder.
 
 The prompt carries what the reference tool gives the model (skill name and SKILL.md, the
 current description, the train failures of both kinds with "triggered k/n times", earlier
-attempts with their train scores and results, the writing rules), in our own words, plus what
-the model chose instead for each failure, which is the most useful hint for fixing it. Test
-queries and test scores never appear in it: the test set must stay unseen to measure anything.
+attempts with their train scores, the writing rules), in our own words, plus what the model
+chose instead for each failure, which is the most useful hint for fixing it. It also shows
+what the skill competes with: its siblings' listed descriptions, the names of the built-in
+skills of the listing, and the siblings' should-trigger train requests as near-misses the
+description must not claim. Test queries and test scores never appear in it: the held-out set
+must stay unseen to measure anything.
+
+One request asks for ``count`` different descriptions. An answer that breaks the rules
+(too long, ``<`` or ``>``), or that repeats a description already tried, gets one follow-up
+request for replacements; what is still unusable is dropped and said so.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from pytest_skilltrigger.model.context import LISTED_LIMIT
+from pytest_skilltrigger.model.context import LISTED_LIMIT, ListedSkill
 from pytest_skilltrigger.model.formatting import describe_chosen
 from pytest_skilltrigger.model.outcome import QueryResult, Usage, format_score
 from pytest_skilltrigger.skills.skill import description_problems
@@ -34,18 +41,39 @@ class Attempt:
         return format_score(self.train_results)
 
 
+@dataclass(frozen=True)
+class Competition:
+    """What a skill's description competes with in the listing, for the proposer."""
+
+    siblings: tuple[ListedSkill, ...] = ()
+    builtins: tuple[str, ...] = ()
+    near_misses: tuple[tuple[str, str], ...] = ()  # (sibling, a train request of its own)
+
+
 @dataclass
 class Proposal:
     """One round's exchange with the improve model, kept for the results folder."""
 
     prompt: str
     response: str
-    description: str | None
+    descriptions: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     repair_prompt: str | None = None
     repair_response: str | None = None
     usage: Usage = field(default_factory=Usage)
     error: str | None = None
+    # what the first answer did wrong when a repair was asked for (repeats named)
+    repaired: list[str] = field(default_factory=list)
+
+    @property
+    def description(self) -> str | None:
+        """The first usable description (the one a single proposal gives)."""
+        return self.descriptions[0] if self.descriptions else None
+
+
+def normalised(text: str) -> str:
+    """A description as compared for repeats: case and spacing do not make it another."""
+    return " ".join(text.lower().split())
 
 
 def _result_line(result: QueryResult) -> str:
@@ -64,10 +92,11 @@ def build_prompt(
     attempts: Sequence[Attempt],
     when_to_use: str | None = None,
     folder_lines: Sequence[str] = (),
+    *,
+    count: int = 1,
+    competition: Competition | None = None,
 ) -> str:
     """The proposer prompt. Only train data goes in; see the module docstring."""
-    missed = [r for r in train_results if r.should_trigger and r.passed is False]
-    false_hits = [r for r in train_results if not r.should_trigger and r.passed is False]
     parts = [
         f"You are improving the description of an Agent Skill called {skill_name!r}.",
         "An assistant sees only each skill's name and description when it decides whether to "
@@ -75,8 +104,35 @@ def build_prompt(
         "skill is used.",
         f"The full SKILL.md of the skill:\n<skill_md>\n{skill_md}\n</skill_md>",
         f"<current_description>\n{current}\n</current_description>",
+        *_failure_parts(skill_name, train_results),
     ]
+    if folder_lines:
+        parts.append(
+            "The assistant chooses among all the skills of this skill's folder. Requests of "
+            "the other skills there that the current description gets wrong (taking a "
+            "sibling's request is as bad as missing one of its own):\n"
+            + "\n".join(f"- {line}" for line in folder_lines)
+        )
+    if competition is not None:
+        parts += _competition_parts(competition)
+    if attempts:
+        blocks = []
+        for n, attempt in enumerate(attempts, 1):
+            results = "\n".join(_result_line(r) for r in attempt.train_results)
+            blocks.append(
+                f"Attempt {n} (train score {attempt.train_score}):\n"
+                f"<description>\n{attempt.description}\n</description>\n{results}"
+            )
+        parts.append("Earlier attempts and how they did:\n\n" + "\n\n".join(blocks))
+    parts.append(_rules(count, when_to_use))
+    return "\n\n".join(parts)
+
+
+def _failure_parts(skill_name: str, train_results: Sequence[QueryResult]) -> list[str]:
+    missed = [r for r in train_results if r.should_trigger and r.passed is False]
+    false_hits = [r for r in train_results if not r.should_trigger and r.passed is False]
     own = f"skill:{skill_name}"
+    parts = []
     if missed:
         lines = [
             f"- {r.query!r}: triggered {r.triggers}/{r.runs} times; the assistant used "
@@ -87,50 +143,67 @@ def build_prompt(
     if false_hits:
         lines = [f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits]
         parts.append("Requests that should NOT have used the skill but did:\n" + "\n".join(lines))
-    if folder_lines:
-        parts.append(
-            "The assistant chooses among all the skills of this skill's folder. Requests of "
-            "the other skills there that the current description gets wrong (taking a "
-            "sibling's request is as bad as missing one of its own):\n"
-            + "\n".join(f"- {line}" for line in folder_lines)
-        )
-    if attempts:
-        blocks = []
-        for n, attempt in enumerate(attempts, 1):
-            results = "\n".join(_result_line(r) for r in attempt.train_results)
-            blocks.append(
-                f"Attempt {n} (train score {attempt.train_score}):\n"
-                f"<description>\n{attempt.description}\n</description>\n{results}"
-            )
-        parts.append("Earlier attempts and how they did:\n\n" + "\n\n".join(blocks))
-    parts.append(
-        "Write a better description. Rules:\n"
+    return parts
+
+
+def _competition_parts(competition: Competition) -> list[str]:
+    parts = []
+    if competition.siblings:
+        lines = "\n".join(s.line for s in competition.siblings)
+        parts.append("The other skills of this folder, as the assistant sees them (their "
+                     f"requests are theirs, not this skill's):\n{lines}")  # fmt: skip
+    if competition.builtins:
+        names = ", ".join(competition.builtins)
+        parts.append(f"Built-in skills the assistant is also shown: {names}.")
+    if competition.near_misses:
+        lines = "\n".join(f"- {q!r} (belongs to {owner!r})" for owner, q in
+                          competition.near_misses)  # fmt: skip
+        parts.append("Near-misses the description must not claim, requests of the other "
+                     f"skills:\n{lines}")  # fmt: skip
+    return parts
+
+
+def _rules(count: int, when_to_use: str | None) -> str:
+    several = (
+        f"Write {count} different descriptions: each takes its own approach (what it leads "
+        "with, which kinds of request it names, how it rules out the near-misses), not small "
+        "rewordings of one another.\n"
+        if count > 1
+        else "Write a better description.\n"
+    )
+    return (
+        f"{several}Rules:\n"
         "- Generalise from the failures to the kinds of user intent the skill serves and "
         "the near-misses it must not claim; do not list the example requests.\n"
         '- Write in the imperative, addressed to the assistant ("Use this skill when ...").\n'
         "- Aim for about 100-200 words; the hard limit is 1024 characters.\n"
         "- Do not use the characters < or >.\n"
         + _listing_rules(when_to_use)
-        + "Answer with the new description inside <new_description></new_description> tags."
+        + "Answer with each description inside its own <new_description></new_description> "
+        "tags."
     )
-    return "\n\n".join(parts)
+
+
+def parse_proposals(text: str) -> list[str]:
+    """Every description inside a pair of tags, stripped, in order (empty ones dropped)."""
+    return [value.strip() for value in TAG.findall(text) if value.strip()]
 
 
 def parse_proposal(text: str) -> str | None:
     """The description inside the last pair of tags, stripped; None when there is none."""
-    found = TAG.findall(text)
-    if not found:
-        return None
-    value = found[-1].strip()
-    return value or None
+    found = parse_proposals(text)
+    return found[-1] if found else None
 
 
-def repair_prompt(previous: str, problems: Sequence[str]) -> str:
+def repair_prompt(problems: Sequence[str], count: int) -> str:
+    reasons = "\n".join(f"- {p}" for p in problems)
     return (
-        "This skill description cannot be used: " + "; ".join(problems) + ".\n\n"
-        f"<description>\n{previous}\n</description>\n\n"
-        "Rewrite it so that it keeps its meaning, stays under 1024 characters and contains "
-        "neither < nor >. Answer inside <new_description></new_description> tags."
+        f"An earlier answer to this gave descriptions that cannot be used:\n{reasons}\n\n"
+        f"Write {count} other "
+        f"description{'s' if count > 1 else ''} that keep{'' if count > 1 else 's'} the "
+        "meaning, stay under 1024 characters, contain neither < nor >, and differ from every "
+        "earlier one. Answer with each inside its own <new_description></new_description> "
+        "tags."
     )
 
 
@@ -138,7 +211,8 @@ Ask = Callable[[str], tuple[str, Usage]]
 
 
 class DescriptionProposer:
-    """One proposal per round, with one repair request when it breaks the rules.
+    """A round's proposals, with one repair request for those that break the rules or
+    repeat a description already tried.
 
     ``ask`` sends a prompt to the improve model and returns its text and usage (the session's
     ``ask``: the Messages API or, for users with only a Claude Code login, the CLI).
@@ -147,35 +221,52 @@ class DescriptionProposer:
     def __init__(self, ask: Ask) -> None:
         self.ask = ask
 
-    def propose(self, prompt: str) -> Proposal:
+    def propose(self, prompt: str, count: int = 1, tried: Sequence[str] = ()) -> Proposal:
+        """Up to ``count`` usable descriptions, none of them a repeat of ``tried``."""
         try:
             response, usage = self.ask(prompt)
         except AskError as exc:
-            return Proposal(prompt, "", None, error=str(exc))
-        proposal = Proposal(prompt, response, parse_proposal(response), usage=usage)
-        problems = self._problems(proposal.description)
-        if not problems:
+            return Proposal(prompt, "", error=str(exc))
+        proposal = Proposal(prompt, response, usage=usage)
+        seen = {normalised(t) for t in tried}
+        problems = self._take(proposal, parse_proposals(response), count, seen)
+        if not problems or len(proposal.descriptions) >= count:
             return proposal
-        proposal.repair_prompt = repair_prompt(proposal.description or response, problems)
+        proposal.repaired = problems
+        proposal.repair_prompt = prompt + "\n\n" + repair_prompt(
+            problems, count - len(proposal.descriptions)
+        )
         try:
             proposal.repair_response, more = self.ask(proposal.repair_prompt)
         except AskError as exc:
             proposal.problems = problems
-            proposal.error = str(exc)
-            proposal.description = None
+            proposal.error = str(exc) if not proposal.descriptions else None
             return proposal
         proposal.usage = proposal.usage + more
-        proposal.description = parse_proposal(proposal.repair_response)
-        proposal.problems = self._problems(proposal.description)
-        if proposal.problems:
-            proposal.description = None
+        missing = count - len(proposal.descriptions)
+        proposal.problems = self._take(proposal, parse_proposals(proposal.repair_response),
+                                       missing, seen)  # fmt: skip
         return proposal
 
     @staticmethod
-    def _problems(description: str | None) -> list[str]:
-        if description is None:
+    def _take(proposal: Proposal, found: list[str], count: int, seen: set[str]) -> list[str]:
+        """Keep up to ``count`` usable, new descriptions of ``found``; why the others were
+        not kept."""
+        if not found:
             return ["no <new_description> tags in the answer"]
-        return description_problems(description)
+        problems: list[str] = []
+        kept = 0
+        for text in found:
+            broken = description_problems(text)
+            if broken:
+                problems += broken
+            elif normalised(text) in seen:
+                problems.append(f"repeats a description already tried: {text[:80]!r}")
+            elif kept < count:
+                proposal.descriptions.append(text)
+                seen.add(normalised(text))
+                kept += 1
+        return problems
 
 
 def _listing_rules(when_to_use: str | None) -> str:

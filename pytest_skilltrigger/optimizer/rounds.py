@@ -1,5 +1,5 @@
-"""The improvement rounds of one skill, typed: each iteration's description and results, and
-the choice of the best among them.
+"""The improvement rounds of one skill, typed: each iteration's candidates, the one that went on
+to race the best so far, and the fresh race that decides whether SKILL.md is rewritten.
 
 The loop (:mod:`.loop`) fills these; the reports read them as they are, and only the JSON
 writer (:mod:`pytest_skilltrigger.reports.json_report`) turns them into the reference
@@ -10,17 +10,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_skilltrigger.model.outcome import QueryResult, Usage, passed
-from pytest_skilltrigger.optimizer.confirmation import Confirmation
+from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.optimizer.folder import Folder
 from pytest_skilltrigger.optimizer.proposer import Proposal
+from pytest_skilltrigger.optimizer.racing import Race
+from pytest_skilltrigger.optimizer.scoring import Score, score
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """One proposal of a round: its description and how far successive halving took it (the
+    runs per query it was screened with; the round's survivor has ``survived``)."""
+
+    description: str
+    screened_runs: int = 0
+    survived: bool = False
+
+
 @dataclass
 class Iteration:
-    """One round: a description, its train and test results, and how it was proposed."""
+    """One round: the description measured (the start, or the round's surviving candidate),
+    its train and test results, its race against the best so far, and how it was proposed."""
 
     iteration: int
     description: str
@@ -33,19 +45,80 @@ class Iteration:
     # the folder's queries (see optimizer.folder), on the train and test sides
     cross_train: list[QueryResult] = field(default_factory=list)
     cross_test: list[QueryResult] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    race: Race | None = None  # against the best so far, on train
+    became_best: bool = False  # the race found it better: later rounds improve from it
 
     @property
     def evaluated(self) -> bool:
         return self.status == "evaluated"
 
     @property
+    def train_side(self) -> list[QueryResult]:
+        """What selection compares: its own train queries and the folder's."""
+        return self.train + self.cross_train
+
+    @property
+    def test_side(self) -> list[QueryResult]:
+        return self.test + self.cross_test
+
+    def train_score(self, confidence: float) -> Score:
+        return score(self.train_side, confidence)
+
+    def test_score(self, confidence: float) -> Score:
+        return score(self.test_side, confidence)
+
+    @property
     def note(self) -> str | None:
-        """Why the proposal of this round was dropped or failed, if it was."""
-        if self.proposal is not None and self.proposal.error:
-            return "proposal failed: " + self.proposal.error
-        if self.proposal is not None and self.proposal.problems:
-            return "proposal dropped: " + "; ".join(self.proposal.problems)
-        return None
+        """What happened to this round's proposal when it was not simply taken: failed,
+        dropped, or repaired (a repeat of a description already tried is never measured
+        again: the improve model is asked once for a different one, the repeat named)."""
+        proposal = self.proposal
+        if proposal is None:
+            return None
+        if proposal.error:
+            return "proposal failed: " + proposal.error
+        notes = []
+        if proposal.repaired:
+            notes.append("asked once more, because the answer " + "; ".join(
+                p.replace("repeats", "repeated", 1) for p in proposal.repaired))  # fmt: skip
+        if proposal.problems:
+            verb = "dropped" if not proposal.descriptions else "partly dropped"
+            notes.append(f"proposal {verb}: " + "; ".join(proposal.problems))
+        return "; ".join(notes) or None
+
+@dataclass
+class Acceptance:
+    """The start and the best raced again on fresh runs of the held-out queries (train when
+    there are none): SKILL.md is written only when the best's gain is positive at the
+    confidence."""
+
+    best_iteration: int
+    on: str  # "test" | "train"
+    race: Race
+    own: int  # how many of the raced queries are the skill's own (the rest are the folder's)
+
+    @property
+    def complete(self) -> bool:
+        return all(r.passed is not None for r in self.race.incumbent + self.race.challenger)
+
+    @property
+    def accepted(self) -> bool:
+        return self.complete and self.race.verdict == "better"
+
+    def verdict(self) -> str:
+        """One line for people: the gain with its interval, and what it means."""
+        if not self.complete:
+            missing = sum(1 for r in self.race.incumbent + self.race.challenger
+                          if r.passed is None)  # fmt: skip
+            return f"not confirmed: {missing} of the fresh samplings errored or were skipped"
+        gain = self.race.gain
+        text = f"gain over the start {gain.text()}"
+        if gain.verdict == "better":
+            return f"{text}: better at {gain.confidence:.0%}"
+        if gain.verdict == "worse":
+            return f"{text}: worse than the start"
+        return f"{text}: not shown to be better (the difference is within chance)"
 
 
 @dataclass
@@ -59,10 +132,11 @@ class Optimization:
     iterations: list[Iteration] = field(default_factory=list)
     exit_reason: str = ""
     interrupted: bool = False
-    confirmation: Confirmation | None = None
+    acceptance: Acceptance | None = None
     folder: Folder = field(default_factory=Folder)
     # siblings listed with the new descriptions they won earlier in this session
     relisted: tuple[str, ...] = ()
+    confidence: float = 0.95
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]
@@ -73,86 +147,28 @@ class Optimization:
         evaluated = self.evaluated()
         return evaluated[0] if evaluated else None
 
-    def best_for_proposing(self) -> Iteration:
-        """Most train passes; ties go to the newer iteration."""
-        return max(self.evaluated(), key=lambda it: (passed(it.train), it.iteration))
-
     def best(self) -> Iteration:
-        """Most test passes, then most passes of the folder's test queries, then most train
-        passes, then the earlier iteration; among the candidates that do not lose the folder
-        more than they gain (:meth:`folder_loses`) and, where any is, those measured whole:
-        a candidate with an errored query has no sound score, and as the best it would keep
-        a sound winner from being written (:attr:`beats_start` refuses it)."""
+        """The best so far: the latest iteration that won its race against the one before it
+        (the start when none did). Selection is on train; the test side is never used."""
         evaluated = self.evaluated()
-        eligible = [it for it in evaluated if not self.folder_loses(it)] or evaluated
-        eligible = [it for it in eligible if not self.incomplete(it)] or eligible
-        return max(
-            eligible,
-            key=lambda it: (passed(it.test), passed(self._folder_side(it)), passed(it.train),
-                            -it.iteration),
-        )  # fmt: skip
-
-    def _folder_side(self, it: Iteration) -> list[QueryResult]:
-        """The queries a candidate is accepted on, its own and the folder's: the test side,
-        or train when there is no test set."""
-        if self.test_entries:
-            return it.test + it.cross_test
-        return it.train + it.cross_train
-
-    def folder_loses(self, it: Iteration) -> bool:
-        """True when, counted over its own queries and its siblings' (on the side that
-        decides), the candidate passes fewer than the start: what it gains it takes from its
-        siblings and more. Such a candidate is never the best. Not judged when either has a
-        query without a verdict: an error is never a miss (nor is such a candidate written)."""
-        start = self.start
-        if not self.folder or start is None or self.incomplete(it) or self.incomplete(start):
-            return False
-        return passed(self._folder_side(it)) < passed(self._folder_side(start))
-
-    def refused_for_folder(self) -> list[int]:
-        """Candidates that would have been the best on the skill's own queries but lose the
-        folder (:meth:`folder_loses`)."""
-        if not self.evaluated():
-            return []
-        best = self.best()
-        own = self._own_side
-        return [
-            it.iteration
-            for it in self.evaluated()
-            if self.folder_loses(it) and passed(own(it)) > passed(own(best))
-        ]
-
-    def _own_side(self, it: Iteration) -> list[QueryResult]:
-        return it.test if self.test_entries else it.train
+        winners = [it for it in evaluated if it.became_best]
+        return winners[-1] if winners else evaluated[0]
 
     @property
     def improved(self) -> bool:
-        """True when the best beats the start on test (on train when there is no test set),
-        and its lead held when both were measured again on fresh runs."""
-        return (
-            self.beats_start
-            and self.confirmation is not None
-            and self.confirmation.best_iteration == self.best().iteration
-            and self.confirmation.holds
-        )
+        """True when the best is not the start, and on fresh held-out runs its gain over the
+        start is positive at the confidence."""
+        return self.acceptance is not None and self.acceptance.accepted
 
     @property
     def beats_start(self) -> bool:
-        """True when the selection itself says the best beats the start (before re-checking)."""
+        """Whether selection found a better description than the start (before the fresh
+        race on the held-out queries decides)."""
         evaluated = self.evaluated()
-        if not evaluated or self.interrupted:
-            return False
-        start, best = evaluated[0], self.best()
-        if self.incomplete(start) or self.incomplete(best):
-            return False  # an outage must never be what makes a description look better
-        if self.test_entries:
-            return passed(best.test) > passed(start.test)
-        return passed(best.train) > passed(start.train)
+        return bool(evaluated) and not self.interrupted and self.best() is not evaluated[0]
 
     @staticmethod
     def incomplete(it: Iteration) -> bool:
         """True when a query of this iteration, its own or the folder's, errored or was
         skipped (no verdict): an outage must not decide for or against a candidate."""
-        return any(
-            r.passed is None for r in it.train + it.test + it.cross_train + it.cross_test
-        )
+        return any(r.passed is None for r in it.train_side + it.test_side)

@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
+from pytest_skilltrigger.model.verdict import FixedRule
 from pytest_skilltrigger.optimizer.accept import accept, accept_all
-from pytest_skilltrigger.optimizer.confirmation import Confirmation
-from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
+from pytest_skilltrigger.optimizer.racing import Race
+from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
+from pytest_skilltrigger.optimizer.scoring import paired_gain
 from pytest_skilltrigger.skills.catalog import load_targets
 
 SKILL_MD = "---\nname: pdf\n# keep me\ndescription: Merge PDFs.\nlicense: MIT\n---\n\nBody\n"
@@ -18,7 +20,7 @@ def result(query: str, should: bool, passed: bool) -> QueryResult:
     triggered = should == passed
     outcome = RunOutcome("triggered" if triggered else "not_triggered",
                          chosen="skill:pdf" if triggered else "text")  # fmt: skip
-    return QueryResult(query, should, 3, 0.5, (outcome,) * 3)
+    return QueryResult(query, should, FixedRule(10, 0.5), (outcome,) * 10)
 
 
 def improved_run(tmp_path: Path, holds: bool = True) -> Optimization:
@@ -37,16 +39,19 @@ def improved_run(tmp_path: Path, holds: bool = True) -> Optimization:
     def iteration(n: int, description: str, good: bool) -> Iteration:
         train = [result(e.query, e.should_trigger, True) for e in entries[:3]]
         test = [result(entries[3].query, True, good), result(entries[4].query, False, True)]
-        return Iteration(n, description, "evaluated", train, test)
+        return Iteration(n, description, "evaluated", train, test, became_best=good)
 
     run.iterations = [iteration(1, "Merge PDFs.", False), iteration(2, "Merge or join PDFs.", True)]
     run.exit_reason = "max_iterations (2)"
     start, best = run.iterations[0].test, run.iterations[1].test
-    run.confirmation = Confirmation(2, "test", start, best if holds else start)
+    raced = best if holds else start
+    run.acceptance = Acceptance(2, "test", Race(start, raced, paired_gain(start, raced, 0.95)), 2)
     return run
 
 
-def test_a_confirmed_winner_is_written_changing_only_the_description(tmp_path: Path) -> None:
+def test_a_winner_confirmed_on_fresh_runs_is_written_changing_only_its_description(
+    tmp_path: Path,
+) -> None:
     run = improved_run(tmp_path)
     lines: list[str] = []
     assert run.improved and accept(run, lines.append)
@@ -60,7 +65,7 @@ def test_a_lead_that_does_not_hold_on_fresh_runs_writes_nothing(tmp_path: Path) 
     lines: list[str] = []
     assert not accept(run, lines.append)
     assert (tmp_path / "pdf" / "SKILL.md").read_text() == SKILL_MD
-    assert any("did not hold on fresh runs" in line for line in lines)
+    assert any("not shown to be better" in line and "unchanged" in line for line in lines)
 
 
 def test_a_file_edited_during_the_run_is_not_overwritten(tmp_path: Path) -> None:
