@@ -268,6 +268,38 @@ def _is_trigger(body: dict[str, Any]) -> bool:
     return _skill_tool(body) is not None and not asks_description
 
 
+_DRAFT_FILLERS = ("today", "for the team", "before friday", "again", "quickly", "for my boss",
+                  "this week", "for the report", "properly", "once more")  # fmt: skip
+
+
+def drafted_set(prompt: str) -> str:
+    """A stand-in improve model's eval set for a draft request: ten should-trigger queries
+    made of the skill's own description words, ten near misses made of each sibling skill's
+    words (another skill's territory), in a code fence as models often answer."""
+    own = re.search(r"^description:\s*(.+)$", prompt, re.M)
+    words = _content_words(own.group(1) if own else "")
+    siblings = re.findall(r"^- ([\w-]+): (.+)$", prompt.split("Skills of the same project", 1)[-1],
+                          re.M)  # fmt: skip
+    other = [w for _name, text in siblings for w in _content_words(text)] or [
+        "poem", "weather", "recipe", "holiday", "football", "garden"]  # fmt: skip
+    entries = []
+    for i, filler in enumerate(_DRAFT_FILLERS):
+        pick = [words[(i + k) % len(words)] for k in range(3)] if words else ["help"]
+        entries.append({"query": f"please {' '.join(pick)} {filler}", "should_trigger": True})
+        near = [other[(2 * i + k) % len(other)] for k in range(3)]
+        entries.append({"query": f"could you {' '.join(near)} {filler}", "should_trigger": False})
+    return "Here is the eval set:\n```json\n" + json.dumps(entries, indent=1) + "\n```\n"
+
+
+def _content_words(text: str) -> list[str]:
+    """The words of a description worth matching on (the keyword model's terms)."""
+    seen: dict[str, None] = {}
+    for word in re.findall(r"[a-z]{4,}", text.lower()):
+        if word not in {"when", "with", "that", "this", "from", "your", "user", "wants", "skill"}:
+            seen.setdefault(word)
+    return list(seen)
+
+
 def _current_description(body: dict[str, Any]) -> str | None:
     for text in _system_texts(body) + _message_texts(body):
         start = text.find("<current_description>")
@@ -540,6 +572,10 @@ class FakeMessagesAPI:
     ``retry_after_ms``   if set, 429/5xx faults also carry ``retry-after-ms``.
     ``proposals``        scripted answers to improvement requests (no ``Skill`` tool, text
                          mentions "description"), popped in order by successful responses.
+    ``drafts``           scripted answers to requests for a trigger eval set, popped in
+                         order; when none is left, :func:`drafted_set` reads the request and
+                         writes one (the skill's words for should-trigger queries, the sibling
+                         skills' words for near misses).
     ``stats``            ``calls`` (every POST /v1/messages), ``trigger_calls``,
                          ``improve_calls``, ``count_tokens_calls``, ``faults_injected``
                          (kind -> n), ``decisions`` (outcome -> n, successful responses only,
@@ -612,6 +648,10 @@ class FakeMessagesAPI:
         self.retry_after_ms: float | None = None
         self.faults: dict[str, float] = {}
         self.proposals: list[str] = []
+        self.drafts: list[str] = []
+        # trigger rates spread over (0, 1), drawn afresh per request, and an improve model
+        # that reads the prompt (see tests.graded_model); None: the keyword model
+        self.graded: Any = None
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.stats: dict[str, Any] = {
@@ -1012,6 +1052,14 @@ class FakeMessagesAPI:
         self, body: dict[str, Any], trigger: bool, advance: bool
     ) -> tuple[list[dict[str, Any]], str]:
         """Decide the answer's content blocks (without thinking/preamble decoration)."""
+        if not trigger and any("trigger eval set" in t for t in _message_texts(body)):
+            with self._lock:
+                scripted = (self.drafts.pop(0) if advance else self.drafts[0]) if (
+                    self.drafts) else None  # fmt: skip
+            text = scripted if scripted is not None else drafted_set(_message_texts(body)[-1])
+            if advance:
+                self._bump("decisions", "draft")
+            return [{"type": "text", "text": text}], "end_turn"
         if not trigger:
             # Only a request that talks about a description consumes a proposal: Claude Code
             # also sends small side requests without the Skill tool (titles, summaries).
@@ -1021,11 +1069,13 @@ class FakeMessagesAPI:
                 proposal = None
                 if wants and self.proposals:
                     proposal = self.proposals.pop(0) if advance else self.proposals[0]
-            if proposal is None:
-                proposal = _current_description(body) or "A skill description."
-            text = (
-                "Here is a revised description that should trigger more reliably.\n"
-                f"<new_description>{proposal}</new_description>"
+            written = [proposal] if proposal is not None else []
+            if not written and wants and self.graded is not None:
+                written = self.graded.improve("\n".join(texts))
+            if not written:
+                written = [_current_description(body) or "A skill description."]
+            text = "Here is a revised description that should trigger more reliably.\n" + "\n".join(
+                f"<new_description>{d}</new_description>" for d in written
             )
             if advance:
                 self._bump("decisions", "improve")
@@ -1036,6 +1086,9 @@ class FakeMessagesAPI:
             return [{"type": "text", "text": DONE_TEXT}], "end_turn"
         query = extract_query(body)
         outcome = self._scripted(query, advance)
+        if outcome is None and self.graded is not None:
+            chosen = self.graded.choose(query, parse_listing(body))
+            outcome = f"skill:{chosen}" if chosen else decide(query, [], self.min_overlap)
         if outcome is None:
             outcome = decide(query, parse_listing(body), self.min_overlap)
         if advance:

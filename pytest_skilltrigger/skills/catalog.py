@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from pytest_skilltrigger.model.context import (
@@ -19,6 +19,7 @@ from pytest_skilltrigger.model.context import (
     cut_point,
 )
 from pytest_skilltrigger.skills.discovery import discover_skills
+from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
 from pytest_skilltrigger.skills.evalset import (
     EvalSet,
     find_eval_set,
@@ -139,11 +140,15 @@ def load_targets(
     paths: Sequence[str],
     eval_set: str | None = None,
     description: str | None = None,
+    missing: list[Skill] | None = None,
 ) -> list[Target]:
     """Every skill under ``paths`` with its eval set; raises InputError on any bad input.
 
     ``eval_set`` names the eval file explicitly (only with a single skill); ``description``
-    replaces the file's description as the starting point.
+    replaces the file's description as the starting point. A skill without an eval set is
+    an error, unless ``missing`` is given: it is then added there (for a draft) and left out.
+    A drafted extra set beside the eval set (``evals/trigger-eval.drafted.json``) is read
+    with it.
     """
     skills: list[Skill] = []
     seen: set[str] = set()
@@ -163,13 +168,16 @@ def load_targets(
     targets = []
     for skill in skills:
         found = eval_set if eval_set is not None else find_eval_set(skill.path)
+        if found is None and missing is not None:
+            missing.append(skill)
+            continue
         if found is None:
             raise InputError(
                 skill.path,
                 "no eval set found (looked for evals/trigger-eval.json and the other usual "
                 "names); name one with --eval-set",
             )
-        evals = load_eval_set(found)
+        evals = with_drafted_extra(load_eval_set(found), skill.path)
         siblings, sibling_warnings = _siblings(skill, read)
         start = description if description is not None else skill.description
         sibling_warnings += listing_warnings(skill, start)
@@ -183,6 +191,23 @@ def load_targets(
             )
         )
     return targets
+
+
+def with_drafted_extra(evals: EvalSet, skill_path: str) -> EvalSet:
+    """``evals`` with the entries of a drafted extra set in the skill's ``evals/`` after its
+    own (numbered on from them; a query the set has already is not added twice)."""
+    extra = os.path.join(skill_path, "evals", EXTRA_NAME)
+    if not os.path.isfile(extra) or os.path.abspath(extra) == evals.path:
+        return evals
+    known = {" ".join(e.query.lower().split()) for e in evals.entries}
+    entries = list(evals.entries)
+    index = max((e.index for e in entries), default=-1) + 1
+    for entry in load_eval_set(extra).entries:
+        if " ".join(entry.query.lower().split()) in known:
+            continue
+        entries.append(replace(entry, index=index, extra={**entry.extra, "drafted": True}))
+        index += 1
+    return replace(evals, entries=tuple(entries))
 
 
 def load_context(path: str) -> TriggerContext:

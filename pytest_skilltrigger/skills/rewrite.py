@@ -4,12 +4,12 @@ The user's SKILL.md is theirs: comments, key order, extra keys, blank lines, CRL
 must survive an improvement run, so the file is never re-serialised. Instead the old value's
 exact extent is found (with YAML's own event marks when the file is valid YAML, by lines when
 it only reads leniently) and only that text is replaced. Every candidate rendering is checked
-by reading the result back; if nothing reads back exactly, nothing is written.
+by reading the result back; if nothing reads back exactly, there is no new text. Text in, text
+out: writing it to disk is :mod:`.write_back`'s.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,13 +18,11 @@ import yaml
 
 from pytest_skilltrigger.skills.frontmatter import (
     KEY_LINE_RE,
-    decode_skill_md,
     locate_frontmatter,
     read_yaml_mapping,
     split_chunks,
 )
 from pytest_skilltrigger.skills.skill import description_problems
-from pytest_skilltrigger.support.atomic import atomic_write_bytes
 from pytest_skilltrigger.support.errors import InputError
 
 # Characters PyYAML refuses to read unescaped (its Reader's printable check).
@@ -50,17 +48,6 @@ _ESCAPES = {
 }
 # Characters YAML treats as line breaks: never emitted raw outside a double-quoted escape.
 _BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")
-
-
-class FileChangedError(Exception):
-    """SKILL.md changed on disk since it was read: the user's edit wins, nothing is written."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        super().__init__(
-            f"{path}: changed on disk since it was read; not overwriting it "
-            "(re-run to improve the new version)"
-        )
 
 
 @dataclass(frozen=True)
@@ -354,24 +341,3 @@ def replace_description(text: str, new_description: str, where: str) -> str:
         ):
             return new_text
     raise InputError(where, "cannot write this description so that it reads back exactly")
-
-
-def write_description(skill_md: str, new_description: str, expected_raw: bytes) -> None:
-    """Replace the description in ``skill_md`` on disk, atomically.
-
-    Refuses (FileChangedError) when the file's bytes differ from ``expected_raw``: the user
-    edited it during the run, and their edit must not be lost. Nothing is written on any error.
-    """
-    path = os.fspath(skill_md)
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise FileChangedError(path) from None
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    if raw != expected_raw:
-        raise FileChangedError(path)
-    text = decode_skill_md(raw, path)
-    new_text = replace_description(text, new_description, path)
-    atomic_write_bytes(path, new_text.encode("utf-8"))

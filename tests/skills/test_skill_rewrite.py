@@ -10,12 +10,9 @@ import pytest
 import yaml
 
 from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, parse_frontmatter
-from pytest_skilltrigger.skills.rewrite import (
-    FileChangedError,
-    replace_description,
-    write_description,
-)
+from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.skills.skill import read_skill
+from pytest_skilltrigger.skills.write_back import FileChangedError, write_description
 from pytest_skilltrigger.support.errors import InputError
 
 WHERE = "skill/SKILL.md"

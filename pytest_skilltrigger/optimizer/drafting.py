@@ -1,0 +1,125 @@
+"""Drafting a first trigger eval set with the improve model: one request, at most one repair.
+
+The improve model, which proposes descriptions in the rounds, here proposes the queries that
+test one (``--draft-eval-set``). The request and the checks are
+:mod:`pytest_skilltrigger.skills.drafted_set`'s; the calls go through the session (counted and
+priced under the ``draft`` phase, within the budget); writing the file is the controller's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.skills.catalog import Target, load_context
+from pytest_skilltrigger.skills.drafted_set import (
+    DRAFTED_NAME,
+    EXTRA_NAME,
+    DraftedEntry,
+    check_answer,
+    draft_prompt,
+    parse_answer,
+    repair_prompt,
+)
+from pytest_skilltrigger.skills.skill import Skill
+from pytest_skilltrigger.skills.write_back import write_drafted_set
+from pytest_skilltrigger.support.errors import AskError, InputError
+
+MAX_AT_ONCE = 4  # drafts asked at the same time (each is one long answer)
+
+
+@dataclass(frozen=True)
+class DraftJob:
+    """One skill to draft for, where the draft goes, and the queries it must not repeat."""
+
+    skill: Skill
+    path: str
+    avoid: tuple[str, ...] = ()
+
+    @classmethod
+    def missing(cls, skill: Skill) -> DraftJob:
+        """A skill without an eval set: the first name the plugin looks for."""
+        return cls(skill, os.path.join(skill.path, "evals", DRAFTED_NAME))
+
+    @classmethod
+    def extra(cls, skill: Skill, queries: Sequence[str]) -> DraftJob:
+        """More entries for a skill that has an eval set (``--draft-eval-set=also``)."""
+        return cls(skill, os.path.join(skill.path, "evals", EXTRA_NAME), tuple(queries))
+
+
+@dataclass
+class Draft:
+    """What drafting gave for one job: usable entries, or why not (nothing is written)."""
+
+    job: DraftJob
+    entries: list[DraftedEntry] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    repaired: bool = False
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.problems and bool(self.entries)
+
+    def failure(self) -> str:
+        """The one line a refused draft gets, naming the skill's file."""
+        why = self.error or "; ".join(self.problems[:3]) or "no entries"
+        asked = " (after one repair request)" if self.repaired else ""
+        return f"{self.job.skill.skill_md}: no eval set drafted{asked}: {why}; nothing written"
+
+
+def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> Draft:
+    """Ask for an eval set for ``job``'s skill, check it, and ask once more if it fails."""
+    result = Draft(job)
+    description = job.skill.description
+    try:
+        prompt = draft_prompt(job.skill, load_context(job.skill.path), job.avoid)
+        answer, usage = session.ask(prompt, model=model, phase="draft")
+        result.usage = usage
+        result.entries, result.problems = check_answer(parse_answer(answer), description)
+        if result.problems:
+            result.repaired = True
+            again, more = session.ask(repair_prompt(prompt, result.problems), model=model,
+                                      phase="draft")  # fmt: skip
+            result.usage = result.usage + more
+            result.entries, result.problems = check_answer(parse_answer(again), description)
+    except AskError as exc:
+        result.error = f"the improve model could not be asked: {exc}"
+    return result
+
+
+def draft_jobs(
+    mode: str, missing: Sequence[Skill], targets: Sequence[Target]
+) -> list[DraftJob]:
+    """What to draft: every skill without an eval set; with ``also`` more entries for every
+    skill that has one and no drafted extra set yet (a rerun drafts nothing)."""
+    jobs = [DraftJob.missing(skill) for skill in missing]
+    if mode == "also":
+        for target in targets:
+            job = DraftJob.extra(target.skill, [e.query for e in target.eval_set.entries])
+            if not os.path.exists(job.path):
+                jobs.append(job)
+    return jobs
+
+
+def draft_and_write(
+    session: TriggerSession, jobs: Sequence[DraftJob], model: str | None = None
+) -> list[Draft]:
+    """Draft every job (a few at once) and write the usable drafts, never over a file; the
+    drafts written. Raises InputError, once the usable ones are written, naming the first
+    skill whose draft was refused (nothing is written for it)."""
+    if session.backend is None:
+        raise InputError("--draft-eval-set", f"needs a backend: {session.unavailable}")
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_AT_ONCE, len(jobs)))) as pool:
+        drafts = list(pool.map(lambda job: draft(session, job, model), jobs))
+    written = [d for d in drafts if d.ok and write_drafted_set(d.job.path, d.entries)]
+    refused = [d for d in drafts if not d.ok]
+    if refused:
+        more = f" (and {len(refused) - 1} more)" if len(refused) > 1 else ""
+        raise InputError(None, refused[0].failure() + more)
+    return written

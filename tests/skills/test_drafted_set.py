@@ -1,0 +1,75 @@
+"""The checks a drafted eval set must pass, and the answer shapes that are read."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pytest_skilltrigger.skills.drafted_set import (
+    DraftedEntry,
+    check_answer,
+    drafted_json,
+    parse_answer,
+)
+
+DESCRIPTION = "Clean and repair messy CSV files so they load correctly in spreadsheets."
+
+
+def entries(positives: int, negatives: int) -> list[dict]:
+    return [{"query": f"tidy up export number {i} please", "should_trigger": True}
+            for i in range(positives)] + [
+        {"query": f"write a limerick about topic {i}", "should_trigger": False}
+        for i in range(negatives)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda j: j,
+        lambda j: f"Here you are:\n```json\n{j}\n```\nEnjoy.",
+        lambda j: f"<eval_set>\n{j}\n</eval_set>",
+        lambda j: f"Sure! {j} Hope it helps.",
+    ],
+    ids=["bare", "fenced", "tags", "in-prose"],
+)
+def test_the_answer_is_read_bare_fenced_or_in_tags(wrap) -> None:
+    data = entries(10, 10)
+    assert parse_answer(wrap(json.dumps(data))) == data
+
+
+def test_no_json_reads_as_none() -> None:
+    assert parse_answer("I cannot help with that.") is None
+
+
+def test_a_good_set_has_no_problems() -> None:
+    found, problems = check_answer(entries(10, 10), DESCRIPTION)
+    assert problems == [] and len(found) == 20
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (entries(6, 6), "12 entries; 16 to 24 are wanted"),
+        (entries(14, 12), "26 entries; 16 to 24 are wanted"),
+        (entries(16, 4), "4 should-not entries of 20"),
+        ({"query": "x"}, "no JSON array"),
+        ([*entries(10, 9), {"query": 3, "should_trigger": True}], "entry 20 is not a"),
+        ([*entries(10, 9), {"query": "TIDY up  export number 1 please", "should_trigger": True}],
+         "entry 20 repeats an earlier query"),
+        ([*entries(10, 9), {"query": "please clean and repair messy csv files so they load",
+                            "should_trigger": True}], "entry 20 quotes the description"),
+    ],
+    ids=["too-few", "too-many", "unbalanced", "not-a-list", "bad-entry", "duplicate", "quote"],
+)  # fmt: skip
+def test_a_bad_set_says_what_is_wrong(data: object, expected: str) -> None:
+    _found, problems = check_answer(data, DESCRIPTION)
+    assert any(expected in p for p in problems), problems
+
+
+def test_the_file_is_a_plain_list_marked_drafted_positives_first() -> None:
+    text = drafted_json([DraftedEntry("b", False), DraftedEntry("a", True)])
+    assert json.loads(text) == [
+        {"query": "a", "should_trigger": True, "drafted": True},
+        {"query": "b", "should_trigger": False, "drafted": True},
+    ]
