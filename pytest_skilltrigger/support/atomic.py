@@ -11,13 +11,21 @@ import contextlib
 import os
 import tempfile
 
+from pytest_skilltrigger.support.interrupts import interrupts_deferred
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, overwrite: bool = True
+) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder, then rename.
 
     The temporary file lives beside the target so that ``os.replace`` is a rename on one file
-    system (atomic on POSIX and Windows). It is removed on any failure, including
-    KeyboardInterrupt, so nothing is left behind.
+    system (atomic on POSIX and Windows). It is removed on any failure, and
+    Ctrl-C or SIGTERM is held until the file is written or removed
+    (:func:`~pytest_skilltrigger.support.interrupts.interrupts_deferred`), so nothing is left
+    behind. With ``overwrite=False`` the file is linked into place instead, which fails with
+    FileExistsError when ``path`` exists, even if it appeared a moment ago: a file the user
+    made is never replaced.
     """
     # write through a symbolic link (as an editor would) instead of replacing the link itself
     target = os.path.realpath(os.fspath(path))
@@ -26,25 +34,32 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     mode = None
     with contextlib.suppress(FileNotFoundError):
         mode = os.stat(target).st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".skilltrigger.tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # a replaced file keeps its mode; a new one gets what the user's umask allows, as any
-        # other program's new file would (mkstemp alone would leave it 0600)
-        os.chmod(tmp, mode if mode is not None else 0o666 & ~current_umask())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with interrupts_deferred():
+        fd, tmp = tempfile.mkstemp(prefix=".", suffix=".skilltrigger.tmp", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            # a replaced file keeps its mode; a new one gets what the user's umask allows, as
+            # any other program's new file would (mkstemp alone would leave it 0600)
+            os.chmod(tmp, mode if mode is not None else 0o666 & ~current_umask())
+            if overwrite:
+                os.replace(tmp, target)
+            else:
+                os.link(tmp, target)
+                os.unlink(tmp)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
-def atomic_write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+def atomic_write_text(
+    path: str | os.PathLike[str], text: str, encoding: str = "utf-8", *, overwrite: bool = True
+) -> None:
     """Encode ``text`` and write it atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode(encoding))
+    atomic_write_bytes(path, text.encode(encoding), overwrite=overwrite)
 
 
 def current_umask() -> int:

@@ -45,3 +45,39 @@ def sigterm_as_interrupt(only_if_default: bool = False) -> Iterator[None]:
         yield
     finally:
         restore()
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends, then act as they would have.
+
+    Why: a KeyboardInterrupt can land between any two bytecodes, also between creating a
+    temporary file and the ``try`` that removes it, or inside that clean-up itself; no
+    ``try`` can close such a window. Holding the signal for a block that takes milliseconds
+    (an atomic write) closes it. Signals only reach Python code in the main thread, so
+    elsewhere nothing needs holding.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        held.append(signum)
+
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not signal.SIG_IGN and handler is not None:
+            previous[signum] = signal.signal(signum, hold)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(held):
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)  # Python's own raises KeyboardInterrupt
+            else:
+                signal.raise_signal(signum)  # the default action, now that it is back

@@ -6,7 +6,12 @@ written without creating anything."""
 from __future__ import annotations
 
 import os
+import random
+import signal
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +24,7 @@ from pytest_skilltrigger.support.atomic import (
     current_umask,
     write_problem,
 )
+from tests.helpers import interruptible
 
 as_root = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 
@@ -222,3 +228,47 @@ def test_write_problem_names_what_is_not_writable(tmp_path: Path) -> None:
         (base / "locked").chmod(0o755)
         if as_root:
             shutil.rmtree(base, ignore_errors=True)
+
+
+CHILD = """
+import os, sys
+from pytest_skilltrigger.support.atomic import atomic_write_text
+
+folder, stop = sys.argv[1], os.path.join(sys.argv[1], "STOP")
+data = "x" * 4000
+print("ready", flush=True)
+done = False
+while not done:
+    try:  # two levels: an interrupt may also land in the inner handler
+        try:
+            while not os.path.exists(stop):
+                atomic_write_text(os.path.join(folder, "out.json"), data)
+            done = True
+        except KeyboardInterrupt:
+            pass
+    except KeyboardInterrupt:
+        pass
+"""
+
+
+def test_interrupts_at_random_points_never_leave_a_temporary_file(tmp_path: Path) -> None:
+    """Thousands of Ctrl-Cs at random moments of a loop of atomic writes: whatever bytecode
+    each one lands on (inside mkstemp, between it and the clean-up, inside the clean-up), no
+    temporary file is left and the file is always whole. Without holding the signal for the
+    write this leaves temporary files within a few thousand interrupts."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        preexec_fn=interruptible,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        rng = random.Random(7)
+        for _ in range(3000):
+            time.sleep(rng.uniform(0, 0.002))
+            child.send_signal(signal.SIGINT)
+        (tmp_path / "STOP").touch()
+        child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["STOP", "out.json"]
+    assert (tmp_path / "out.json").read_text() == "x" * 4000
