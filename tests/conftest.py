@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.helpers import PROXY_VARIABLES
+from tests.helpers import PROXY_VARIABLES, UNUSED_PLUGINS
 
 pytest_plugins = ["pytester"]
+
+
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose subprocess runs start without the plugins they never use."""
+    original = pytester.runpytest_subprocess
+    monkeypatch.setattr(
+        pytester, "runpytest_subprocess", functools.partial(original, *UNUSED_PLUGINS)
+    )
+    return pytester
 
 
 @pytest.fixture

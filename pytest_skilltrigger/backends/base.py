@@ -15,6 +15,10 @@ from typing import Protocol, runtime_checkable
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 
+# The longest answer ``ask`` lets the model give (a few proposed descriptions fit well within
+# it); the budget holds it for every question before it is sent.
+ASK_MAX_TOKENS = 4096
+
 
 @runtime_checkable
 class TriggerBackend(Protocol):

@@ -7,13 +7,13 @@ and the pytest-html columns all read what is gathered.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
 from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.reports.json_report import compact
 from pytest_skilltrigger.reports.routing_table import (
     RoutingItemResult,
     RoutingTable,
@@ -55,8 +55,7 @@ class Gathered:
         if routing is None:
             return None
         entry = routing.entries[index]
-        item = RoutingItemResult(entry, result, routing_verdict(entry.expected_skill,
-                                                               routing.skills, result))
+        item = RoutingItemResult(entry, result, routing_verdict(entry.expected_skill, result))
         self.routing.setdefault(routing.folder, {})[entry.index] = item
         return item
 
@@ -87,9 +86,14 @@ class Gathered:
 def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
     """An item's numbers as junitxml properties (``chosen`` as JSON text: junitxml writes
     ``str(value)``, which for a dict would be Python's repr)."""
+    low, high = result.interval
     return [
         ("trigger_rate", round(result.trigger_rate, 4)),
+        ("interval_low", round(low, 4)),
+        ("interval_high", round(high, 4)),
+        ("decided", result.decided),
+        ("borderline", result.borderline),
         ("triggers", result.triggers),
         ("runs", result.runs),
-        ("chosen", json.dumps(dict(result.chosen), sort_keys=True, ensure_ascii=False)),
+        ("chosen", compact(dict(result.chosen))),
     ]

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from pytest_skilltrigger.conclusion.gathered import Gathered
 from pytest_skilltrigger.conclusion.outputs import Outputs
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
-from pytest_skilltrigger.reports.baseline import Change, compare, load_baseline
+from pytest_skilltrigger.model.verdict import DEFAULT_CONFIDENCE
+from pytest_skilltrigger.reports.baseline import Comparison, compare, load_baseline
 from pytest_skilltrigger.reports.gates import gate_failures
 from pytest_skilltrigger.reports.json_report import report_json
 from pytest_skilltrigger.reports.session_report import SessionReport, build_report
@@ -39,8 +40,7 @@ class Conclusion:
 
     report: SessionReport
     gate_failures: list[str] = field(default_factory=list)
-    regressions: list[Change] = field(default_factory=list)
-    improvements: list[Change] = field(default_factory=list)
+    comparison: Comparison | None = None  # against --trigger-baseline
     interrupted: bool = False
 
     def terminal_lines(self) -> list[TerminalLine]:
@@ -51,16 +51,30 @@ class Conclusion:
         if self.report.has_results:
             lines.append(TerminalLine("skill trigger summary", separator=True))
             lines += [TerminalLine(line) for line in summary_lines(self.report)]
-        for change in self.regressions:
-            lines.append(TerminalLine(
-                f"REGRESSED {change.skill}: {change.query!r} ({change.before} -> {change.after})"
-            ))  # fmt: skip
-        for change in self.improvements:
-            lines.append(TerminalLine(
-                f"improved {change.skill}: {change.query!r} ({change.before} -> {change.after})"
-            ))  # fmt: skip
+        if self.comparison is not None:
+            lines += _comparison_lines(self.comparison)
         lines += [TerminalLine(f"GATE FAILED {line}", "red") for line in self.gate_failures]
         return lines
+
+
+def _comparison_lines(comparison: Comparison) -> list[TerminalLine]:
+    """Each query whose settled verdict changed, each change within the noise, then each
+    skill's verdict against the baseline (a paired test on its changed queries)."""
+    lines = []
+    for label, changes in (("REGRESSED", comparison.regressions),
+                           ("improved", comparison.improvements)):  # fmt: skip
+        lines += [
+            TerminalLine(f"{label} {c.skill}: {c.query!r} ({c.before} -> {c.after})")
+            for c in changes
+        ]
+    noise = ": not settled both times, so not a regression"
+    lines += [
+        TerminalLine(f"noise {c.skill}: {c.query!r} ({c.before} -> {c.after}){noise}")
+        for c in comparison.noise
+    ]
+    changed = [s for s in comparison.skills if s.regressed or s.improved]
+    lines += [TerminalLine(s.line(comparison.confidence)) for s in changed]
+    return lines
 
 
 class SessionEnd:
@@ -144,6 +158,7 @@ class SessionEnd:
             spending=engine.spending() if engine else None,
             routing=self.gathered.routing_tables,
             base=self.base,
+            rule=self.settings.rule,
         )
         conclusion = Conclusion(report, interrupted=stopped)
         # the JSON edge, for the file and the baseline comparison (which reads JSON)
@@ -176,9 +191,8 @@ class SessionEnd:
         engine.drop_batch_runs()  # what errored for the items is sampled afresh
         files = None
         if self.outputs.report_path or self.outputs.results_dir:
-            files = RoundFiles(
-                self.outputs.report_path, self.outputs.results_dir, self.gathered.routing_tables
-            )
+            files = RoundFiles(self.outputs.report_path, self.outputs.results_dir,
+                               self.gathered.routing_tables, self.base)  # fmt: skip
         driver = OptimizationDriver(engine, self.optimizer, log, files)
         runs = driver.run(self.targets, self.gathered.starting_results(), self.routing_sets)
         if driver.interrupted:
@@ -217,8 +231,9 @@ class SessionEnd:
         )
         if self.baseline is None:
             return
-        conclusion.regressions, conclusion.improvements = compare(self.baseline, data)
-        if gates.fail_on_regression and conclusion.regressions:
-            conclusion.gate_failures.append(
-                f"{len(conclusion.regressions)} regression(s) against the baseline"
-            )
+        confidence = self.settings.confidence or DEFAULT_CONFIDENCE
+        comparison = conclusion.comparison = compare(self.baseline, data, confidence)
+        if gates.fail_on_regression:
+            conclusion.gate_failures += [
+                s.line(confidence) for s in comparison.regressed_skills
+            ]

@@ -3,7 +3,7 @@
 ``--trigger-batch`` sends the runs a session needs as Message Batches instead of live streams:
 half the price, and no local limit on how many are in flight. The first wave of every query
 goes in one batch; once it has ended, the next wave holds only the runs of queries still
-undecided (:func:`~pytest_skilltrigger.engine.sampler.wave_size`, the rule live sampling
+undecided (:meth:`~pytest_skilltrigger.model.plan.SamplingPlan.next_runs`, the rule live sampling
 follows), until every verdict is decided. So a batch run makes exactly the runs a live run
 with the same outcomes would, and gives the same verdicts.
 
@@ -37,7 +37,7 @@ from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.sampler import Recorder
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
-from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan, wave_size
+from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
@@ -86,8 +86,8 @@ class BatchedRuns:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> BatchedRuns:
-        key, query, runs, threshold, curtail, fresh = data["ident"]
-        ident = (str(key), str(query), int(runs), float(threshold), bool(curtail), bool(fresh))
+        key, query, plan = data["ident"]
+        ident = (str(key), str(query), _tuples(plan))
         outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]
         return cls(ident, outcomes, data.get("skipped"))
 
@@ -111,7 +111,7 @@ class BatchWork:
     recorded: int = 0  # how many of ``outcomes`` the recorder has been given
 
     def wave(self) -> int:
-        return 0 if self.skipped else wave_size(self.outcomes, self.plan)
+        return 0 if self.skipped else self.plan.next_runs(self.outcomes)
 
     def keep(self, outcome: RunOutcome) -> None:
         """Add a run, with what the dropped answers before it used."""
@@ -301,7 +301,8 @@ class BatchRunner:
             work.recorded += len(new)
 
     def _reserve(self, work: BatchWork, runs: int) -> float | None:
-        """The budget reservation for a work's runs at the batch rate (None: refused)."""
+        """The budget reservation for a wave's runs of a work, at the batch rate (None:
+        refused, and the query is skipped; its runs so far are stored all the same)."""
         if self.guard is None:
             return 0.0
         return self.guard.reserve_runs(
@@ -348,3 +349,10 @@ class BatchRunner:
                 self.client.cancel(batch_id)
             except Exception:
                 pass
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back into the tuples a sampling's ident is made of (it keys dicts)."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value

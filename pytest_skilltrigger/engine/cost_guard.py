@@ -47,6 +47,7 @@ class CostGuard:
         self.spent_usd = 0.0  # at budgeting prices (the fallback for unknown models)
         self.by_phase: dict[str, Spend] = {}
         self._reserved = 0.0
+        self.refused = False  # a call was refused: the budget is spent for this session
         self._lock = threading.Lock()
 
     def price(self, model: str | None = None) -> Price | None:
@@ -63,6 +64,7 @@ class CostGuard:
             if self.budget_usd is not None and (
                 self.spent_usd + self._reserved + estimate_usd > self.budget_usd
             ):
+                self.refused = True
                 return False
             self._reserved += estimate_usd
             return True

@@ -15,6 +15,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import replace
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
@@ -22,7 +23,7 @@ from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
-from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan, wave_size
+from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan
 
 # told (context key, query, outcomes) of every finished sampling whose runs may be stored
 Recorder = Callable[[str, str, Sequence[RunOutcome]], None]
@@ -53,16 +54,16 @@ class _Query:
         self.finished = False
 
     def next_wave(self) -> int:
-        return 0 if self.skipped else wave_size(self.outcomes, self.plan)
+        return 0 if self.skipped else self.plan.next_runs(self.outcomes)
 
     def result(self) -> QueryResult:
         return QueryResult(
             query=self.query,
             should_trigger=self.should_trigger,
-            runs_asked=self.plan.runs,
-            threshold=self.plan.threshold,
+            rule=self.plan.rule,
             outcomes=tuple(self.outcomes),
             skipped=self.skipped,
+            hits=self.plan.hits,
         )
 
 
@@ -113,6 +114,10 @@ class Sampler:
         # runs already made for a sampling (message batches), taken instead of stored runs,
         # with why it was skipped (the budget) if it was
         self._batch_runs: dict[QueryIdent, tuple[list[RunOutcome], str | None]] = {}
+        # every run this process knows of each request (context key, query), stored or made
+        # here, in order: the next sampling of the same request, for another skill of the same
+        # listing (a folder's sibling and routing queries), starts from them, store or not
+        self._known: dict[tuple[str, str], list[RunOutcome]] = {}
         self._closed = False
 
     def context_key(self, context: TriggerContext) -> str:
@@ -136,10 +141,10 @@ class Sampler:
             failed: Future[QueryResult] = Future()
             outcome = RunOutcome("error", error=message, fatal=True, requests=0)
             failed.set_result(
-                QueryResult(query, should_trigger, plan.runs, plan.threshold, (outcome,))
+                QueryResult(query, should_trigger, plan.rule, (outcome,), hits=plan.hits)
             )
             return failed
-        ident = self.ident(key, query, plan)
+        ident = self.ident(key, query, plan, context.skill_name)
         with self._lock:
             existing = self._queries.get(ident)
             if existing is not None:
@@ -153,23 +158,35 @@ class Sampler:
             state.outcomes.extend(batch_runs[0])
             state.skipped = batch_runs[1]
         else:
-            state.outcomes.extend(self.stored(key, query, plan))
+            state.outcomes.extend(self.stored(key, query, plan, context.skill_name))
         with self._lock:
             done = self._advance(state)
         if done:
             self._finish(state)
         return future
 
-    def ident(self, key: str, query: str, plan: SamplingPlan) -> QueryIdent:
-        """What makes two samplings of a query the same."""
-        return (key, query, plan.runs, plan.threshold, plan.curtail, plan.fresh)
+    def ident(self, key: str, query: str, plan: SamplingPlan, skill: str) -> QueryIdent:
+        """What makes two samplings of a query the same: the request (one listing serves
+        every skill in it), the query, the plan, and the skill whose trigger the runs count
+        (its runs stop when *its* verdict is settled)."""
+        return (key, query, (skill, *plan.ident()))
 
-    def stored(self, key: str, query: str, plan: SamplingPlan) -> list[RunOutcome]:
-        """The stored runs a sampling starts from (none for a fresh one, or without a
-        store to reuse)."""
-        if self.store is None or plan.fresh:
+    def stored(self, key: str, query: str, plan: SamplingPlan, skill: str) -> list[RunOutcome]:
+        """The runs a sampling starts from (none for a fresh one): those this process knows of
+        the request, else the store's (without a store to reuse, none), read for ``skill``: a
+        run made for another skill of the same listing triggered this one when it chose it."""
+        if plan.fresh:
             return []
-        return self.store.lookup(key, query, plan.runs)
+        with self._lock:
+            known = list(self._known.get((key, query), ()))
+        if not known and self.store is not None:
+            known = self.store.lookup(key, query, plan.runs)
+        chosen = f"skill:{skill}"
+        runs = [
+            replace(o, status="triggered" if o.chosen == chosen else "not_triggered")
+            for o in known
+        ]
+        return plan.usable(runs)
 
     def sampled(self, ident: QueryIdent) -> bool:
         """Whether this sampling is under way or decided (or has runs waiting for it)."""
@@ -219,7 +236,10 @@ class Sampler:
                 return
             state.finished = True
         result = state.result()
-        if self.record is not None and not state.plan.fresh and not state.skipped:
+        if not state.plan.fresh:
+            self._remember(state)
+        if self.record is not None and not state.plan.fresh and state.skipped != "interrupted":
+            # a query the budget cut short keeps its paid runs: a rerun with room goes on
             self.record(state.key, state.query, result.outcomes)
         if result.errors or result.skipped:
             # no verdict: a later caller (the improvement rounds) samples the query afresh
@@ -229,26 +249,28 @@ class Sampler:
                     del self._queries[state.ident]
         state.future.set_result(result)
 
+    def _remember(self, state: _Query) -> None:
+        """Keep a finished sampling's runs as what is known of its request (they extend what
+        it started from, so the longest list is the whole story); made here, they are not
+        made (nor counted) again by a later sampling that starts from them."""
+        runs = [replace(o, from_store=True) for o in state.outcomes if o.status != "error"]
+        with self._lock:
+            if len(runs) > len(self._known.get((state.key, state.query), ())):
+                self._known[(state.key, state.query)] = runs
+
     def _run_one(self, state: _Query) -> None:
-        outcome: RunOutcome | None = None
         reserved = 0.0
         if self.fatal:
             outcome = RunOutcome("error", error=self.fatal, fatal=True, requests=0)
-        elif self.guard is not None:
-            granted = self.guard.reserve_runs(
-                lambda: self.backend.estimate(state.context, state.query)
-            )
-            if granted is not None:
-                reserved = granted
-            else:
-                with self._lock:
-                    state.skipped = budget_reached(self.guard.budget_usd)
-                    state.pending -= 1
-                    done = self._advance(state)
-                if done:
-                    self._finish(state)
-                return
-        if outcome is None:
+        elif (granted := self._fund(state)) is None:
+            with self._lock:
+                state.pending -= 1
+                done = self._advance(state)
+            if done:
+                self._finish(state)
+            return
+        else:
+            reserved = granted
             try:
                 outcome = self.backend.run(state.context, state.query)
             except Exception as exc:  # a backend bug must not hang the item
@@ -265,6 +287,22 @@ class Sampler:
             done = self._advance(state)
         if done:
             self._finish(state)
+
+    def _fund(self, state: _Query) -> float | None:
+        """The budget this run holds until it settles (its estimated cost, 0 without a
+        budget), or None when the budget refuses it: the query is then skipped without
+        another call, and the runs it made so far are stored all the same."""
+        if self.guard is None:
+            return 0.0
+        with self._lock:
+            if state.skipped:
+                return None
+        granted = self.guard.reserve_runs(lambda: self.backend.estimate(state.context,
+                                                                         state.query))  # fmt: skip
+        if granted is None:
+            with self._lock:
+                state.skipped = state.skipped or budget_reached(self.guard.budget_usd)
+        return granted
 
     def close(self, wait: bool = True) -> None:
         """Stop accepting work; with ``wait=False`` abandon queued runs (Ctrl-C)."""

@@ -18,31 +18,35 @@ layer only has the store's file created at configure, before any worker starts.)
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
-from pytest_skilltrigger.backends.base import BatchingBackend
+from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, BatchingBackend
 from pytest_skilltrigger.engine.batch_waves import (
     BatchedRuns,
     BatchProgress,
     BatchRunner,
     BatchWork,
 )
-from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import Spend, load_prices
-from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.estimate import Estimate
 
 DEFAULT_API_CONCURRENCY = 10
 UNLISTED = (
@@ -93,10 +97,9 @@ class TriggerSession:
                 self.unavailable = str(exc)
         # the price table, unless the caller has read it already (to check it at start-up)
         self.prices = prices if prices is not None else load_prices(self.settings.prices_path)
-        self.plan = SamplingPlan(
-            self.settings.runs_per_query, self.settings.threshold, self.settings.curtail
-        )
+        self.plan = SamplingPlan(self.settings.rule)
         self._asker: TriggerBackend | None = None
+        self._asker_lock = threading.Lock()  # drafts ask from several threads at once
         self._batches: BatchRunner | None = None  # one for the session: one batch deadline
         self.guard: CostGuard | None = None
         self.sampler: Sampler | None = None
@@ -149,6 +152,8 @@ class TriggerSession:
         improvement rounds stop on it rather than pay for proposals they cannot measure."""
         if self.fatal:
             return self.fatal
+        if self.guard is not None and self.guard.refused:
+            return budget_reached(self.guard.budget_usd)
         if self._batches is not None and self._batches.expired:
             return self._batches.timeout_reason()
         return None
@@ -161,6 +166,22 @@ class TriggerSession:
         try:
             return self.sampler.context_key(context)
         except Exception:  # a capture that failed: submit() has made it an error result
+            return None
+
+    def estimate(
+        self, targets: Sequence[Target], optimizer: OptimizerSettings | None = None
+    ) -> Estimate | None:
+        """What the targets' items (and with ``optimizer`` the improvement rounds) may cost,
+        before any call; None without a backend or when a request cannot be sized (a capture
+        that failed: the runs will say why)."""
+        from pytest_skilltrigger.engine.estimate import estimate_session
+
+        if self.backend is None or self.guard is None:
+            return None
+        try:
+            return estimate_session(targets, self.settings, self.backend, self.guard.price(),
+                                    optimizer)  # fmt: skip
+        except Exception:
             return None
 
     def prepare(self, contexts: Sequence[TriggerContext]) -> None:
@@ -234,11 +255,11 @@ class TriggerSession:
             key = self.context_key(context)
             if key is None or not context.model_invocable:
                 continue  # an error or an unlisted skill: submit() says so without a call
-            ident = sampler.ident(key, entry.query, plan)
+            ident = sampler.ident(key, entry.query, plan, context.skill_name)
             if ident in seen or sampler.sampled(ident):
                 continue
             seen.add(ident)
-            stored = sampler.stored(key, entry.query, plan)
+            stored = sampler.stored(key, entry.query, plan, context.skill_name)
             works.append(BatchWork(ident, context, entry.query, plan, stored))
         if not works:
             return []
@@ -287,23 +308,35 @@ class TriggerSession:
         if self.sampler is not None:
             self.sampler.drop_batch_runs()
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage]:
-        """Ask the model a plain question (the optimizer's proposals): through the Messages
-        API when credentials are configured, else through the trigger backend (see
-        :func:`~pytest_skilltrigger.backends.backend_choice`)."""
+    def ask(
+        self, prompt: str, model: str | None = None, phase: str = "improve"
+    ) -> tuple[str, Usage]:
+        """Ask the model a plain question (the optimizer's proposals, a drafted eval set):
+        through the Messages API when credentials are configured, else through the trigger
+        backend (see :func:`~pytest_skilltrigger.backends.backend_choice`); counted under
+        ``phase``."""
         if self.backend is None:
             raise BackendUnavailable(self.unavailable or "no backend")
-        if self._asker is None:
-            self._asker = make_backend(self.settings, purpose="ask", reuse=self.backend)
+        with self._asker_lock:
+            if self._asker is None:
+                self._asker = make_backend(self.settings, purpose="ask", reuse=self.backend)
         model = model or self._asker.model
+        reserved = 0.0
+        if self.guard is not None:
+            # the prompt as input and the longest answer: the budget holds the worst case
+            worst = Usage(input_tokens=len(prompt.encode("utf-8")) // 3 + 1,
+                          output_tokens=ASK_MAX_TOKENS)  # fmt: skip
+            reserved = self.guard.estimate_usd(worst, model)
+            if not self.guard.reserve(reserved):
+                raise AskError(budget_reached(self.guard.budget_usd))
         try:
             text, usage, requests = self._asker.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
             if self.guard is not None:
-                self.guard.add(Usage(), exc.requests, "improve", model)
+                self.guard.settle(reserved, Usage(), exc.requests, phase, model)
             raise
         if self.guard is not None:
-            self.guard.add(usage, requests, "improve", model)
+            self.guard.settle(reserved, usage, requests, phase, model)
         return text, usage
 
     def spending(self) -> dict[str, Spend]:
@@ -320,7 +353,8 @@ class TriggerSession:
         if not context.model_invocable:
             done: Future[QueryResult] = Future()
             result = QueryResult(
-                entry.query, entry.should_trigger, plan.runs, plan.threshold, (), unlisted=UNLISTED
+                entry.query, entry.should_trigger, plan.rule, (), unlisted=UNLISTED,
+                hits=plan.hits,
             )
             done.set_result(result)
             return done

@@ -140,9 +140,13 @@ class TriggerContext:
         return [project[name] for name in sorted(project)] + generic
 
     def key(self, **extra: Any) -> str:
-        """A stable hash of everything that shapes the request, plus backend specifics."""
+        """A stable hash of everything that shapes the request, plus backend specifics.
+
+        Not which skill is under test: the request is the same for every skill of a listing,
+        so runs stored by one skill's items serve another's (a sibling's queries checked in
+        the improvement rounds); a run's verdict is read from what it chose, for the skill
+        asking."""
         payload = {
-            "skill": self.skill_name,
             "listing": [s.line for s in self.listing()],
             **extra,
         }

@@ -18,26 +18,40 @@ def format_ratio(value: Any, missing: str = "n/a") -> str:
     return f"{value:.2f}" if isinstance(value, int | float) else missing
 
 
-def format_chosen(chosen: Any) -> str:
-    """What the model chose, compactly for reports: ``skill:x ×2, text ×1``, most first."""
-    if not isinstance(chosen, dict) or not chosen:
-        return "nothing"
-    items = sorted(chosen.items(), key=lambda kv: (-(kv[1] or 0), str(kv[0])))
-    return ", ".join(f"{name} ×{count}" for name, count in items)
+def format_interval(interval: Any, confidence: float | None = None) -> str:
+    """An interval for people: ``0.25–0.70``, with its level in front when given
+    (``95% interval 0.25–0.70``)."""
+    low, high = interval
+    text = f"{low:.2f}–{high:.2f}"
+    return f"{confidence:.0%} interval {text}" if confidence is not None else text
 
 
-def describe_chosen(chosen: dict[str, int], exclude: str | None = None) -> str:
-    """What the model chose, in words: ``{"skill:x": 2, "text": 1}`` -> "skill 'x' x2, ..."."""
-    items = [(k, v) for k, v in chosen.items() if k != exclude]
+def rate_text(value: float | None, interval: Any) -> str:
+    """``0.90 (0.62–0.98)``: a rate with its interval, or ``n/a`` for an undefined one."""
+    if value is None or interval is None:
+        return format_ratio(value)
+    return f"{format_ratio(value)} ({format_interval(interval)})"
+
+
+def chosen_label(choice: str) -> str:
+    """What the model chose, in the words every report uses: ``skill 'x'``, ``tool Bash``,
+    ``a plain answer`` (the keys ``skill:x``, ``tool:Bash`` and ``text`` stay in the JSON)."""
+    kind, _, what = choice.partition(":")
+    if kind == "skill" and what:
+        return f"skill {what!r}"
+    if kind == "tool" and what:
+        return f"tool {what}"
+    return "a plain answer" if choice == "text" else choice
+
+
+def describe_chosen(chosen: Any, exclude: str | None = None) -> str:
+    """What the model chose, most first: ``{"skill:x": 2, "text": 1}`` -> ``skill 'x' x2, a
+    plain answer x1``; ``exclude`` leaves out one choice (the skill a miss wanted)."""
+    items = [(k, v) for k, v in chosen.items() if k != exclude] if isinstance(chosen, dict) else []
     if not items:
         return "nothing else" if exclude else "nothing"
-    parts = []
-    for name, count in sorted(items, key=lambda kv: (-kv[1], kv[0])):
-        kind, _, what = name.partition(":")
-        label = {"skill": f"skill {what!r}", "tool": f"tool {what}", "text": "a plain answer"}
-        parts.append(f"{label.get(kind, name)} x{count}")
-    return ", ".join(parts)
-
+    ranked = sorted(items, key=lambda kv: (-(kv[1] or 0), str(kv[0])))
+    return ", ".join(f"{chosen_label(name)} x{count}" for name, count in ranked)
 
 
 def escape_html(value: Any) -> str:

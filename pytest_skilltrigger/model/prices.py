@@ -65,7 +65,7 @@ def load_prices(path: str | None) -> dict[str, dict[str, float]]:
 Price = dict[str, float]
 
 # The phases a session's calls are counted under (``by_phase`` in the JSON totals).
-PHASES = ("items", "checks", "rounds", "improve", "confirmation")
+PHASES = ("draft", "items", "checks", "rounds", "improve", "confirmation")
 
 
 def price_of(model: str | None, table: dict[str, Price] | None = None) -> Price | None:

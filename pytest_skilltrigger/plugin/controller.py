@@ -25,13 +25,18 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
     from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.optimizer.drafting import Draft
     from pytest_skilltrigger.skills.catalog import Target
+    from pytest_skilltrigger.skills.skill import Skill
 
 HTML_PLUGIN = "skilltrigger-html"
 
 
 class Controller(Role):
     """What both controllers do with results, whoever ran the items."""
+
+    #: the eval sets drafted this session (``--draft-eval-set``), as written
+    drafted: tuple[Draft, ...] = ()
 
     def __init__(self, config: pytest.Config) -> None:
         # (workers run with the arguments and rootdir the controller settled: checked here)
@@ -50,8 +55,26 @@ class Controller(Role):
             from pytest_skilltrigger.plugin.html import HtmlColumns
 
             gathered = self.end.gathered
-            self.html = HtmlColumns(gathered.result_of, lambda: gathered.routing_tables)
+            self.html = HtmlColumns(gathered.result_of, lambda: gathered.routing_tables,
+                                    str(config.invocation_params.dir))  # fmt: skip
             manager.register(self.html, HTML_PLUGIN)
+
+    def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
+        """The skills in play; with ``--draft-eval-set`` first drafts (and writes) an eval
+        set for each that has none, so they are collected and run in this session. Drafting
+        is a controller's work, done once, before xdist starts any worker."""
+        if not self.draft or self.config.option.collectonly:
+            return super().load_targets(paths, missing)
+        from pytest_skilltrigger.optimizer.drafting import draft_and_write, draft_jobs
+
+        undrafted: list[Skill] = []
+        targets = super().load_targets(paths, undrafted)
+        jobs = draft_jobs(self.draft, undrafted, targets)
+        if not jobs:
+            return targets
+        model = options.improve_model(self.config)
+        self.drafted = tuple(draft_and_write(self.engine, jobs, model))
+        return super().load_targets(paths)
 
     @cached_property
     def end(self) -> SessionEnd:
@@ -136,8 +159,11 @@ class Controller(Role):
         from pytest_skilltrigger.reports.terminal import header_lines
 
         engine = self.started_engine  # made at session start (not when only collecting)
-        label = engine.context_label if engine is not None and not engine.unavailable else None
-        return header_lines(len(self.targets), self.settings, label)
+        if engine is None or engine.unavailable:
+            return header_lines(len(self.targets), self.settings, None)
+        estimate = engine.estimate(self.targets, self.optimize)
+        return header_lines(len(self.targets), self.settings, engine.context_label, estimate,
+                            self.drafted)  # fmt: skip
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:

@@ -48,19 +48,16 @@ def safe_name(name: str) -> str:
 
 
 def failure_message(result: QueryResult, skill_name: str, listed: str | None = None) -> str:
-    """What a failing item prints: query, expectation, observed rate, what was chosen, and
-    the exact listing line the model saw for the skill."""
+    """What a failing item prints: query, expectation, what the runs settled (or that chance
+    decides it: borderline), the rate with its interval, what was chosen, and the exact
+    listing line the model saw for the skill."""
     from pytest_skilltrigger.model.formatting import describe_chosen
 
     expected = "trigger" if result.should_trigger else "not trigger"
     if result.unlisted:
         return f"query: {result.query!r}\nexpected {skill_name!r} to {expected}: {result.unlisted}"
-    relation = ">=" if result.trigger_rate >= result.threshold else "<"
-    lines = [
-        f"query: {result.query!r}",
-        f"expected {skill_name!r} to {expected}: triggered {result.triggers}/{result.runs} runs, "
-        f"rate {result.trigger_rate:.2f} {relation} threshold {result.threshold:.2f}",
-    ]
+    lines = [f"query: {result.query!r}", f"expected {skill_name!r} to {expected}: "
+             + verdict_text(result)]  # fmt: skip
     if result.should_trigger:
         instead = describe_chosen(result.chosen, exclude=f"skill:{skill_name}")
         lines.append(f"the model chose instead: {instead}")
@@ -69,6 +66,28 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     if listed:
         lines.append(f"listed to the model as: {listed}")
     return "\n".join(lines)
+
+
+def verdict_text(result: QueryResult) -> str:
+    """What the runs say, with the rate's interval: settled on one side of the threshold, or
+    borderline (sampled to the end without settling: chance decides each run)."""
+    from pytest_skilltrigger.model.formatting import format_interval
+
+    interval = format_interval(result.interval, result.rule.confidence)
+    if result.borderline:
+        return (
+            f"borderline: triggered {result.triggers} of {result.runs} runs, {interval}: "
+            "this request is decided by chance"
+        )
+    relation = ">=" if result.trigger_rate >= result.threshold else "<"
+    text = (
+        f"triggered {result.triggers}/{result.runs} runs, rate {result.trigger_rate:.2f} "
+        f"{relation} threshold {result.threshold:.2f} ({interval})"
+    )
+    if result.rule.sequential:
+        side = "at or above" if result.verdict == "triggered" else "below"
+        text += f", settled {side} it at {result.rule.confidence:.0%}"
+    return text
 
 
 def trigger_item_name(target: Target, entry: EvalEntry) -> str:
@@ -89,16 +108,18 @@ def routing_request(
 
     from pytest_skilltrigger.skills.evalset import EvalEntry
 
-    sample = EvalEntry(entry.index, entry.query, should_trigger=True)
     if entry.expected_skill is not None:
-        # the expected skill's own context: its trigger rate is the verdict, so exact
-        # early stopping applies as for its items
+        # the expected skill's own context: its trigger rate is the verdict, so the runs
+        # stop as its items' do (and are shared with them)
+        sample = EvalEntry(entry.index, entry.query, should_trigger=True)
         return contexts[entry.expected_skill], sample, plan
-    # no skill expected: every skill's share matters, so every run is made, in the
-    # context of a skill the model is shown (the listing is the folder's either way)
+    # no skill expected: a run counts when it chose any skill of the folder, and the query
+    # passes when that settles below the threshold; in the context of a skill the model is
+    # shown (the listing is the folder's either way)
+    sample = EvalEntry(entry.index, entry.query, should_trigger=False)
     listed = [contexts[s] for s in routing.skills if contexts[s].model_invocable]
     context = listed[0] if listed else contexts[routing.skills[0]]
-    return context, sample, replace(plan, curtail=False)
+    return context, sample, replace(plan, hits=frozenset(f"skill:{s}" for s in routing.skills))
 
 
 class BackendRequiredError(Exception):
@@ -217,8 +238,10 @@ class TriggerItem(SamplingItem):
     def failure(self, result: QueryResult) -> str | None:
         if result.passed:
             return None
-        context = self.target.context()
-        listed = context.tested.line if context.model_invocable else None
+        listed = None
+        if self.config.get_verbosity() > 0:  # the skill's summary names it once otherwise
+            context = self.target.context()
+            listed = context.tested.line if context.model_invocable else None
         return failure_message(result, self.target.name, listed)
 
     def reportinfo(self) -> tuple[str, int | None, str]:
@@ -269,7 +292,7 @@ class RoutingItem(SamplingItem):
         from pytest_skilltrigger.reports.routing_table import routing_verdict
 
         expected = self.routing_entry.expected_skill
-        if routing_verdict(expected, self.routing.skills, result):
+        if routing_verdict(expected, result):
             return None
         wanted = (
             f"{expected!r} chosen first in at least {result.threshold:g} of the runs"
@@ -278,7 +301,7 @@ class RoutingItem(SamplingItem):
         )
         return (
             f"query: {result.query!r}\nexpected {wanted}; over {result.runs} runs the model "
-            f"chose: {describe_chosen(result.chosen)}"
+            f"chose: {describe_chosen(result.chosen)}\n{verdict_text(result)}"
         )
 
     def record(self, context_key: str | None) -> wire.Record:

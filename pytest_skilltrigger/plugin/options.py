@@ -35,7 +35,16 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         None,
         "test this description instead of the one in SKILL.md",
     ),
-    ("--runs-per-query", "runs_per_query", "int", 3, "runs per query (default 3)"),
+    ("--runs-per-query", "runs_per_query", "int", 3,
+     "the fewest runs of a query (with --trigger-confidence off: the runs) (default 3)"),
+    ("--max-runs-per-query", "max_runs_per_query", "int", 15,
+     "the most runs of a query before it is called borderline (default 15)"),
+    ("--trigger-confidence", "trigger_confidence", "str", "0.95",
+     "sample each query until its verdict is settled at this confidence (a sequential test); "
+     "off: the reference rule, --runs-per-query runs against the threshold (default 0.95)"),
+    ("--trigger-margin", "trigger_margin", "float", 0.15,
+     "how near the threshold a true rate may be and still be settled (the sequential "
+     "test's indifference zone: threshold ± margin) (default 0.15)"),
     (
         "--trigger-threshold",
         "trigger_threshold",
@@ -70,7 +79,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "trigger_concurrency",
         "int",
         None,
-        "runs in flight per process (default 10 for the API, CPU count for claude-code)",
+        "runs in flight at once for the whole session, split across xdist workers (default 10 "
+        "for the API, CPU count for claude-code)",
     ),
     ("--trigger-json", "trigger_json", "path", None, "write the results as JSON here"),
     (
@@ -78,7 +88,8 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
         "no_early_stop",
         "bool",
         False,
-        "always make every run (default: stop once the verdict cannot change)",
+        "the reference rule without early stopping: every one of --runs-per-query runs "
+        "(implies --trigger-confidence off)",
     ),
     (
         "--trigger-cache",
@@ -127,6 +138,12 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
     ("--improve-model", "improve_model", "str", None,
      "model that proposes descriptions (default: the trigger model)"),
     ("--split-seed", "split_seed", "int", 42, "seed of the train/test split (default 42)"),
+    ("--candidates-per-round", "candidates_per_round", "int", 3,
+     "different descriptions proposed each round, screened on train so that only the "
+     "round's best races the best so far (default 3)"),
+    ("--race-runs", "race_runs", "int", 60,
+     "the most runs a race between two descriptions may add where they differ or are "
+     "unsettled, before it is called undecided (default 60)"),
     ("--trigger-report", "trigger_report", "path", None,
      "self-contained HTML report: the items' results and routing tables, or with "
      "--optimize-description the improvement rounds"),
@@ -140,10 +157,15 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
      "pass; single misses become xfail"),
     ("--trigger-require-backend", "trigger_require_backend", "bool", False,
      "error instead of skipping when no trigger backend is available"),
+    ("--draft-eval-set", "draft_eval_set", "optional", None,
+     "draft a first trigger eval set with the improve model for each skill that has none, "
+     "write it to evals/trigger-eval.json and run it; =also: draft more entries into "
+     "evals/trigger-eval.drafted.json for skills that have one"),
     ("--trigger-baseline", "trigger_baseline", "path", None,
      "an earlier --trigger-json: list what regressed and what improved"),
     ("--trigger-fail-on-regression", "trigger_fail_on_regression", "bool", False,
-     "fail the session when a query that passed in the baseline no longer passes"),
+     "fail the session when a skill regressed against the baseline (a paired exact test on "
+     "its changed queries, at the confidence)"),
 ]
 
 
@@ -158,6 +180,8 @@ def add_options(parser: pytest.Parser) -> None:
         elif kind == "bool":
             kwargs["action"] = "store_true"
             kwargs["default"] = False
+        elif kind == "optional":  # given alone, or with a value: --draft-eval-set[=also]
+            kwargs.update(nargs="?", const=DRAFT_MISSING)
         group.addoption(flag, **kwargs)
         if ini:
             parser.addini(ini, help_text, type="bool" if kind == "bool" else None, default=None)
@@ -207,6 +231,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
     return Settings(
         runs_per_query=_number(config, "--runs-per-query", int),
         threshold=_number(config, "--trigger-threshold", float),
+        confidence=confidence(config),
+        margin=_number(config, "--trigger-margin", float),
+        max_runs_per_query=_number(config, "--max-runs-per-query", int),
         timeout=_number(config, "--trigger-timeout", float),
         backend=str(_raw(config, "--trigger-backend")),
         model=_raw(config, "--trigger-model"),
@@ -222,6 +249,20 @@ def settings_from_config(config: pytest.Config) -> Settings:
         batch_timeout=_number(config, "--trigger-batch-timeout", float),
         batch_poll=_number(config, "--trigger-batch-poll", float),
     ).validated()
+
+
+def confidence(config: pytest.Config) -> float | None:
+    """``--trigger-confidence``: a level, or None for ``off`` (the reference rule), which
+    ``--no-early-stop`` implies when no level is given."""
+    given = config.getoption("trigger_confidence") or config.getini("trigger_confidence")
+    value = str(_raw(config, "--trigger-confidence")).strip().lower()
+    if value == "off" or (not given and flag(config, "--no-early-stop")):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        problem = f"must be a number or off, got {value!r}"
+        raise InputError("--trigger-confidence", problem) from None
 
 
 def _path(config: pytest.Config, flag: str) -> str | None:
@@ -282,6 +323,31 @@ def gates(config: pytest.Config) -> Gates:
     )
 
 
+DRAFT_MISSING, DRAFT_ALSO = "missing", "also"
+
+
+def improve_model(config: pytest.Config) -> str | None:
+    """The model that proposes descriptions and drafts eval sets (None: the trigger model)."""
+    return _raw(config, "--improve-model")
+
+
+def draft_mode(config: pytest.Config) -> str | None:
+    """``missing`` (draft for skills without an eval set), ``also`` (and more for those with
+    one), or None; the ini key also takes true/false."""
+    value = _raw(config, "--draft-eval-set")
+    if value is None:
+        return None
+    text = str(value).strip().lower()
+    if text in ("", "false", "no", "0", "off"):
+        return None
+    if text in ("true", "yes", "1", "on", DRAFT_MISSING):
+        return DRAFT_MISSING
+    if text == DRAFT_ALSO:
+        return DRAFT_ALSO
+    why = f"takes no value or 'also', got {value!r} (a path after it is taken as its value)"
+    raise InputError("--draft-eval-set", why)
+
+
 def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
     """The optimizer's options when ``--optimize-description`` is given, validated."""
     if not flag(config, "--optimize-description"):
@@ -292,7 +358,9 @@ def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
         holdout=_number(config, "--holdout", float),
         max_iterations=_number(config, "--max-iterations", int),
         seed=_number(config, "--split-seed", int),
-        improve_model=_raw(config, "--improve-model"),
+        improve_model=improve_model(config),
+        candidates_per_round=_number(config, "--candidates-per-round", int),
+        race_runs=_number(config, "--race-runs", int),
     ).validated()
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.settings import Gates, Settings
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.routing_set import RoutingSet
+    from pytest_skilltrigger.skills.skill import Skill
 
 
 class Role:
@@ -44,24 +45,35 @@ class Role:
         if options.any_given(config):  # a bad option is an error even with no skill in play
             _ = self.settings, self.gates
         self.optimize = options.optimize_options(config)
+        self.draft = options.draft_mode(config)
         given, ini = options.skill_paths(config)
         selection = select(config, given, ini)
         self.targets: list[Target] = []
         self.routing_sets: list[RoutingSet] = []
         if selection.paths:
-            from pytest_skilltrigger.skills.catalog import load_routing_sets, load_targets
+            from pytest_skilltrigger.skills.catalog import load_routing_sets
 
-            self.targets = load_targets(
-                selection.paths,
-                eval_set=config.getoption("eval_set"),
-                description=config.getoption("skill_description"),
-            )
+            self.targets = self.load_targets(selection.paths)
             self.routing_sets = load_routing_sets(self.targets, selection.paths)
         if self.targets:
             _ = self.settings
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}
         self.by_routing_path = {r.path: r for r in self.routing_sets}
         adjust_args(config, selection)
+
+    def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
+        """The skills in play with their eval sets. With ``--draft-eval-set`` a skill that
+        has none is left out (into ``missing``: the controller drafts one for it)."""
+        from pytest_skilltrigger.skills.catalog import load_targets
+
+        if missing is None and self.draft:
+            missing = []
+        return load_targets(
+            paths,
+            eval_set=self.config.getoption("eval_set"),
+            description=self.config.getoption("skill_description"),
+            missing=missing,
+        )
 
     @cached_property
     def gates(self) -> Gates:

@@ -127,17 +127,20 @@ class ItemRunner(Role):
         """The ``skill_trigger`` fixture's work: sample one query for one skill. A relative
         ``path`` is read from rootdir (where the ``skill_paths`` ini key's are read from)."""
         from pytest_skilltrigger.model.outcome import TriggerCheck
+        from pytest_skilltrigger.model.verdict import with_runs
         from pytest_skilltrigger.skills.catalog import load_context
         from pytest_skilltrigger.skills.evalset import EvalEntry
         from pytest_skilltrigger.support.errors import InputError
 
         self._check_available()
-        plan = self.engine.plan  # the session's, with what this call asks for instead
-        plan = replace(plan, runs=plan.runs if runs is None else runs,
-                       threshold=plan.threshold if threshold is None else threshold,
-                       phase="checks")  # fmt: skip
-        if plan.runs < 1 or not 0.0 <= plan.threshold <= 1.0:
+        if (runs is not None and runs < 1) or (threshold is not None and not 0 <= threshold <= 1):
             raise ValueError("runs must be >= 1 and threshold within 0..1")
+        # the session's rule, or the runs this call names
+        rule = with_runs(self.engine.plan.rule, runs, threshold)
+        if rule.sequential and not rule.margin < rule.threshold < 1 - rule.margin:  # type: ignore[union-attr]
+            raise ValueError(f"threshold {threshold} is too near 0 or 1 for the sequential rule: "
+                             "name the runs too (runs=...)")  # fmt: skip
+        plan = replace(self.engine.plan, rule=rule, phase="checks")
         full = os.path.join(self.config.rootpath, path)  # the project's, wherever pytest started
         context = self._contexts.get(full)
         if context is None:  # read once a session: a suite may check many queries of a skill

@@ -1,35 +1,103 @@
-"""Comparing a run with an earlier ``--trigger-json``: what regressed, what improved.
+"""Comparing a run with an earlier ``--trigger-json``: what regressed, what improved, and what
+is noise.
 
 Queries are matched by skill name and query text, so reordering the eval file does not
-matter. A query that passed before and now fails or errors is a regression; one that failed
-before and now passes is an improvement. Queries new to the eval set are neither.
+matter. A query *regressed* only when its settled verdict changed from pass to fail (and
+*improved* the other way): a change that involves a borderline query, an error or a skip is
+within the noise of the runs and is said to be so, never called a regression. A *skill*
+regressed only when a paired exact test on its queries that changed (McNemar's exact test,
+the one-sided sign test on the regressed and improved queries) finds more got worse than
+chance explains, at the session's confidence: one query out of twenty flipping is not a
+regression of the skill. Queries new to the eval set are neither.
+
+A baseline written before verdicts were sequential has no ``decided`` key: its passes and
+failures were the reference rule's, and count as settled.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_skilltrigger.model.stats import sign_test
 from pytest_skilltrigger.support.errors import InputError
+
+SETTLED = ("pass", "fail")
 
 
 @dataclass(frozen=True)
 class Change:
     skill: str
     query: str
-    before: str
+    before: str  # pass, fail, borderline, error or skipped
     after: str
 
 
-def _verdicts(report: dict[str, Any]) -> dict[tuple[str, str], str]:
+@dataclass(frozen=True)
+class SkillChanges:
+    """One skill's changed queries and whether they add up to a regression."""
+
+    skill: str
+    regressed: list[Change] = field(default_factory=list)
+    improved: list[Change] = field(default_factory=list)
+    noise: list[Change] = field(default_factory=list)
+    p_value: float = 1.0  # the sign test's, for more regressed than improved by chance
+    significant: bool = False
+
+    def line(self, confidence: float) -> str:
+        """The skill's verdict against the baseline, with the test that gave it."""
+        counts = f"{len(self.regressed)} queries worse, {len(self.improved)} better"
+        test = f"sign test p = {self.p_value:.3g}"
+        if self.significant:
+            return f"{self.skill}: regressed against the baseline: {counts} ({test}, " \
+                   f"below {1 - confidence:.2g})"  # fmt: skip
+        return f"{self.skill}: {counts} against the baseline ({test}): not a regression at " \
+               f"{confidence:.0%}, within the noise of the runs"  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every skill's changes against the baseline, at a confidence."""
+
+    confidence: float
+    skills: list[SkillChanges] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Change]:
+        return [c for s in self.skills for c in s.regressed]
+
+    @property
+    def improvements(self) -> list[Change]:
+        return [c for s in self.skills for c in s.improved]
+
+    @property
+    def noise(self) -> list[Change]:
+        return [c for s in self.skills for c in s.noise]
+
+    @property
+    def regressed_skills(self) -> list[SkillChanges]:
+        return [s for s in self.skills if s.significant]
+
+
+def _status(row: dict[str, Any]) -> str:
+    if row.get("skipped"):
+        return "skipped"
+    if row.get("borderline"):
+        return "borderline"
+    verdict = row.get("pass")
+    if verdict is True:
+        return "pass"
+    if verdict is False:
+        return "fail" if row.get("decided", True) else "borderline"
+    return "error"
+
+
+def _statuses(report: dict[str, Any]) -> dict[tuple[str, str], str]:
     out = {}
     for skill in report.get("skills", []):
         for row in skill.get("results", []):
-            verdict = {True: "pass", False: "fail"}.get(row.get("pass"), "error")
-            if row.get("skipped"):
-                verdict = "skipped"
-            out[(skill.get("skill_name", ""), row.get("query", ""))] = verdict
+            out[(skill.get("skill_name", ""), row.get("query", ""))] = _status(row)
     return out
 
 
@@ -47,16 +115,24 @@ def load_baseline(path: str) -> dict[str, Any]:
     return data
 
 
-def compare(baseline: dict[str, Any], current: dict[str, Any]) -> tuple[list[Change], list[Change]]:
-    """(regressions, improvements) of ``current`` against ``baseline``."""
-    before = _verdicts(baseline)
-    regressed, improved = [], []
-    for key, after in _verdicts(current).items():
+def compare(baseline: dict[str, Any], current: dict[str, Any], confidence: float = 0.95
+            ) -> Comparison:  # fmt: skip
+    """What changed in ``current`` against ``baseline``, query by query and skill by skill."""
+    before = _statuses(baseline)
+    changes: dict[str, dict[str, list[Change]]] = {}
+    for key, after in _statuses(current).items():
         old = before.get(key)
-        if old is None or after == "skipped" or old == "skipped":
+        if old is None or old == after:
             continue
-        if old == "pass" and after != "pass":
-            regressed.append(Change(key[0], key[1], old, after))
-        elif old != "pass" and after == "pass":
-            improved.append(Change(key[0], key[1], old, after))
-    return regressed, improved
+        change = Change(key[0], key[1], old, after)
+        kinds = changes.setdefault(key[0], {"regressed": [], "improved": [], "noise": []})
+        if old in SETTLED and after in SETTLED:
+            kinds["regressed" if old == "pass" else "improved"].append(change)
+        else:
+            kinds["noise"].append(change)
+    skills = []
+    for skill, kinds in changes.items():
+        p = sign_test(len(kinds["regressed"]), len(kinds["improved"]))
+        skills.append(SkillChanges(skill, kinds["regressed"], kinds["improved"], kinds["noise"],
+                                   p, p <= 1 - confidence))  # fmt: skip
+    return Comparison(confidence, skills)

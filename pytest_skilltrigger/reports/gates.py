@@ -3,6 +3,7 @@ number the gate compares and the option that set the floor."""
 
 from __future__ import annotations
 
+from pytest_skilltrigger.model.formatting import format_interval
 from pytest_skilltrigger.reports.session_report import SessionReport
 
 
@@ -20,9 +21,12 @@ def gate_failures(
             s = skill.summary
             rate = s.query_pass_rate
             if rate is not None and rate < min_accuracy:
+                interval = ""
+                if s.query_pass_interval is not None:
+                    interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
                 failures.append(
-                    f"{skill.name}: queries passed {rate:.4g} ({s.passed}/{s.counted}) is "
-                    f"below --trigger-min-accuracy {min_accuracy:g}"
+                    f"{skill.name}: queries passed {rate:.4g} ({s.passed}/{s.counted}{interval})"
+                    f" is below --trigger-min-accuracy {min_accuracy:g}"
                 )
     if min_routing_accuracy is not None:
         for table in report.routing:

@@ -19,10 +19,17 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.model.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.model.formatting import (
+    describe_chosen,
+    display_path,
+    format_interval,
+    format_ratio,
+    rate_text,
+)
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.routing_table import RoutingTable, choice_label
+from pytest_skilltrigger.skills.drafted_set import REVIEW
 
 if TYPE_CHECKING:
     import jinja2
@@ -58,7 +65,7 @@ class Cell:
     """One query's outcome as a cell shows it: a mark, the rate, triggers/runs, and in its
     tooltip what was chosen and why there is no verdict."""
 
-    kind: str  # pass, fail, error, skipped, none
+    kind: str  # pass, fail, borderline, error, skipped, none
     mark: str
     label: str
     rate: str
@@ -66,6 +73,9 @@ class Cell:
     runs: int
     detail: str | None
     tooltip: str
+    # the rate and its interval drawn as a bar, in percent of 0..1, and the threshold's tick
+    bar: tuple[float, float, float, float] | None = None
+    interval: str = ""
 
 
 def cell_of(result: QueryResult | None) -> Cell | None:
@@ -78,6 +88,9 @@ def cell_of(result: QueryResult | None) -> Cell | None:
     elif result.errors:
         error = result.error or "unknown error"
         kind, mark, label, detail = "error", "!", "error", f"errors: {result.errors}; {error}"
+    elif result.borderline:
+        kind, mark, label = "borderline", "≈", "borderline"
+        detail = "sampled to the end without settling: chance decides this request"
     elif result.passed is True:
         kind, mark, label, detail = "pass", "✓", "pass", None
     elif result.passed is False:
@@ -85,11 +98,18 @@ def cell_of(result: QueryResult | None) -> Cell | None:
     else:
         kind, mark, label, detail = "none", "?", "no verdict", None
     rate = format_ratio(round(result.trigger_rate, 4), "—")
-    tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs} runs)"]
-    tip.append(f"chose: {format_chosen(dict(result.chosen))}")
+    interval = format_interval(result.interval, result.rule.confidence)
+    tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs} runs), {interval}"]
+    tip.append(f"chose: {describe_chosen(dict(result.chosen))}")
     if detail:
         tip.append(detail)
-    return Cell(kind, mark, label, rate, result.triggers, result.runs, detail, "\n".join(tip))
+    bar = None
+    if result.runs:
+        low, high = result.interval
+        bar = (round(low * 100, 1), round(max(high - low, 0.01) * 100, 1),
+               round(result.trigger_rate * 100, 1), round(result.threshold * 100, 1))  # fmt: skip
+    return Cell(kind, mark, label, rate, result.triggers, result.runs, detail, "\n".join(tip),
+                bar, format_interval(result.interval) if result.runs else "")  # fmt: skip
 
 
 # -- routing ---------------------------------------------------------------------------------
@@ -113,9 +133,10 @@ def routing_view(table: RoutingTable, folder: str | None = None) -> dict[str, An
     }
 
 
-def render_routing_section(table: RoutingTable) -> str:
-    """A folder's routing table as an HTML fragment (under pytest-html's summary)."""
-    return render("routing_section.html.j2", table=routing_view(table))
+def render_routing_section(table: RoutingTable, folder: str | None = None) -> str:
+    """A folder's routing table as an HTML fragment (under pytest-html's summary); ``folder``
+    is the folder as shown (relative to where pytest started)."""
+    return render("routing_section.html.j2", table=routing_view(table, folder))
 
 
 # -- a plain run's page ----------------------------------------------------------------------
@@ -124,7 +145,7 @@ def render_results_page(report: SessionReport, title: str = "Skill trigger resul
     meta = [
         ("Backend", report.backend or "—"),
         ("Model", report.model or "—"),
-        ("Runs per query", report.runs_per_query),
+        ("Verdicts", report.rule_text),
         ("Threshold", report.threshold),
     ]
     if report.spending:  # every call of the session, the fixture's checks included
@@ -132,29 +153,35 @@ def render_results_page(report: SessionReport, title: str = "Skill trigger resul
         meta.append(("Session", f"{total.calls} calls, cost {format_usd(total.cost_usd)}"))
     page = {
         "meta": meta,
-        "skills": [_results_skill(skill) for skill in report.skills],
+        "skills": [_results_skill(skill, report.base) for skill in report.skills],
         "empty": not report.has_results,
         "routing": [routing_view(t, report.folder_label(t.folder)) for t in report.routing],
     }
     return render("results.html.j2", title=title, refresh=False, page=page)
 
 
-def _results_skill(skill: SkillReport) -> dict[str, Any]:
+def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any]:
     """One skill: what Claude Code lists for it, its summary, and its queries (failing
-    first, each group in eval-file order)."""
+    first, each group in eval-file order); a drafted set headed by its warning, its queries
+    by kind."""
     target, s = skill.target, skill.summary
     skipped = f", {s.skipped} skipped" if s.skipped else ""
+    borderline = f" ({s.borderline} borderline)" if s.borderline else ""
+    interval = ""
+    if s.query_pass_interval is not None:
+        interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
     u = s.usage
     listed = skill.listed_line
     meta = [
-        ("Path", target.skill.path),
+        ("Path", display_path(target.skill.path, base)),
         ("Listed as", listed or "not listed (disable-model-invocation: true): it can never "
                                 "trigger"),
-        ("Queries passed", f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}); "
-                           f"{s.failed} failed, {s.errors} errors{skipped}"),
-        ("Precision", format_ratio(s.precision)),
-        ("Recall", format_ratio(s.recall)),
-        ("Run accuracy", format_ratio(s.accuracy)),
+        ("Queries passed", f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)})"
+                           f"{interval}; {s.failed} failed{borderline}, {s.errors} "
+                           f"errors{skipped}"),
+        ("Precision", rate_text(s.precision, s.precision_interval)),
+        ("Recall", rate_text(s.recall, s.recall_interval)),
+        ("Run accuracy", rate_text(s.accuracy, s.accuracy_interval)),
         ("Calls", f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
                   f"cache write {u.cache_creation_input_tokens:,}, "
                   f"read {u.cache_read_input_tokens:,})"),
@@ -163,7 +190,14 @@ def _results_skill(skill: SkillReport) -> dict[str, Any]:
     extras = {e.index: e.extra for e in target.eval_set.entries}
     rows = [_result_row(i, r, extras.get(i) or {}) for i, r in sorted(skill.results.rows.items())]
     rows.sort(key=lambda row: not row["failing"])
-    return {"name": target.name, "meta": meta, "listed": bool(listed), "rows": rows}
+    drafted = sorted((row for row in rows if row["drafted"]), key=lambda r: r["number"])
+    kinds = []
+    for kind, should in (("should trigger", True), ("should not trigger", False)):
+        group = [r for r in drafted if r["should_trigger"] == should]
+        if group:
+            kinds.append((kind, group))
+    return {"name": target.name, "meta": meta, "listed": bool(listed), "rows": rows,
+            "drafted": kinds, "review": REVIEW}  # fmt: skip
 
 
 def _result_row(index: int, result: QueryResult, extra: dict[str, Any]) -> dict[str, Any]:
@@ -178,14 +212,16 @@ def _result_row(index: int, result: QueryResult, extra: dict[str, Any]) -> dict[
         "cell": cell,
         "failing": cell.kind != "pass",
         "detail": detail,
-        "chosen": format_chosen(dict(result.chosen)),
+        "chosen": describe_chosen(dict(result.chosen)),
+        "drafted": bool(extra.get("drafted")),
     }
 
 
 # -- pytest-html's expanded row --------------------------------------------------------------
-def render_extra(rows: Sequence[tuple[str, Any]]) -> str:
-    """A small table of (label, value) rows for a trigger item's expanded row."""
-    return render("pytest_html_extra.html.j2", rows=rows).strip()
+def render_extra(rows: Sequence[tuple[str, Any]], data: str = "") -> str:
+    """A small table of (label, value) rows for a trigger item's expanded row, and ``data``
+    (the row as JSON text) folded below it."""
+    return render("pytest_html_extra.html.j2", rows=rows, data=data).strip()
 
 
 def render_rounds_page(

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from pytest_skilltrigger.model.outcome import format_score, passed
-from pytest_skilltrigger.optimizer.confirmation import Confirmation
 from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
-from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
+from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
+from pytest_skilltrigger.optimizer.scoring import Gain, Score
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
@@ -30,6 +30,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         "model": report.model,
         "runs_per_query": report.runs_per_query,
         "trigger_threshold": report.threshold,
+        # how verdicts were reached: the sequential rule (confidence, margin, fewest and most
+        # runs) or the reference scripts' fixed runs
+        "verdict_rule": report.rule.to_dict() if report.rule is not None else None,
         "skills": [skill_json(skill) for skill in report.skills],
         "routing": [table.to_dict() for table in report.routing],
         "totals": {
@@ -58,7 +61,8 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
 
 def rounds_json(run: Optimization) -> dict[str, Any]:
     """One skill's improvement rounds in the reference scripts' keys (``best_description``,
-    ``history``...), plus ours (the confirmation, the folder's scores)."""
+    ``history``...), plus ours: each iteration's scores with intervals, its candidates and
+    its race against the best so far, and the fresh race that decided acceptance."""
     evaluated = run.evaluated()
     best = run.best() if evaluated else None
     last = evaluated[-1] if evaluated else None
@@ -77,18 +81,34 @@ def rounds_json(run: Optimization) -> dict[str, Any]:
         "holdout": run.holdout,
         "train_size": len(run.train_entries),
         "test_size": len(run.test_entries),
+        "confidence": run.confidence,
         "improved": run.improved,
-        "confirmation": confirmation_json(run.confirmation) if run.confirmation else None,
-        "refused_for_folder": run.refused_for_folder(),
+        "acceptance": acceptance_json(run.acceptance) if run.acceptance else None,
         "interrupted": run.interrupted,
         "history": [history_entry(run, it) for it in run.iterations],
     }
 
 
+def _score_json(value: Score) -> dict[str, Any]:
+    return {"expected": round(value.expected, 3), "interval": list(value.interval),
+            "total": value.total}  # fmt: skip
+
+
+def _gain_json(gain: Gain) -> dict[str, Any]:
+    return {
+        "expected": round(gain.expected, 3),
+        "interval": list(gain.interval),
+        "p_better": round(gain.p_better, 4),
+        "p_worse": round(gain.p_worse, 4),
+        "verdict": gain.verdict,
+        "differing": gain.differing,
+    }
+
+
 def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
-    """An iteration's reference history entry, plus our status and proposal notes; in a
-    folder of skills also each skill's score (the siblings': their queries this candidate
-    leaves alone) and the folder's."""
+    """An iteration's reference history entry, plus ours: its status and proposal notes,
+    scores with intervals (expected queries right, own and the folder's), its candidates and
+    its race; in a folder of skills also each skill's pass counts and the folder's."""
     train_rows = [r.summary_row() for r in it.train]
     test_rows = [r.summary_row() for r in it.test]
     train_passed, test_passed = passed(it.train), passed(it.test)
@@ -113,7 +133,17 @@ def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
     }
     if it.note is not None:
         entry["note"] = it.note
-    if run.folder and it.evaluated:
+    if not it.evaluated:
+        return entry
+    entry["train_score"] = _score_json(it.train_score(run.confidence))
+    entry["test_score"] = _score_json(it.test_score(run.confidence))
+    entry["candidates"] = [{"description": c.description, "screened_runs": c.screened_runs,
+                            "survived": c.survived} for c in it.candidates]  # fmt: skip
+    entry["race"] = (
+        {**_gain_json(it.race.gain), "extra_runs": it.race.extra_runs} if it.race else None
+    )
+    entry["became_best"] = it.became_best
+    if run.folder:
         name, cross = run.target.name, run.folder.train + run.folder.test
         cross_results = it.cross_train + it.cross_test
         scores = skill_scores(name, it.train + it.test, cross, cross_results)
@@ -124,26 +154,37 @@ def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
     return entry
 
 
-def confirmation_json(confirmation: Confirmation) -> dict[str, Any]:
-    """The fresh re-measurement of the start and the best."""
-    c = confirmation
+def acceptance_json(acceptance: Acceptance) -> dict[str, Any]:
+    """The fresh race of the best against the start on the held-out queries."""
+    race = acceptance.race
+    own = acceptance.own
     return {
-        "best_iteration": c.best_iteration,
-        "on": c.on,
-        "start_score": format_score(c.start),
-        "best_score": format_score(c.best),
-        "holds": c.holds,
-        "lead_holds": c.lead_holds,
-        "folder_holds": c.folder_holds,
-        "folder_start_score": format_score(c.folder_start),
-        "folder_best_score": format_score(c.folder_best),
-        "complete": c.complete,
-        "verdict": c.verdict(),
-        "start_results": [r.summary_row() for r in c.start],
-        "best_results": [r.summary_row() for r in c.best],
+        "best_iteration": acceptance.best_iteration,
+        "on": acceptance.on,
+        "gain": _gain_json(race.gain),
+        "extra_runs": race.extra_runs,
+        "accepted": acceptance.accepted,
+        "complete": acceptance.complete,
+        "verdict": acceptance.verdict(),
+        "start_score": format_score(race.incumbent[:own]),
+        "best_score": format_score(race.challenger[:own]),
+        "folder_start_score": format_score(race.incumbent),
+        "folder_best_score": format_score(race.challenger),
+        "start_results": [r.summary_row() for r in race.incumbent],
+        "best_results": [r.summary_row() for r in race.challenger],
     }
 
 
+def dumps(data: Any) -> str:
+    """JSON as people read it: pretty-printed, non-ASCII kept readable."""
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def compact(data: Any) -> str:
+    """JSON on one line with sorted keys (a JUnit property's value)."""
+    return json.dumps(data, sort_keys=True, ensure_ascii=False)
+
+
 def write_report(path: str, report: dict[str, Any]) -> None:
-    """Write the report atomically, pretty-printed, non-ASCII kept readable."""
-    atomic_write_text(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    """Write the report atomically (see :func:`dumps`)."""
+    atomic_write_text(path, dumps(report) + "\n")

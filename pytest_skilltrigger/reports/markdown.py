@@ -5,7 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.model.context import one_line
-from pytest_skilltrigger.model.formatting import format_chosen, format_ratio
+from pytest_skilltrigger.model.formatting import (
+    describe_chosen,
+    format_interval,
+    format_ratio,
+    rate_text,
+)
 from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.routing_table import choice_label
 
@@ -43,17 +48,22 @@ def _skills_table(report: SessionReport) -> list[str]:
     if not report.skills:
         return []
     lines = [
-        "| skill | passed | failed | errors | queries passed | run accuracy | precision | "
-        "recall | cost |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| skill | passed | failed | borderline | errors | queries passed | interval | "
+        "run accuracy | precision | recall | cost |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for skill in report.skills:
         s = skill.summary
         cost = format_usd(s.cost_usd) if s.priced else "n/a"
+        interval = "n/a"
+        if s.query_pass_interval is not None:
+            interval = format_interval(s.query_pass_interval, s.confidence)
         lines.append(
-            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.errors} | "
-            f"{format_ratio(s.query_pass_rate)} | {format_ratio(s.accuracy)} | "
-            f"{format_ratio(s.precision)} | {format_ratio(s.recall)} | {cost} |"
+            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.borderline} | {s.errors} | "
+            f"{format_ratio(s.query_pass_rate)} | {interval} | "
+            f"{rate_text(s.accuracy, s.accuracy_interval)} | "
+            f"{rate_text(s.precision, s.precision_interval)} | "
+            f"{rate_text(s.recall, s.recall_interval)} | {cost} |"
         )
     return lines
 
@@ -65,7 +75,8 @@ def _routing_section(table: RoutingTable, folder: str) -> list[str]:
     if table.accuracy is not None:
         lines += [
             f"Routing accuracy {format_ratio(table.accuracy)}: {passed}/{counted} of "
-            "routing items and should-trigger queries passed.",
+            "routing items and should-trigger queries passed "
+            f"({format_interval(table.interval, table.confidence)}).",
             "",
         ]
     columns = table.columns()
@@ -86,7 +97,7 @@ def _routing_section(table: RoutingTable, folder: str) -> list[str]:
         for item in failing:
             expected = item.entry.expected_skill or "no skill of the folder"
             result = item.result
-            chosen = "error" if result.errors else format_chosen(dict(result.chosen))
+            chosen = "error" if result.errors else describe_chosen(dict(result.chosen))
             lines.append(f"| {_cell(item.entry.query)} | {_cell(expected)} | {_cell(chosen)} |")
     return lines
 
@@ -96,10 +107,15 @@ def _failing_queries(skill: SkillReport) -> list[str]:
     if not failing:
         return []
     lines = ["", f"### {_cell(skill.name)}: failing queries", ""]
-    lines += ["| query | expected | triggers/runs | chosen |", "|---|---|---|---|"]
+    lines += ["| query | expected | triggers/runs | rate, interval | chosen |",
+              "|---|---|---|---|---|"]  # fmt: skip
     for r in failing:
         expected = "trigger" if r.should_trigger else "no trigger"
         observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
-        chosen = format_chosen(dict(r.chosen))
-        lines.append(f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {_cell(chosen)} |")
+        if r.borderline:
+            observed += " (borderline)"
+        rate = f"{format_ratio(r.trigger_rate)}, {format_interval(r.interval)}"
+        chosen = describe_chosen(dict(r.chosen))
+        lines.append(f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {rate} | "
+                     f"{_cell(chosen)} |")  # fmt: skip
     return lines

@@ -8,14 +8,14 @@ model (redacted).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.reports.html_pages import render_rounds_page, routing_view
-from pytest_skilltrigger.reports.json_report import rounds_json, write_report
+from pytest_skilltrigger.reports.json_report import dumps, rounds_json, write_report
 from pytest_skilltrigger.reports.rounds_view import skill_view
 from pytest_skilltrigger.support.atomic import atomic_write_text
 from pytest_skilltrigger.support.redact import redact
@@ -46,18 +46,20 @@ class RoundFiles:
 
     def __init__(
         self, report_path: str | None, results_dir: str | None,
-        routing: Sequence[RoutingTable] = (),
+        routing: Sequence[RoutingTable] = (), base: str | None = None,
     ) -> None:  # fmt: skip
         self.report_path = report_path
-        # the session's routing tables, shown under the rounds
-        self.routing = [routing_view(table) for table in routing]
+        # the session's routing tables, shown under the rounds (folders as pytest's user
+        # reads them: relative to where it started)
+        self.base = base
+        self.routing = [routing_view(t, display_path(t.folder, base)) for t in routing]
         self.results_dir = stamped_folder(results_dir) if results_dir else None
 
     def publish(self, runs: list[Optimization]) -> None:
         """Rewrite the HTML report and the results folder's report and JSON."""
         running = not all(run.exit_reason for run in runs)
         page = render_rounds_page(
-            [skill_view(run) for run in runs], running=running, routing=self.routing
+            [skill_view(run, self.base) for run in runs], running=running, routing=self.routing
         )
         if self.report_path:
             atomic_write_text(self.report_path, page)
@@ -80,7 +82,7 @@ class RoundFiles:
             "response.txt": proposal.response,
             "repair_prompt.txt": proposal.repair_prompt,
             "repair_response.txt": proposal.repair_response,
-            "description.txt": proposal.description,
+            "description.txt": "\n\n".join(proposal.descriptions) or None,
         }
         for name, text in files.items():
             if text is not None:
@@ -88,8 +90,9 @@ class RoundFiles:
         counts = {
             "prompt_chars": len(proposal.prompt),
             "response_chars": len(proposal.response),
-            "description_chars": len(proposal.description or ""),
+            "descriptions": len(proposal.descriptions),
+            "description_chars": [len(d) for d in proposal.descriptions],
             "problems": proposal.problems,
             "error": proposal.error,
         }
-        atomic_write_text(os.path.join(folder, "counts.json"), json.dumps(counts, indent=2))
+        atomic_write_text(os.path.join(folder, "counts.json"), dumps(counts))

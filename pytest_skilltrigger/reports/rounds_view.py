@@ -1,9 +1,10 @@
 """What the rounds' page shows of one skill's typed rounds (the template is ``rounds.html.j2``).
 
-Per skill: a header (path, exit reason, the best and its scores, the split, the line Claude
-Code lists, the fresh re-measurement), the original and best descriptions, lines that say why
-the folder kept a candidate from being the best or the winner from being written, then one
-row per iteration and one column per query, train columns and test columns apart.
+Per skill: a header (path, exit reason, the line Claude Code lists, the fresh race that
+decided acceptance), a chart of the rounds, the original and best descriptions, one row per
+iteration (its candidates, scores with intervals, its race against the best so far), and a
+grid of queries by iteration. The grid grows downwards, one row per query, so that it stays
+in view at the width of a laptop screen however many queries the set holds.
 """
 
 from __future__ import annotations
@@ -11,126 +12,91 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_skilltrigger.model.outcome import QueryResult, format_score
+from pytest_skilltrigger.model.formatting import display_path
+from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
-from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
-from pytest_skilltrigger.reports.html_pages import QUERY_CHARS, cell_of
+from pytest_skilltrigger.optimizer.rounds import Candidate, Iteration, Optimization
+from pytest_skilltrigger.optimizer.scoring import Score
+from pytest_skilltrigger.reports.html_pages import cell_of
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
+CHART = {"width": 560, "height": 220, "left": 44, "right": 16, "top": 14, "bottom": 34}
 
-def skill_view(run: Optimization) -> dict[str, Any]:
-    """One skill's section of the rounds' page."""
-    best = run.best() if run.evaluated() else None
-    refused = run.refused_for_folder()
+
+def skill_view(run: Optimization, base: str | None = None) -> dict[str, Any]:
+    """One skill's section of the rounds' page (its folder shown relative to ``base``, where
+    pytest started)."""
+    evaluated = run.evaluated()
+    best = run.best() if evaluated else None
     original = run.target.description
     best_text = best.description if best else original
     return {
         "name": run.target.name,
-        "folder_lines": _folder_lines(run, refused),
-        "meta": _meta(run, best),
+        "anchor": "skill-" + "".join(c if c.isalnum() else "-" for c in run.target.name),
+        "meta": _meta(run, base),
         "original": original,
         "best": best_text,
         "unchanged": best_text == original,
         "folder": bool(run.folder),
-        "train_columns": [_column(e, "train") for e in run.train_entries],
-        "test_columns": [_column(e, "test") for e in run.test_entries],
-        "rows": [_row(run, it, best, refused) for it in run.iterations],
+        "chart": _chart(run),
+        "rows": [_row(run, it, best) for it in run.iterations],
+        "columns": [it.iteration for it in run.iterations],
+        "grid": _grid(run),
     }
 
 
-def _score(results: Sequence[QueryResult]) -> str:
-    return format_score(results) if results else "—"
-
-
-def _meta(run: Optimization, best: Iteration | None) -> list[tuple[str, str]]:
+def _meta(run: Optimization, base: str | None = None) -> list[tuple[str, str]]:
     sizes = f"train {len(run.train_entries)}, test {len(run.test_entries)}"
     sizes += f" (holdout {run.holdout:g})"
     if not run.test_entries and not run.holdout:
-        sizes += " — no test set: scores are on the queries the improver saw"
-    best_text = "—"
-    if best is not None:
-        best_text = (
-            f"iteration {best.iteration} (train {_score(best.train)}, test {_score(best.test)})"
-        )
+        sizes += " — no test set: acceptance is on the queries the improver saw"
+    if run.folder:
+        sizes += f"; the folder's: train {len(run.folder.train)}, test {len(run.folder.test)}"
     meta = [
-        ("Path", run.target.skill.path),
+        ("Path", display_path(run.target.skill.path, base)),
         ("Exit reason", run.exit_reason or ("interrupted" if run.interrupted else "—")),
-        ("Best", best_text),
         ("Queries", sizes),
         ("Listed as", run.target.context().tested.line),
     ]
-    if run.confirmation is not None:
-        c = run.confirmation
-        meta.append(("Measured again", f"on fresh runs ({c.on}): {c.verdict()}"))
+    if run.acceptance is not None:
+        a = run.acceptance
+        written = "accepted for SKILL.md" if run.improved else "SKILL.md unchanged"
+        meta.append(("Acceptance", f"iteration {a.best_iteration} raced against the start on "
+                                   f"fresh runs ({a.on}): {a.verdict()}; {written}"))  # fmt: skip
+    elif run.evaluated() and not run.beats_start and not run.interrupted:
+        meta.append(("Acceptance", "no candidate beat the start on train: SKILL.md unchanged"))
     if run.interrupted:
         meta.append(("Interrupted", "yes: the run stopped before it finished"))
     return meta
 
 
-def _folder_lines(run: Optimization, refused: list[int]) -> list[str]:
-    """Why a row with more test passes than the highlighted best is not the best, or why a
-    winning round left SKILL.md unchanged: the folder decided."""
-    name = run.target.name
-    lines = []
-    if refused:
-        numbers = ", ".join(str(n) for n in refused)
-        one = len(refused) == 1
-        lines.append(
-            f"Iteration {numbers} did better on {name}'s own queries than the best but "
-            f"{'was' if one else 'were'} refused: {'it takes' if one else 'each takes'} more "
-            "of its siblings' queries than it gains (the folder passes fewer of its queries "
-            "than with the starting description)."
-        )
-    c = run.confirmation
-    if c is not None and run.folder and c.complete and not c.folder_holds:
-        lead = (
-            ", though its lead on its own queries held: it takes more of its siblings' queries "
-            "than it gains"
-            if c.lead_holds
-            else ""
-        )
-        lines.append(
-            f"Not written: measured again on fresh runs, the best (iteration "
-            f"{c.best_iteration}) passes fewer of the folder's queries than the start "
-            f"({format_score(c.folder_best)} with it, {format_score(c.folder_start)} with the "
-            f"start){lead}."
-        )
-    return lines
+def _score_text(value: Score) -> str:
+    low, high = value.interval
+    return f"{value.expected:.1f} of {value.total} ({low}–{high})"
 
 
-def _column(entry: EvalEntry, split: str) -> dict[str, Any]:
-    query = entry.query
-    short = query if len(query) <= QUERY_CHARS else query[: QUERY_CHARS - 1] + "…"
-    tip = [query, "should trigger" if entry.should_trigger else "should not trigger"]
-    tip += [f"set: {split}", *(f"{k}: {v}" for k, v in entry.extra.items())]
-    return {
-        "split": split,
-        "should_trigger": entry.should_trigger,
-        "short": short,
-        "tip": "\n".join(tip),
-    }
-
-
-def _row(run: Optimization, it: Iteration, best: Iteration | None,
-         refused: list[int]) -> dict[str, Any]:  # fmt: skip
-    """One iteration: its marks, description, scores, the folder's, and a cell per query."""
-    is_best = best is not None and it.iteration == best.iteration
-    is_refused = it.iteration in refused
-    marks = ["best" if is_best else "", "refused" if is_refused else "", it.status]
+def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, Any]:
+    """One iteration: its description and candidates, scores, race, and the folder's."""
+    c = run.confidence
     row: dict[str, Any] = {
         "number": it.iteration,
-        "classes": " ".join(m for m in marks if m),
-        "best": is_best,
+        "classes": " ".join(x for x in ("best" if it is best else "", it.status) if x),
+        "best": it is best,
         "status": it.status if it.status != "evaluated" else "",
-        "refused": is_refused,
         "description": it.description,
         "note": it.note,
-        "train_score": _score(it.train),
-        "test_score": _score(it.test),
-        "train_cells": [cell_of(r) for r in _padded(it.train, len(run.train_entries))],
-        "test_cells": [cell_of(r) for r in _padded(it.test, len(run.test_entries))],
+        "candidates": [_candidate(cand) for cand in it.candidates] if len(it.candidates) > 1
+        else [],
+        "train": _score_text(it.train_score(c)) if it.evaluated else "—",
+        "test": _score_text(it.test_score(c)) if it.evaluated else "—",
+        "race": "",
         "folder_score": None,
     }
+    if it.race is not None:
+        outcome = "new best" if it.became_best else "kept the best so far"
+        row["race"] = f"{it.race.gain.text()}: {outcome}"
+    elif it.iteration == 1 and it.evaluated:
+        row["race"] = "the start"
     if run.folder and it.evaluated:
         name, cross = run.target.name, run.folder.train + run.folder.test
         cross_results = it.cross_train + it.cross_test
@@ -142,7 +108,79 @@ def _row(run: Optimization, it: Iteration, best: Iteration | None,
     return row
 
 
-def _padded(results: list[QueryResult], size: int) -> list[QueryResult | None]:
-    """An iteration's results, one per column (an interrupted one's missing ones as None)."""
-    return [*results, *([None] * (size - len(results)))][:size]
+def _candidate(candidate: Candidate) -> str:
+    how = "survived the screening" if candidate.survived else (
+        f"dropped after {candidate.screened_runs} run(s) a query"
+    )
+    return f"{how}: {candidate.description}"
 
+
+def _grid(run: Optimization) -> list[dict[str, Any]]:
+    """One row per query (train, then test; the skill's own, then the folder's), one cell
+    per iteration."""
+    sides = [
+        ("train", run.train_entries, lambda it: it.train),
+        ("test", run.test_entries, lambda it: it.test),
+        ("train", [x.entry for x in run.folder.train], lambda it: it.cross_train),
+        ("test", [x.entry for x in run.folder.test], lambda it: it.cross_test),
+    ]
+    rows = []
+    for split, entries, pick in sides:
+        for position, entry in enumerate(entries):
+            cells = [cell_of(_at(pick(it), position)) for it in run.iterations]
+            rows.append({"split": split, "should_trigger": entry.should_trigger,
+                         "query": entry.query, "tip": _tip(entry, split), "cells": cells,
+                         "owner": entry.extra.get("owner")})  # fmt: skip
+    return rows
+
+
+def _at(results: Sequence[QueryResult], position: int) -> QueryResult | None:
+    return results[position] if position < len(results) else None
+
+
+def _tip(entry: EvalEntry, split: str) -> str:
+    tip = ["should trigger" if entry.should_trigger else "should not trigger", f"set: {split}"]
+    tip += [f"{k}: {v}" for k, v in entry.extra.items()]
+    return "\n".join(tip)
+
+
+def _chart(run: Optimization) -> dict[str, Any] | None:
+    """The rounds as an inline SVG: each iteration's expected train and test queries right
+    with their intervals, the start's level, the best so far ringed, the one written marked."""
+    evaluated = run.evaluated()
+    if not evaluated:
+        return None
+    c, box = run.confidence, CHART
+    total = max(len(evaluated[0].train_side), len(evaluated[0].test_side), 1)
+    inner_w = box["width"] - box["left"] - box["right"]
+    inner_h = box["height"] - box["top"] - box["bottom"]
+    last = max(it.iteration for it in run.iterations)
+
+    def x(n: float) -> float:
+        return round(box["left"] + inner_w * (n - 0.5) / max(last, 1), 1)
+
+    def y(value: float, of: int) -> float:
+        return round(box["top"] + inner_h * (1 - value / max(of, 1)), 1)
+
+    best = run.best()
+    points = []
+    for it in evaluated:
+        sides = (("train", it.train_score(c), -6), ("test", it.test_score(c), 6))
+        for side, value, offset in sides:
+            low, high = value.interval
+            points.append({
+                "side": side, "x": x(it.iteration) + offset, "y": y(value.expected, value.total),
+                "low": y(low, value.total), "high": y(high, value.total),
+                "label": f"iteration {it.iteration}, {side}: {_score_text(value)}",
+            })  # fmt: skip
+    start = evaluated[0].train_score(c)
+    written = best if run.improved else None
+    return {
+        **box,
+        "points": points,
+        "start_y": y(start.expected, start.total),
+        "best_x": x(best.iteration),
+        "written_x": x(written.iteration) if written is not None else None,
+        "ticks": [{"x": x(it.iteration), "label": it.iteration} for it in run.iterations],
+        "levels": [{"y": y(v * total / 4, total), "label": f"{v * 25}%"} for v in range(5)],
+    }

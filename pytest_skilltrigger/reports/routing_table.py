@@ -15,15 +15,13 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pytest_skilltrigger.model.verdict import routes
+from pytest_skilltrigger.model.formatting import chosen_label
+from pytest_skilltrigger.model.stats import wilson
 from pytest_skilltrigger.reports.summary import SkillResults
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.skills.routing_set import RoutingEntry
-
-TEXT = "text"
-
 
 @dataclass
 class RoutingRow:
@@ -80,6 +78,7 @@ class RoutingTable:
     items: list[RoutingItemResult] = field(default_factory=list)
     accuracy: float | None = None
     counted: tuple[int, int] = (0, 0)  # (passed, decided)
+    confidence: float = 0.95  # of the accuracy's interval (the runs' rule's)
     # every project skill of the folder, tested in this run or not (``-k``, ``--lf``): a
     # choice of one of them is a sibling's, never an "other skill"
     folder_skills: list[str] = field(default_factory=list)
@@ -94,6 +93,11 @@ class RoutingTable:
         seen = {c for row in self.rows for c in row.chosen}
         own = [f"skill:{s}" for s in self.skills]
         return own + sorted(seen - set(own))
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The routing accuracy's interval (Wilson, over the items and queries counted)."""
+        return wilson(*self.counted, self.confidence)
 
     @property
     def rounded_accuracy(self) -> float | None:
@@ -123,6 +127,9 @@ class RoutingTable:
                 for i in self.items
             ],
             "accuracy": self.rounded_accuracy,
+            "accuracy_interval": (
+                [round(v, 4) for v in self.interval] if self.accuracy is not None else None
+            ),
             "passed": self.counted[0],
             "decided": self.counted[1],
         }  # fmt: skip
@@ -162,6 +169,8 @@ def routing_tables(
             if r.should_trigger and r.passed is not None
         ]
         table.counted = (sum(1 for ok in decided if ok), len(decided))
+        rules = [r.rule for s in group for r in s.results()] + [i.result.rule for i in table.items]
+        table.confidence = rules[0].confidence if rules else table.confidence
         table.accuracy = table.counted[0] / len(decided) if decided else None
         tables.append(table)
     return tables
@@ -200,20 +209,18 @@ def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
     return RoutingTable(folder, names, rows, clashes)
 
 
-def routing_verdict(
-    expected: str | None, skills: Iterable[str], result: QueryResult
-) -> bool | None:
-    """Whether a routing entry passed: the expected skill chosen first in at least the
-    threshold's share of the runs, or (``None`` expected) no skill of the folder reaching it.
-    None when the result has no verdict (an error, a skip)."""
+def routing_verdict(expected: str | None, result: QueryResult) -> bool | None:
+    """Whether a routing entry passed: the expected skill settled as chosen first (the
+    result is sampled in its context), or with no skill expected, the folder's skills
+    together settled below the threshold (the result counts any of them as a trigger). A
+    borderline entry does not pass; None when the result has no verdict (an error, a skip)."""
     if result.errors or result.skipped or not result.runs:
         return None
-    shares = {s: result.chosen.get(f"skill:{s}", 0) / result.runs for s in skills}
-    return routes(expected, shares, result.threshold)
+    return result.verdict == ("triggered" if expected is not None else "not_triggered")
 
 
 def choice_label(choice: str, skills: Collection[str] | None = None) -> str:
-    """A column's heading: the skill's name, ``other skill X``, ``tool X``, or ``plain answer``.
+    """A column's heading: the skill's name, ``other skill X``, ``tool X``, or ``a plain answer``.
 
     ``skills`` are the folder's skills (a table's rows): a skill chosen that is not one of
     them, such as a built-in competitor of the listing (``charts``, ``review``), is headed
@@ -223,6 +230,4 @@ def choice_label(choice: str, skills: Collection[str] | None = None) -> str:
     if choice.startswith("skill:"):
         name = choice.removeprefix("skill:")
         return name if skills is None or name in skills else f"other skill {name}"
-    if choice.startswith("tool:"):
-        return "tool " + choice.removeprefix("tool:")
-    return "plain answer" if choice == TEXT else choice
+    return chosen_label(choice)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.model.prices import PHASES, Spend, total_of
+from pytest_skilltrigger.model.verdict import Rule
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.summary import (
     SessionResults,
@@ -75,6 +76,15 @@ class SessionReport:
     spending: Mapping[str, Spend] = field(default_factory=dict)
     #: where pytest was started: folders are shown relative to it
     base: str | None = None
+    #: the verdict rule of the session's items
+    rule: Rule | None = None
+
+    @property
+    def rule_text(self) -> str:
+        """The verdict rule in words, for the reports' headers."""
+        if self.rule is not None:
+            return self.rule.describe()
+        return f"{self.runs_per_query} runs per query, threshold {self.threshold:g}"
 
     def folder_label(self, folder: str) -> str:
         """A folder as the person who ran pytest reads it."""
@@ -110,6 +120,7 @@ def build_report(
     spending: Mapping[str, Spend] | None = None,
     routing: Sequence[RoutingTable] = (),
     base: str | None = None,
+    rule: Rule | None = None,
 ) -> SessionReport:
     """The session's report. ``optimizations`` are the improvement rounds by skill folder;
     the model named is the one that really answered, when the runs say so."""
@@ -125,5 +136,5 @@ def build_report(
     ]
     return SessionReport(
         backend, model, runs_per_query, threshold, skills, list(routing), dict(spending or {}),
-        base,
+        base, rule,
     )  # fmt: skip

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.model.prices import maybe_cost_usd, price_of
+from pytest_skilltrigger.model.stats import wilson
+from pytest_skilltrigger.model.verdict import DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.skills.catalog import Target
@@ -41,6 +43,15 @@ class Summary:
     usage: Usage
     cost_usd: float | None = None
     priced: bool = False
+    borderline: int = 0  # of ``failed``, those sampled to the end without a decision
+    # the share of queries passed with its interval at ``confidence`` (Wilson)
+    query_pass_interval: tuple[float, float] | None = None
+    confidence: float = DEFAULT_CONFIDENCE
+    # the run-level rates' intervals (Wilson, counting each query that contributes runs once:
+    # the runs of one query are not independent, so the intervals are conservative)
+    precision_interval: tuple[float, float] | None = None
+    recall_interval: tuple[float, float] | None = None
+    accuracy_interval: tuple[float, float] | None = None
 
     @property
     def counted(self) -> int:
@@ -55,10 +66,16 @@ class Summary:
             "errors": self.errors,
             "skipped": self.skipped,
             "precision": self.precision,
+            "precision_interval": _rounded_pair(self.precision_interval),
             "recall": self.recall,
+            "recall_interval": _rounded_pair(self.recall_interval),
             "accuracy": self.accuracy,
+            "accuracy_interval": _rounded_pair(self.accuracy_interval),
             # what --trigger-min-accuracy gates: the share of queries (not runs) that passed
             "query_pass_rate": self.query_pass_rate,
+            "query_pass_interval": _rounded_pair(self.query_pass_interval),
+            "confidence": self.confidence,
+            "borderline": self.borderline,
             "calls": self.calls,
             **self.usage.to_dict(),
         }
@@ -75,14 +92,19 @@ def summarize(
     tp = fp = fn = tn = 0
     usage = Usage()
     calls = 0
+    # how many queries contribute runs to each rate's denominator (its interval's sample)
+    triggered_queries = positive_queries = measured_queries = 0
     for r in results:
         usage = usage + r.usage
         calls += r.calls
         if r.passed is None:
             continue
         misses = r.runs - r.triggers
+        measured_queries += 1
+        triggered_queries += r.triggers > 0
         if r.should_trigger:
             tp, fn = tp + r.triggers, fn + misses
+            positive_queries += 1
         else:
             fp, tn = fp + r.triggers, tn + misses
     decided = [r for r in results if r.passed is not None]
@@ -90,6 +112,7 @@ def summarize(
     skipped = sum(1 for r in results if r.skipped)
     counted = len(results) - skipped
     total_runs = tp + fp + fn + tn
+    confidence = results[0].rule.confidence if results else DEFAULT_CONFIDENCE
     return Summary(
         total=len(results),
         passed=passed,
@@ -104,7 +127,25 @@ def summarize(
         usage=usage,
         cost_usd=_rounded(_cost(results, model, prices)) if model is not None else None,
         priced=model is not None,
+        borderline=sum(1 for r in results if r.borderline),
+        query_pass_interval=wilson(passed, counted, confidence) if counted else None,
+        confidence=confidence,
+        precision_interval=_per_query(tp, tp + fp, triggered_queries, confidence),
+        recall_interval=_per_query(tp, tp + fn, positive_queries, confidence),
+        accuracy_interval=_per_query(tp + tn, total_runs, measured_queries, confidence),
     )
+
+
+def _per_query(hits: int, runs: int, queries: int, confidence: float) -> tuple[float, float] | None:
+    """A run-level rate's interval with each contributing query counted once (the rate over
+    its runs, on as many observations as there are queries)."""
+    if not runs or not queries:
+        return None
+    return wilson(round(hits / runs * queries), queries, confidence)
+
+
+def _rounded_pair(pair: tuple[float, float] | None) -> list[float] | None:
+    return None if pair is None else [round(v, 4) for v in pair]
 
 
 def _rounded(cost: float | None) -> float | None:

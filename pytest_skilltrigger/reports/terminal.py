@@ -3,17 +3,31 @@ each folder's routing, and the session's total."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from pytest_skilltrigger.model.formatting import format_ratio
+from pytest_skilltrigger.model.formatting import (
+    describe_chosen,
+    display_path,
+    format_interval,
+    format_ratio,
+    rate_text,
+)
 from pytest_skilltrigger.model.prices import Spend, format_usd
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.reports.routing_table import RoutingTable
-from pytest_skilltrigger.reports.session_report import SessionReport
+from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
+from pytest_skilltrigger.skills.drafted_set import REVIEW
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.optimizer.drafting import Draft
 
 MAX_CLASHES = 5  # the worst clashes per folder in the terminal; the JSON has them all
+MAX_LISTED_QUERIES = 8  # the queries named per group of a skill's failures; the JSON has all
 
 
 @dataclass(frozen=True)
@@ -25,23 +39,41 @@ class TerminalLine:
     separator: bool = False
 
 
-def header_lines(skills: int, settings: Settings, context_label: str | None) -> list[str]:
-    """The report header: what the run will do, before any call."""
+def header_lines(
+    skills: int, settings: Settings, context_label: str | None, estimate: Estimate | None = None,
+    drafted: Sequence[Draft] = (),
+) -> list[str]:  # fmt: skip
+    """The report header: the eval sets drafted, what the run will do and may cost."""
     store = settings.active_store or "off"
     lines = [
-        f"skilltrigger: {skills} skill(s), {settings.runs_per_query} runs "
-        f"per query, threshold {settings.threshold}, backend {settings.backend}, "
-        f"store {store}"
+        f"skilltrigger: {skills} skill(s), {settings.rule.describe()}, backend "
+        f"{settings.backend}, store {store}"
     ]
     if context_label:
         lines.append(f"skilltrigger: context {context_label}")
+    for draft in drafted:
+        positives = sum(e.should_trigger for e in draft.entries)
+        lines.append(
+            f"skilltrigger: drafted {display_path(draft.job.path)} for {draft.job.skill.name} "
+            f"({positives} should trigger, {len(draft.entries) - positives} should not): "
+            f"{REVIEW}"
+        )
+    if estimate is not None:
+        cap = "--trigger-budget-usd caps it"
+        if settings.budget_usd is not None:
+            cap = f"capped at {format_usd(settings.budget_usd)} by --trigger-budget-usd"
+        lines.append(f"skilltrigger: {estimate.line()}; {cap}")
     return lines
 
 
 def summary_lines(report: SessionReport) -> list[str]:
     """Lines such as ``csv-cleaner: 18 passed, 2 failed, 0 errors | precision 0.90 ...``,
     read from the report already built for the session (nothing is summarised twice)."""
-    lines = [f"{skill.name}: {_skill_line(skill.summary)}" for skill in report.skills]
+    lines = []
+    for skill in report.skills:
+        lines.append(f"{skill.name}: {_skill_line(skill.summary)}")
+        lines += drafted_lines(skill)
+        lines += failure_lines(skill)
     for table in report.routing:
         lines += routing_lines(table, report.folder_label(table.folder))
     phases = report.by_phase()
@@ -49,18 +81,88 @@ def summary_lines(report: SessionReport) -> list[str]:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]
         total = report.total()
         lines.append(f"session total: {_calls(total)}{_cost(total)} ({'; '.join(parts)})")
+    else:  # said all the same: a rerun served from the store is the cheap case to confirm
+        lines.append("session total: 0 calls, $0.00 (no call was made)")
+    return lines
+
+
+MARKS = {True: "✓", False: "✗"}
+
+
+def drafted_lines(skill: SkillReport) -> list[str]:
+    """A skill's drafted queries, headed by the warning, by kind, each with its result:
+    they were written by a model, and a verdict on them is only as good as they are."""
+    results = skill.results.results()
+    entries = {e.index: e for e in skill.target.eval_set.entries}
+    drafted = [r for i, r in skill.results.rows.items() if entries[i].extra.get("drafted")]
+    if not drafted:
+        return []
+    lines = [f"  {REVIEW} ({len(drafted)} of {len(results)} queries)"]
+    for should, kind in ((True, "should trigger"), (False, "should not trigger")):
+        group = [r for r in drafted if r.should_trigger == should]
+        if group:
+            lines.append(f"    {kind}:")
+            lines += [f"      {_mark(r)} {r.query!r} ({r.triggers}/{r.runs})" for r in group]
+    return lines
+
+
+def _mark(result: QueryResult) -> str:
+    if result.borderline:
+        return "≈"
+    if result.errors:
+        return "!"
+    return MARKS.get(result.passed, "–")
+
+
+def failure_lines(skill: SkillReport) -> list[str]:
+    """A skill's failures grouped, so the lesson shows at a glance: the listing line once,
+    then the should-trigger queries it missed and the should-not queries it took, each
+    group with what won over all its runs (the items' own reports keep the detail)."""
+    results = skill.results.results()
+    groups = (
+        ("missed", [r for r in results if r.should_trigger and r.passed is False], True),
+        ("took", [r for r in results if not r.should_trigger and r.passed is False], False),
+    )
+    if not any(failed for _, failed, _ in groups):
+        return []
+    lines = []
+    if skill.listed_line:
+        lines.append(f"  listed as: {skill.listed_line}")
+    for verb, failed, should in groups:
+        if not failed:
+            continue
+        of = sum(1 for r in results if r.should_trigger == should)
+        kind = "should-trigger" if should else "should-not"
+        chosen: dict[str, int] = {}
+        for r in failed:
+            for choice, count in r.chosen.items():
+                chosen[choice] = chosen.get(choice, 0) + count
+        own = f"skill:{skill.name}"
+        won = (f"; chosen instead: {describe_chosen(chosen, exclude=own)}" if should
+               else "")  # fmt: skip
+        lines.append(f"  {verb} {len(failed)} of {of} {kind} queries{won}")
+        for r in failed[:MAX_LISTED_QUERIES]:
+            how = "borderline" if r.borderline else f"{r.triggers}/{r.runs}"
+            lines.append(f"    - {r.query!r} ({how})")
+        if len(failed) > MAX_LISTED_QUERIES:
+            lines.append(f"    ... {len(failed) - MAX_LISTED_QUERIES} more")
     return lines
 
 
 def _skill_line(s: Summary) -> str:
     skipped = f", {s.skipped} skipped" if s.skipped else ""
+    borderline = f" ({s.borderline} borderline)" if s.borderline else ""
     u = s.usage
     cost = _cost_text(s.cost_usd) if s.priced else ""
+    interval = ""
+    if s.query_pass_interval is not None:
+        interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
     return (
-        f"{s.passed} passed, {s.failed} failed, {s.errors} errors{skipped} | queries passed "
-        f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}) | precision "
-        f"{format_ratio(s.precision)}, recall {format_ratio(s.recall)}, "
-        f"run accuracy {format_ratio(s.accuracy)} | "
+        f"{s.passed} passed, {s.failed} failed{borderline}, {s.errors} errors{skipped} | "
+        f"queries passed {s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}){interval} "
+        f"| precision {rate_text(s.precision, s.precision_interval)}, recall "
+        f"{rate_text(s.recall, s.recall_interval)}, run accuracy "
+        f"{rate_text(s.accuracy, s.accuracy_interval)} | "
         f"{s.calls} calls, tokens in {u.input_tokens:,} out {u.output_tokens:,} "
         f"cache write {u.cache_creation_input_tokens:,} "
         f"read {u.cache_read_input_tokens:,}{cost}"
@@ -79,7 +181,8 @@ def routing_lines(table: RoutingTable, folder: str) -> list[str]:
         passed, counted = table.counted
         lines.append(
             f"routing in {folder}: {items}routing accuracy {format_ratio(table.accuracy)} "
-            f"({passed}/{counted} of routing items and should-trigger queries passed)"
+            f"({passed}/{counted} of routing items and should-trigger queries passed), "
+            f"{format_interval(table.interval, table.confidence)}"
         )
     if not table.clashes:
         lines.append(f"routing in {folder}: no skill took another's queries")

@@ -468,6 +468,7 @@ def test_a_batch_sends_the_captured_request_whole(
     common = (
         "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
         "--trigger-context=claude-code", f"--claude-bin={claude_bin}", "--runs-per-query=1",
+        "--trigger-confidence=off",  # one run, the reference rule
         # the capture is stored and replayed by both runs; the runs are made afresh
         "--trigger-cache=refresh", f"--trigger-store={pytester.path / 'store.sqlite'}",
     )  # fmt: skip

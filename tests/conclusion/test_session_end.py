@@ -12,6 +12,7 @@ from pytest_skilltrigger.conclusion.outputs import Outputs
 from pytest_skilltrigger.conclusion.session_end import SessionEnd
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
+from pytest_skilltrigger.model.verdict import FixedRule
 from pytest_skilltrigger.skills.catalog import load_targets
 from pytest_skilltrigger.support.errors import InputError
 from tests.fake_messages_api import FakeMessagesAPI
@@ -21,7 +22,7 @@ from tests.helpers import make_skill
 def result(query: str, should: bool, triggers: int) -> QueryResult:
     outcomes = [RunOutcome("triggered", chosen="skill:pdf-tools")] * triggers
     outcomes += [RunOutcome("not_triggered", chosen="text")] * (3 - triggers)
-    return QueryResult(query, should, 3, 0.5, tuple(outcomes))
+    return QueryResult(query, should, FixedRule(3, 0.5), tuple(outcomes))
 
 
 def gathered_end(tmp_path: Path, **kwargs: object) -> SessionEnd:
@@ -43,7 +44,8 @@ def test_the_report_files_and_the_gate(tmp_path: Path) -> None:
     conclusion = end.finish(None, interrupted=False, log=print)
     assert conclusion.report.skills[0].summary.passed == 1
     assert conclusion.gate_failures == [
-        "pdf-tools: queries passed 0.5 (1/2) is below --trigger-min-accuracy 0.9"
+        "pdf-tools: queries passed 0.5 (1/2, 95% interval 0.09–0.91) is below "
+        "--trigger-min-accuracy 0.9"
     ]
     data = json.loads((tmp_path / "out.json").read_text())
     assert [r["pass"] for r in data["skills"][0]["results"]] == [False, True]
@@ -55,18 +57,61 @@ def test_the_report_files_and_the_gate(tmp_path: Path) -> None:
     assert lines[0] == "skill trigger summary" and lines[-1].startswith("GATE FAILED pdf-tools")
 
 
-def test_a_regression_against_the_baseline_fails_the_gate(tmp_path: Path) -> None:
+def settled(query: str, passed: bool, **more: object) -> dict[str, object]:
+    return {"query": query, "pass": passed, "decided": True, **more}
+
+
+def test_one_query_worse_is_not_a_regression_of_the_skill(tmp_path: Path) -> None:
+    """A query whose settled verdict went from pass to fail is listed; alone it is no
+    regression of the skill (the sign test's p is 0.5), so the gate holds."""
     baseline = tmp_path / "old.json"
     baseline.write_text(json.dumps({"skills": [{"skill_name": "pdf-tools", "results": [
-        {"query": "merge a.pdf", "pass": True}, {"query": "bake bread", "pass": True}]}]}))
+        settled("merge a.pdf", True), settled("bake bread", True)]}]}))  # fmt: skip
     gates = Gates(baseline_path=str(baseline), fail_on_regression=True)
     end = gathered_end(tmp_path, gates=gates)
     end.check_inputs()
     conclusion = end.finish(None, interrupted=False, log=print)
-    assert [(c.query, c.before, c.after) for c in conclusion.regressions] == [
+    assert conclusion.comparison is not None
+    assert [(c.query, c.before, c.after) for c in conclusion.comparison.regressions] == [
         ("merge a.pdf", "pass", "fail")
     ]
-    assert conclusion.gate_failures == ["1 regression(s) against the baseline"]
+    assert conclusion.gate_failures == []
+    lines = [line.text for line in conclusion.terminal_lines()]
+    assert "REGRESSED pdf-tools: 'merge a.pdf' (pass -> fail)" in lines
+    assert (
+        "pdf-tools: 1 queries worse, 0 better against the baseline (sign test p = 0.5): not a "
+        "regression at 95%, within the noise of the runs"
+    ) in lines
+
+
+def test_a_paired_test_decides_when_a_skill_regressed() -> None:
+    from pytest_skilltrigger.reports.baseline import compare
+
+    queries = [f"q{n}" for n in range(8)]
+    before = {"skills": [{"skill_name": "s", "results": [settled(q, True) for q in queries]}]}
+    # five settled passes now settle as fails: p = 1/32 < 0.05; one goes borderline (noise),
+    # one errors (noise), one holds
+    after_rows = [settled(q, False) for q in queries[:5]]
+    after_rows += [{"query": "q5", "pass": False, "decided": False, "borderline": True},
+                   {"query": "q6", "pass": None, "errors": 1}, settled("q7", True)]  # fmt: skip
+    comparison = compare(before, {"skills": [{"skill_name": "s", "results": after_rows}]})
+    (skill,) = comparison.skills
+    assert len(skill.regressed) == 5 and skill.p_value == pytest.approx(1 / 32)
+    assert skill.significant and comparison.regressed_skills == [skill]
+    assert [(c.query, c.after) for c in comparison.noise] == [("q5", "borderline"),
+                                                             ("q6", "error")]  # fmt: skip
+    assert skill.line(0.95) == (
+        "s: regressed against the baseline: 5 queries worse, 0 better (sign test p = 0.0312, "
+        "below 0.05)"
+    )
+    # four worse and one better is chance at 95% (p = 6/32)
+    old = [settled(q, n != 7) for n, q in enumerate(queries)]
+    new = [settled(q, n not in range(4)) for n, q in enumerate(queries)]
+    mixed = compare({"skills": [{"skill_name": "s", "results": old}]},
+                    {"skills": [{"skill_name": "s", "results": new}]})  # fmt: skip
+    (skill,) = mixed.skills
+    assert (len(skill.regressed), len(skill.improved)) == (4, 1)
+    assert skill.p_value == pytest.approx(6 / 32) and not skill.significant
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from pytest_skilltrigger.engine.batch_waves import BatchedRuns
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import load_targets
@@ -67,8 +68,9 @@ def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
 
 
 def test_batched_runs_cross_as_json_unchanged() -> None:
+    plan = SamplingPlan(hits=frozenset({"skill:pdf", "skill:xlsx"}))  # the sequential rule
     item = BatchedRuns(
-        ("key", "merge pdfs", 3, 0.5, True, False),
+        ("key", "merge pdfs", plan.ident()),
         [RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
          RunOutcome("not_triggered", chosen="text", from_store=True)],
     )  # fmt: skip
@@ -102,7 +104,7 @@ def test_a_library_session_samples_in_waves_of_batches(
     for batch in (False, True):
         for query, script in queries:
             fake_api.script(query, script)
-        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01)
+        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01, confidence=None)
         session = TriggerSession(settings)
         try:
             context = target.context()
@@ -116,6 +118,35 @@ def test_a_library_session_samples_in_waves_of_batches(
     assert [runs for _q, _t, runs, _p in outcomes[True]] == [2, 3, 2]
     assert fake_api.stats["batches_created"] == 2
     assert fake_api.stats["batch_requests"] == 7 == fake_api.stats["trigger_calls"]
+
+
+def test_sequential_verdicts_sample_in_the_same_waves_batched_and_live(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The default rule in batches: clear queries settle in one wave of five; one whose runs
+    alternate goes on in waves until no bound can be reached (borderline), exactly as live."""
+    queries = [("tidy csv one", ["skill:alpha"]), ("tidy csv two", ["skill:alpha", "text"]),
+               ("write a poem", ["text"])]  # fmt: skip
+    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
+    (target,) = load_targets([str(folder)])
+    outcomes = {}
+    for batch in (False, True):
+        for query, script in queries:
+            fake_api.script(query, script)
+        session = TriggerSession(Settings(cache_mode="off", batch=batch, batch_poll=0.01))
+        try:
+            context = target.context()
+            session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
+            results = session.evaluate(context, target.eval_set.entries)
+        finally:
+            session.close()
+        outcomes[batch] = [(r.verdict, r.runs, r.passed, r.borderline) for r in results]
+    assert outcomes[True] == outcomes[False]
+    assert outcomes[True] == [("triggered", 5, True, False), ("undecided", 13, False, True),
+                              ("not_triggered", 5, True, False)]  # fmt: skip
+    # waves: 5 each; the alternating query stands one trigger ahead, so four more could settle
+    # it: 4, then 4 again (13 runs), and then no bound is in reach of the last two
+    assert fake_api.batch_sizes == [15, 4, 4]
 
 
 def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
@@ -132,7 +163,8 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
     (target,) = load_targets([str(folder)])
     for query, script in queries:
         fake_api.script(query, script)
-    session = TriggerSession(Settings(cache_mode="off", batch=True, batch_poll=0.01))
+    settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, confidence=None)
+    session = TriggerSession(settings)
     try:
         context = target.context()
         session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
@@ -211,7 +243,7 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     class Proposer:
         asked = 0
 
-        def propose(self, prompt: str) -> object:
+        def propose(self, prompt: str, count: int = 1, tried: object = ()) -> object:
             Proposer.asked += 1
             raise AssertionError("no proposal may be asked for past the deadline")
 
@@ -229,5 +261,5 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     assert Proposer.asked == 0
     assert halted and "--trigger-batch-timeout" in halted
     assert run.exit_reason.startswith("stopped before iteration 2: no batch result")
-    assert run.confirmation is None
+    assert run.acceptance is None
     assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0

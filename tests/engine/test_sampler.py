@@ -21,7 +21,7 @@ from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import BUDGET_REACHED, RunOutcome, Usage
-from pytest_skilltrigger.model.plan import SamplingPlan
+from pytest_skilltrigger.model.plan import SamplingPlan, reference_plan
 from pytest_skilltrigger.model.verdict import passes
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
@@ -60,7 +60,7 @@ class ScriptedBackend:
 def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
     backend = ScriptedBackend("not_triggered")
     sampler = Sampler(backend, concurrency=2)
-    plan = SamplingPlan(3, 0.5)
+    plan = reference_plan(3, 0.5)
     as_positive = sampler.submit(CONTEXT, "merge these", True, plan).result()
     as_negative = sampler.submit(CONTEXT, "merge these", False, plan).result()
     sampler.close()
@@ -72,7 +72,7 @@ def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
 def test_threshold_zero_still_measures_a_rate() -> None:
     backend = ScriptedBackend("not_triggered")
     sampler = Sampler(backend, concurrency=1)
-    result = sampler.submit(CONTEXT, "anything", True, SamplingPlan(3, 0.0)).result()
+    result = sampler.submit(CONTEXT, "anything", True, reference_plan(3, 0.0)).result()
     sampler.close()
     assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
 
@@ -92,7 +92,7 @@ def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> 
 def test_refresh_replaces_what_later_runs_read(tmp_path: Path) -> None:
     store = ResultStore(str(tmp_path / "store.sqlite"))
     backend = ScriptedBackend("triggered")
-    plan = SamplingPlan(2, 0.5)
+    plan = reference_plan(2, 0.5)
 
     def sample(mode: str) -> tuple[int, int]:
         sampler = storing_sampler(backend, store, mode)
@@ -112,7 +112,7 @@ def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> Non
     what a later cached rerun of the description reuses."""
     store = ResultStore(str(tmp_path / "store.sqlite"))
     backend = ScriptedBackend("triggered")
-    plan = SamplingPlan(2, 0.5)
+    plan = reference_plan(2, 0.5)
     sampler = storing_sampler(backend, store, "use")
     first = sampler.submit(CONTEXT, "merge these", True, plan).result()
     backend.status = "not_triggered"
@@ -181,7 +181,7 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
     backend = SequenceBackend({"q": answers})
     sampler = Sampler(backend, concurrency=concurrency)
     try:
-        plan = SamplingPlan(runs, threshold)
+        plan = reference_plan(runs, threshold)
         result = sampler.submit(CONTEXT, "q", should_trigger, plan).result()
     finally:
         sampler.close()
@@ -194,7 +194,7 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
 def test_without_early_stopping_every_run_is_made() -> None:
     backend = SequenceBackend({"q": [True] * 5})
     sampler = Sampler(backend, concurrency=2)
-    plan = SamplingPlan(5, 0.5, curtail=False)
+    plan = reference_plan(5, 0.5, curtail=False)
     result = sampler.submit(CONTEXT, "q", True, plan).result()
     sampler.close()
     assert (result.runs, result.triggers) == (5, 5)
@@ -209,7 +209,7 @@ def test_an_error_stops_the_query_and_is_never_a_miss() -> None:
 
     backend = Failing({"q": []})
     sampler = Sampler(backend, concurrency=1)
-    result = sampler.submit(CONTEXT, "q", True, SamplingPlan(3, 0.5)).result()
+    result = sampler.submit(CONTEXT, "q", True, reference_plan(3, 0.5)).result()
     sampler.close()
     assert result.errors >= 1 and result.passed is None and result.error
     assert backend.calls["q"] == result.errors  # the first wave only: no wave after an error
@@ -224,19 +224,21 @@ def test_a_fatal_error_stops_every_later_call() -> None:
 
     backend = Fatal({})
     sampler = Sampler(backend, concurrency=1)
-    first = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5)).result()
-    second = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5)).result()
+    first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
     assert sampler.fatal and first.errors and second.errors
     assert sum(backend.calls.values()) == 1
 
 
 def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
+    """Each run holds its estimate until it settles: a run that would pass the budget is not
+    made, and its query (and every later one) is skipped, never a miss."""
     backend = SequenceBackend({"a": [True] * 3, "b": [True] * 3})
     guard = CostGuard("m", {"m": {"input": 1.0, "output": 1.0}}, budget_usd=0.00025)
     sampler = Sampler(backend, concurrency=1, guard=guard)
-    first = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5)).result()
-    second = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5)).result()
+    first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
     # each run is estimated (and costs) $0.00011: two fit, the third would not
     assert first.runs == 2 and not first.skipped
@@ -244,6 +246,27 @@ def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
     assert "$0.00025" in second.skipped  # the budget, with the digits that say it
     assert backend.calls["b"] == 0
     assert guard.total().calls == 2
+
+
+def test_a_query_the_budget_cuts_short_keeps_its_runs_in_the_store(tmp_path: Path) -> None:
+    """The runs a query made before the budget stopped it were paid: they are stored, and a
+    rerun with room goes on from them."""
+    store = ResultStore(str(tmp_path / "s.sqlite"))
+    recorded: list[int] = []
+
+    def record(key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+        recorded.append(store.record("b", "m", key, query, outcomes))
+
+    backend = SequenceBackend({"a": [True, False, True, False, True, False]})
+    guard = CostGuard("m", {"m": {"input": 1.0, "output": 1.0}}, budget_usd=0.00025)
+    sampler = Sampler(backend, concurrency=1, guard=guard, store=store, record=record)
+    cut = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    sampler.close()
+    assert cut.over_budget and cut.runs == 2 and recorded == [2]
+    again = Sampler(backend, concurrency=1, store=store, record=record)
+    rerun = again.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    again.close()
+    assert rerun.runs == 3 and rerun.calls == 1 and not rerun.skipped
 
 
 def test_closing_abandons_what_is_queued_as_interrupted() -> None:
@@ -257,8 +280,8 @@ def test_closing_abandons_what_is_queued_as_interrupted() -> None:
             return RunOutcome("triggered", chosen="skill:pdf-tools")
 
     sampler = Sampler(Slow({}), concurrency=1)
-    running = sampler.submit(CONTEXT, "a", True, SamplingPlan(3, 0.5))
-    queued = sampler.submit(CONTEXT, "b", True, SamplingPlan(3, 0.5))
+    running = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5))
+    queued = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5))
     assert started.wait(5)
     sampler.close(wait=False)
     release.set()
@@ -269,10 +292,38 @@ def test_closing_abandons_what_is_queued_as_interrupted() -> None:
 def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
     backend = SequenceBackend({"q": [True, False, False]})
     sampler = Sampler(backend, concurrency=1)
-    plan = SamplingPlan(2, 0.5)
+    plan = reference_plan(2, 0.5)
     ordinary = sampler.submit(CONTEXT, "q", True, plan).result()
     fresh = sampler.submit(CONTEXT, "q", True, replace(plan, fresh=True)).result()
     again = sampler.submit(CONTEXT, "q", True, plan).result()
     sampler.close()
     assert (ordinary.triggers, fresh.triggers, fresh.runs) == (1, 0, 2)
     assert again.triggers == 1 and backend.calls["q"] == 3  # the ordinary sampling, shared
+
+
+def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: Path) -> None:
+    """The sequential rule over the store: three stored triggers need two more runs to settle
+    (five in a row); the rerun finds five that settle it and makes no call. Stored runs past
+    the point where the rule would have stopped are not read."""
+    store = ResultStore(str(tmp_path / "s.sqlite"))
+    key = CONTEXT.key(backend="scripted")
+    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 3)
+    recorded: list[int] = []
+
+    def record(k: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+        recorded.append(store.record("scripted", "m", k, query, outcomes))
+
+    plan = SamplingPlan()
+    for expected_calls in (2, 0):
+        backend = ScriptedBackend()
+        sampler = Sampler(backend, store=store, record=record)
+        result = sampler.submit(CONTEXT, "merge", True, plan).result()
+        sampler.close()
+        assert backend.calls == expected_calls
+        assert (result.verdict, result.runs, result.passed) == ("triggered", 5, True)
+    assert recorded == [2, 0]
+    # ten stored runs, settled at the fifth: a rerun reads five, as a fresh sampling would
+    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 5)
+    sampler = Sampler(ScriptedBackend(), store=store)
+    assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 5
+    sampler.close()

@@ -12,7 +12,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from contextlib import closing
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
 from tests.fake_messages_api import FakeMessagesAPI, extract_query
+from tests.helpers import PYTEST, interruptible
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 from tests.plugin.test_xdist import ALPHA, BETA, build, run_args, script, stable
 
@@ -245,9 +245,10 @@ def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path, signum: int) -> 
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         out = tmp_path / "out.json"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", f"--skill-path={folder}", "-p", "no:cacheprovider",
+            [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider",
              "--trigger-cache=off", *BATCH, f"--trigger-json={out}"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=interruptible,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while api.stats["batch_polls"] < 2 and time.monotonic() < deadline:
@@ -267,14 +268,15 @@ def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> N
     interrupted wave was making."""
     folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
     store = tmp_path / "store.sqlite"
-    args = [sys.executable, "-m", "pytest", f"--skill-path={folder}", "-p", "no:cacheprovider",
-            f"--trigger-store={store}", *BATCH]  # fmt: skip
+    args = [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider",
+            f"--trigger-store={store}", "--trigger-confidence=off", *BATCH]  # fmt: skip
     with FakeMessagesAPI() as api:
         script(api)  # one query splits 1-1 in the first wave: a second wave of one run
         api.batch_holds = [1, 10_000]  # the first batch ends at its second poll, not the next
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)  # fmt: skip
+                                stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=interruptible)  # fmt: skip
         deadline = time.monotonic() + 60
         # the first batch's three polls (with the SDK's before the results), then the second's
         while (api.stats["batches_created"] < 2 or api.stats["batch_polls"] < 5) and (
@@ -323,15 +325,16 @@ def test_the_optimizer_measures_each_round_in_batches(
     assert phases["confirmation"]["batch_calls"] == phases["confirmation"]["calls"] > 0
     assert phases["improve"]["batch_calls"] == 0  # proposals are live requests
     assert "Alpha tidies csv column data" in (folder / "SKILL.md").read_text(), result.stdout.str()
-    # one batch per round, every request fitting in one and every query clear-cut (decided
-    # at its second run): the items', each later round's (the first reuses the items'
-    # results), and the confirmation's (start and best on the test queries, together)
+    # what the server batched is what the report counts, phase by phase: the items' batch
+    # first (its queries clear-cut, decided at their second run), then the rounds' and the
+    # acceptance race's batches, each stage of a round one batch for all its descriptions
+    trigger_calls = sum(phases[p]["calls"] for p in ("items", "rounds", "confirmation"))
+    assert sum(fake_api.batch_sizes) == trigger_calls
+    assert fake_api.batch_sizes[0] == phases["items"]["calls"] == 2 * len(queries)
     (skill,) = report["skills"]
-    rounds = [2 * len(queries)] * (skill["iterations_run"] - 1)
-    assert rounds and sum(rounds) == phases["rounds"]["calls"]
-    assert fake_api.batch_sizes == [2 * len(queries), *rounds, 2 * 2 * skill["test_size"]]
-    # the confirmation's fresh runs are never stored; the items' and the rounds' are
-    assert stored_runs(store) == phases["items"]["calls"] + phases["rounds"]["calls"]
+    # a race's extra runs are fresh and never stored, nor is the acceptance's sampling
+    extra = sum((it.get("race") or {}).get("extra_runs", 0) for it in skill["history"])
+    assert stored_runs(store) == phases["items"]["calls"] + phases["rounds"]["calls"] - extra
 
 
 def test_under_xdist_an_unknown_model_in_the_batch_stops_the_workers(

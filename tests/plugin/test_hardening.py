@@ -7,14 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.helpers import plugin_args
+from tests.helpers import PYTEST, interruptible, plugin_args
 
 SECRET = "sk-ant-api03-SECRETsecretSECRET-0123456789abcdef"
 
@@ -91,9 +90,7 @@ def test_no_secret_in_any_output_or_file(pytester: pytest.Pytester) -> None:
             env["ANTHROPIC_API_KEY"] = key
             done = subprocess.run(
                 [
-                    sys.executable,
-                    "-m",
-                    "pytest",
+                    *PYTEST,
                     f"--skill-path={folder}",
                     "--optimize-description",
                     "--max-iterations",
@@ -134,9 +131,7 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
         results = tmp_path / "results"
         proc = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "pytest",
+                *PYTEST,
                 f"--skill-path={folder}",
                 "-p",
                 "no:cacheprovider",
@@ -153,6 +148,7 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
+            preexec_fn=interruptible,
             text=True,
         )
         deadline = time.monotonic() + 120
@@ -194,11 +190,12 @@ def test_an_interrupt_in_a_later_skills_rounds_leaves_every_skill_md_as_it_was(
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         results = tmp_path / "results"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest", f"--skill-path={tmp_path / 'skills'}",
+            [*PYTEST, f"--skill-path={tmp_path / 'skills'}",
              "-p", "no:cacheprovider", "--trigger-cache=off", "--optimize-description",
              "--max-iterations=9", "--holdout=0.34", f"--trigger-results-dir={results}",
              "--trigger-concurrency=2"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=interruptible,
         )  # fmt: skip
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:

@@ -17,7 +17,7 @@ import pytest
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.model.context import DEFAULT_COMPETITORS, TriggerContext
 from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
-from tests.helpers import no_store
+from tests.helpers import no_store, reference_rule
 
 SKILL = "csv-tidy"
 DESCRIPTION = (
@@ -94,7 +94,7 @@ def standard_skill(pytester: pytest.Pytester, api: FakeMessagesAPI) -> Path:
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest(*BASE_ARGS, *no_store(args), *args)
+    return pytester.runpytest(*BASE_ARGS, *no_store(args), *reference_rule(args), *args)
 
 
 def outcomes_by_id(result: pytest.RunResult) -> dict[str, str]:
@@ -280,7 +280,8 @@ def test_failure_explains_query_expectation_rate_and_choice(
     result.stdout.fnmatch_lines(
         [
             f"query: {q_skill!r}",
-            f"expected {SKILL!r} to trigger: triggered 0/3 runs, rate 0.00 < threshold 0.50",
+            f"expected {SKILL!r} to trigger: triggered 0/3 runs, rate 0.00 < threshold 0.50"
+            " (95% interval 0.00–0.56)",
             "the model chose instead: skill 'other-skill' x3",
         ]
     )
@@ -290,10 +291,26 @@ def test_failure_explains_query_expectation_rate_and_choice(
     result.stdout.fnmatch_lines(
         [f"query: {q_text!r}", "*triggered 0/3*", "the model chose instead: a plain answer x3"]
     )
+    # the summary groups them: the listing once, the misses with what won, the false trigger
+    result.stdout.fnmatch_lines(
+        [
+            f"{SKILL}: 0 passed, 4 failed*",
+            f"  listed as: - {SKILL}: *",
+            "  missed 3 of 3 should-trigger queries; chosen instead: skill 'other-skill' x3, "
+            "a plain answer x3, tool Bash x3",
+            f"    - {q_skill!r} (0/3)",
+            f"    - {q_tool!r} (0/3)",
+            f"    - {q_text!r} (0/3)",
+            "  took 1 of 1 should-not queries",
+            f"    - {Q_WRONG!r} (3/3)",
+        ]
+    )
+    assert result.stdout.str().count("listed as: -") == 1
     result.stdout.fnmatch_lines(
         [
             f"query: {Q_WRONG!r}",
-            f"expected {SKILL!r} to not trigger: triggered 3/3 runs, rate 1.00 >= threshold 0.50",
+            f"expected {SKILL!r} to not trigger: triggered 3/3 runs, rate 1.00 >= threshold 0.50"
+            " (95% interval 0.44–1.00)",
             f"the model chose: skill {SKILL!r} x3",
         ]
     )
@@ -442,12 +459,20 @@ def test_user_properties_on_reports_via_junitxml(
     }
     assert props["csv-tidy[00-please-fix-the-broken-delimiters-in-orde]"] == {
         "trigger_rate": "1.0",
+        "interval_low": "0.4385",
+        "interval_high": "1.0",
+        "decided": "True",
+        "borderline": "False",
         "triggers": "3",
         "runs": "3",
         "chosen": json.dumps({f"skill:{SKILL}": 3}),
     }
     assert props["csv-tidy[02-dedupe-leads-csv-by-email]"] == {
         "trigger_rate": "0.0",
+        "interval_low": "0.0",
+        "interval_high": "0.5615",
+        "decided": "True",
+        "borderline": "False",
         "triggers": "0",
         "runs": "3",
         "chosen": json.dumps({"tool:Bash": 3}),
@@ -704,6 +729,7 @@ def test_result_store_reuses_runs(
     second = run(pytester, *args)
     assert trigger_calls(fake_api) == calls, "a repeated run must make no call"
     assert outcomes_by_id(second) == verdicts
+    second.stdout.fnmatch_lines(["session total: 0 calls, $0.00 (no call was made)"])
 
     off = run(pytester, *args, "--trigger-cache", "off")
     assert trigger_calls(fake_api) == 2 * calls
@@ -825,5 +851,9 @@ def test_the_exact_listed_line_is_in_the_failure_and_the_json_and_a_cut_is_warne
     result.assert_outcomes(failed=1)
     listed = json.loads(out.read_text())["skills"][0]["listed_description"]
     assert listed.startswith(DESCRIPTION + " - Also for &lt;tsv&gt;") and listed.endswith("\u2026")
-    assert f"listed to the model as: - {SKILL}: {listed}" in result.stdout.str()
+    out_text = result.stdout.str()
+    assert out_text.count(f"listed as: - {SKILL}: {listed}") == 1  # once, in the summary
+    assert "listed to the model as" not in out_text
     result.stdout.fnmatch_lines(["*Claude Code cuts it, so the model never sees what follows*"])
+    verbose = run(pytester, f"--skill-path={skills}", "-v")  # -v: under each failure too
+    assert f"listed to the model as: - {SKILL}: {listed}" in verbose.stdout.str()

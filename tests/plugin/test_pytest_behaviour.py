@@ -9,12 +9,12 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import PYTEST
 from tests.plugin.test_items import (  # noqa: F401 - the fixture warms the SDK up
     Q_MISS,
     Q_NO,
@@ -150,7 +150,7 @@ def test_a_read_only_skill_folder_is_refused_before_the_rounds(
     """A skill the user may not write: --optimize-description stops at once with one line
     instead of failing after every round was paid for."""
     folder = standard_skill(pytester, fake_api)
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+    command = [*PYTEST, "-p", "no:cacheprovider",
                f"--skill-path={folder}", "--trigger-cache=off", "--optimize-description",
                "--holdout=0.5"]  # fmt: skip
     try:
@@ -265,7 +265,8 @@ def test_the_gate_prints_the_number_it_compares(pytester: pytest.Pytester, proje
     result = pytester.runpytest_subprocess("--trigger-min-accuracy=0.645")
     result.stdout.fnmatch_lines(
         ["*queries passed 2/4 (0.50)*",
-         "*GATE FAILED csv-tidy: queries passed 0.5 (2/4) is below --trigger-min-accuracy 0.645"]
+         "*GATE FAILED csv-tidy: queries passed 0.5 (2/4, 95% interval 0.15–0.85) is below "
+         "--trigger-min-accuracy 0.645"]
     )  # fmt: skip
 
 

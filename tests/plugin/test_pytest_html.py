@@ -7,7 +7,7 @@ attribute. Only a real report shows whether a hostile query stays text all the w
 
 from __future__ import annotations
 
-import base64
+import html
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -146,21 +146,19 @@ def test_columns_extras_and_escaping(pytester: pytest.Pytester, fake_api: FakeMe
     assert len(plain["resultsTableRow"]) == len(yes["resultsTableRow"])
     assert yes["triggerRate"] == "0.67"  # sortable column data
 
-    # extras: the html table, the json link, and the user's own extra kept
+    # extras: the html table (with the JSON in it, readable), and the user's own extra kept
     formats = [e["format_type"] for e in yes["extras"]]
-    assert formats.count("html") == 1 and formats.count("json") == 1
+    assert formats.count("html") == 1 and formats.count("json") == 0
     assert "user-extra" in [e["name"] for e in yes["extras"]]
     assert plain["extras"] == [e for e in plain["extras"] if e["name"] == "user-extra"]
     html_extra = next(e["content"] for e in yes["extras"] if e["format_type"] == "html")
-    assert "skill:csv-tidy ×2" in html_extra and "text ×1" in html_extra
+    assert "skill 'csv-tidy' x2, a plain answer x1" in html.unescape(html_extra)
     assert "should trigger" in html_extra and Q_YES in html_extra
     assert "0.67 (2/3 runs" in html_extra
     no_extra = next(e["content"] for e in no["extras"] if e["format_type"] == "html")
     assert "&lt;b&gt;near-miss&lt;/b&gt;" in no_extra and "<b>" not in no_extra
-    json_extra = next(e for e in no["extras"] if e["format_type"] == "json")
-    prefix = "data:application/json;charset=utf-8;base64,"
-    assert json_extra["content"].startswith(prefix)
-    payload = json.loads(base64.b64decode(json_extra["content"][len(prefix) :]))
+    folded = no_extra.split("<pre>", 1)[1].split("</pre>", 1)[0]
+    payload = json.loads(html.unescape(folded))
     assert payload["query"] == Q_NO and payload["should_trigger"] is False
     assert payload["chosen"] == {"text": 2, "tool:Bash": 1}
     assert (payload["triggers"], payload["runs"], payload["trigger_rate"]) == (0, 3, 0.0)
@@ -176,7 +174,7 @@ def test_columns_extras_and_escaping(pytester: pytest.Pytester, fake_api: FakeMe
     assert not [v for v in values if "alert" in v or v.startswith(("onerror", "onmouseover"))]
     inner = Page()  # what pytest-html's script will insert as markup
     inner.feed(hostile_extra)
-    assert {t for t, _ in inner.tags} == {"table", "tr", "th", "td"}
+    assert {t for t, _ in inner.tags} == {"table", "tr", "th", "td", "details", "summary", "pre"}
     scripts = [t for t, _ in page.tags if t == "script"]
     assert len(scripts) == page.raw.count("<script>")  # type: ignore[attr-defined]
 
@@ -193,6 +191,7 @@ def test_with_xdist(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> Non
 def test_row_hook_unit(tmp_path: Path) -> None:
     """Cells stay aligned for any report (trigger item or not), and values are escaped."""
     from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
+    from pytest_skilltrigger.model.verdict import FixedRule
     from pytest_skilltrigger.skills.catalog import load_targets
 
     skill = tmp_path / "s"
@@ -201,7 +200,7 @@ def test_row_hook_unit(tmp_path: Path) -> None:
     (skill / "trigger-eval.json").write_text('[{"query": "q <i>", "should_trigger": true}]')
     target = load_targets([str(skill)])[0]
     result = QueryResult(
-        "q <i>", True, 2, 0.5,
+        "q <i>", True, FixedRule(2, 0.5),
         (RunOutcome("triggered", chosen="skill:s"), RunOutcome("not_triggered", chosen="text")),
     )  # fmt: skip
 
@@ -212,12 +211,14 @@ def test_row_hook_unit(tmp_path: Path) -> None:
     hooks = HtmlColumns(lambda nodeid: (target, result) if nodeid == "item" else None)
     header = ["<th>Result</th>", "<th>Test</th>", "<th>Duration</th>", "<th>Links</th>"]
     hooks.pytest_html_results_table_header(header)
-    assert len(header) == 6 and "Trigger rate" in header[2] and "Triggers/runs" in header[3]
+    assert len(header) == 7 and "Trigger rate" in header[2] and "Triggers/runs" in header[3]
+    assert "Interval" in header[4]
     cells = ["<td>r</td>", "<td>t</td>", "<td>d</td>", "<td>l</td>"]
     hooks.pytest_html_results_table_row(Report("item"), cells)
     assert cells[2] == '<td class="col-triggerRate">0.50</td>'
     assert cells[3] == '<td class="col-triggerRuns">1/2</td>'
+    assert cells[4] == '<td class="col-triggerInterval">0.09–0.91</td>'
     other = ["<td>r</td>", "<td>t</td>", "<td>d</td>", "<td>l</td>"]
     hooks.pytest_html_results_table_row(Report("other"), other)
-    assert len(other) == 6 and other[2] == '<td class="col-triggerRate"></td>'
+    assert len(other) == 7 and other[2] == '<td class="col-triggerRate"></td>'
     assert "&lt;i&gt;" in extra_html(extra_payload(target, 0, result))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
+from pytest_skilltrigger.model.verdict import FixedRule
 from pytest_skilltrigger.plugin import wire
 
 
@@ -15,7 +16,8 @@ class Report:
 def test_records_round_trip_through_json() -> None:
     outcome = RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 2, 1, 3),
                          requests=2, model="m", batch=True)  # fmt: skip
-    result = QueryResult("merge", True, 3, 0.5, (outcome, RunOutcome("error", error="boom")))
+    runs = (outcome, RunOutcome("error", error="boom"))
+    result = QueryResult("merge", True, FixedRule(3, 0.5), runs, hits=frozenset({"skill:a"}))
     records = [
         wire.ItemRecord("/s/pdf/SKILL.md", 4, "key", result),
         wire.RoutingRecord("/s/routing-eval.json", 1, None, result),

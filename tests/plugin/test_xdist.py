@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fake_messages_api import FakeMessagesAPI
-from tests.helpers import no_store
+from tests.helpers import no_store, reference_rule
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
 # token counts depend on the fake's prompt-cache state and response shapes, cost on tokens
@@ -67,7 +67,8 @@ def script(api: FakeMessagesAPI) -> None:
 
 def run_args(root: Path, *more: str) -> tuple[str, ...]:
     """Command-line arguments of one run of the skills under ``root``."""
-    return ("-p", "no:cacheprovider", f"--skill-path={root}", *no_store(more), *more)
+    return ("-p", "no:cacheprovider", f"--skill-path={root}", *no_store(more),
+            *reference_rule(more), *more)  # fmt: skip
 
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +84,7 @@ def stable(report: dict[str, Any]) -> dict[str, Any]:
 
 WRITER_LOG_CONFTEST = """
 import os
+import sys
 
 import pytest_skilltrigger.reports.json_report as json_report
 
@@ -98,13 +100,22 @@ def _logged(path, report):
     _original(path, report)
 
 
+def _users():
+    # every module of the plugin holding the writer (imported by name or looked up late)
+    return [m for name, m in list(sys.modules.items())
+            if name.startswith("pytest_skilltrigger") and getattr(m, "write_report", None)
+            in (_original, _logged)]
+
+
 def pytest_configure(config):
     _configs.append(config)
-    json_report.write_report = _logged
+    for module in _users():
+        module.write_report = _logged
 
 
 def pytest_unconfigure(config):
-    json_report.write_report = _original  # in-process runs share the module with later tests
+    for module in _users():  # in-process runs share the modules with later tests
+        module.write_report = _original
 """
 
 

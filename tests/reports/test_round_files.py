@@ -21,13 +21,13 @@ def test_two_runs_in_one_second_get_their_own_folders(tmp_path: Path) -> None:
 def test_a_proposal_is_kept_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123456")
     files = RoundFiles(None, str(tmp_path))
-    proposal = Proposal("prompt with sk-ant-secret-value-123456", "answer", "New text.",
-                        problems=["too long"])  # fmt: skip
+    proposal = Proposal("prompt with sk-ant-secret-value-123456", "answer",
+                        ["New text.", "Other text."], problems=["too long"])  # fmt: skip
     files.save_proposal("pdf", 2, proposal)
     assert files.results_dir is not None
     folder = Path(files.results_dir) / "pdf" / "iteration-2"
     assert (folder / "prompt.txt").read_text() == "prompt with [REDACTED]"
-    assert (folder / "description.txt").read_text() == "New text."
+    assert (folder / "description.txt").read_text() == "New text.\n\nOther text."
     assert not (folder / "repair_prompt.txt").exists()
     counts = json.loads((folder / "counts.json").read_text())
-    assert counts["problems"] == ["too long"] and counts["description_chars"] == 9
+    assert counts["problems"] == ["too long"] and counts["descriptions"] == 2

@@ -180,7 +180,7 @@ def test_the_pytest_html_page_shows_the_routing_table_escaped(
     page = pytester.path / "page.html"
     pytester.runpytest_subprocess(*plugin_args(folder, f"--html={page}", "--no-early-stop"))
     html = page.read_text()
-    assert f"Routing in {folder}" in html
+    assert "Routing in skills<" in html  # as the person who ran pytest reads it
     assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
 
 
@@ -204,22 +204,23 @@ def test_the_routing_gate_and_table_show_when_only_routing_items_ran(
         [
             "*skill trigger summary*",
             "routing in skills: routing items 3/4 passed, routing accuracy 0.75 "
-            "(3/4 of routing items and should-trigger queries passed)",
+            "(3/4 of routing items and should-trigger queries passed), 95% interval 0.30–0.95",
             "*GATE FAILED routing in skills: 0.75 of routing items*",
         ]
     )
     markdown = summary.read_text()
     assert "### Routing in skills" in markdown
     assert "Routing accuracy 0.75: 3/4 of routing items" in markdown
-    assert "| sum column b of sales.xlsx | xlsx | skill:pdf ×2, skill:xlsx ×1 |" in markdown
+    assert "| sum column b of sales.xlsx | xlsx | skill 'pdf' x2, skill 'xlsx' x1 |" in markdown
 
 
 def test_routing_items_stop_early_with_the_verdicts_of_every_run(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     """Exact early stopping holds for routing items: the verdicts are those of all runs, a
-    named entry stops once the expected skill's share is settled, and a null entry (no skill
-    of the folder may reach the threshold) makes every run."""
+    named entry stops once the expected skill's share is settled, and so does a null entry
+    once the folder's skills together (a run that chose any of them counts) cannot reach the
+    threshold."""
     folder = make_folder(pytester.path, fake_api)
     (folder / "routing-eval.json").write_text(json.dumps(ROUTING))
     verdicts, asked = [], []
@@ -243,7 +244,7 @@ def test_routing_items_stop_early_with_the_verdicts_of_every_run(
     # xlsx, xlsx: two runs settle "at least half"; pdf, pdf: xlsx cannot reach it
     assert early_runs["add a pivot table to the workbook"] == 2
     assert early_runs["sum column b of sales.xlsx"] == 2
-    assert early_runs["what is the capital of peru"] == 3
+    assert early_runs["what is the capital of peru"] == 2
 
 
 def test_a_plain_run_writes_its_trigger_report_page_with_the_routing_table(
@@ -258,7 +259,7 @@ def test_a_plain_run_writes_its_trigger_report_page_with_the_routing_table(
     )
     assert result.ret == 1
     html = page.read_text()
-    assert f"Routing in {folder}" in html
+    assert "Routing in skills<" in html  # as the person who ran pytest reads it
     assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
     assert "sum column b of sales.xlsx" in html and "merge these two pdf files" in html
     assert "<script" not in html

@@ -21,7 +21,7 @@ from pytest_skilltrigger.backends.api.errors import describe_error, with_request
 from pytest_skilltrigger.backends.api.request import body_length, build_request, request_body
 from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
 from pytest_skilltrigger.backends.api.sse import EventReader
-from pytest_skilltrigger.backends.base import BackendUnavailable
+from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, BackendUnavailable
 from pytest_skilltrigger.backends.capture import Captures, splice
 from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.model.context import TriggerContext
@@ -253,7 +253,7 @@ class AnthropicBackend:
             try:
                 message = client.with_options(timeout=timeout).messages.create(
                     model=model or self.model,
-                    max_tokens=4096,
+                    max_tokens=ASK_MAX_TOKENS,
                     messages=[{"role": "user", "content": prompt}],
                 )
             except self.connection.sdk().APIError as exc:
