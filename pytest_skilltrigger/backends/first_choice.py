@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_skilltrigger.model.outcome import Usage
@@ -99,12 +99,7 @@ class FirstChoice:
         elif event == "message_delta":
             out = data.get("usage", {}).get("output_tokens")
             if out is not None:
-                self.usage = Usage(
-                    self.usage.input_tokens,
-                    int(out),
-                    self.usage.cache_creation_input_tokens,
-                    self.usage.cache_read_input_tokens,
-                )
+                self.usage = replace(self.usage, output_tokens=int(out))
         elif event == "message_stop":
             return Decision("text", self.usage)
         elif event == "error":

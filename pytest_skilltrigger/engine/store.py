@@ -106,7 +106,10 @@ class ResultStore:
                 query,
                 o.status,
                 redact(o.chosen) if o.chosen else None,
-                *o.usage.to_dict().values(),
+                o.usage.input_tokens,
+                o.usage.output_tokens,
+                o.usage.cache_creation_input_tokens,
+                o.usage.cache_read_input_tokens,
             )
             for o in outcomes
             if o.status != "error" and not o.from_store

@@ -23,6 +23,7 @@ TOKEN_KEYS = (
     "output_tokens",
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
+    "cache_creation_1h_input_tokens",
 )
 
 
@@ -32,8 +33,15 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0  # every cache write, whatever its lifetime
     cache_read_input_tokens: int = 0
+    # of the cache writes, those kept for an hour (priced higher than the 5-minute ones)
+    cache_creation_1h_input_tokens: int = 0
+
+    @property
+    def prompt_tokens(self) -> int:
+        """The request's whole prompt, cached or not (what a long-prompt price tier reads)."""
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(*(getattr(self, k) + getattr(other, k) for k in TOKEN_KEYS))
@@ -43,7 +51,12 @@ class Usage:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> Usage:
-        data = data or {}
+        """Our own dict, or the API's ``usage`` (whose 1-hour writes are nested under
+        ``cache_creation``)."""
+        data = dict(data or {})
+        nested = data.get("cache_creation")
+        if "cache_creation_1h_input_tokens" not in data and isinstance(nested, dict):
+            data["cache_creation_1h_input_tokens"] = nested.get("ephemeral_1h_input_tokens")
         return cls(*(int(data.get(k) or 0) for k in TOKEN_KEYS))
 
 

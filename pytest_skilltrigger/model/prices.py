@@ -1,9 +1,19 @@
 """Token prices, what a call costs at them, and what some part of a session spent.
 
-Prices are US dollars per million tokens, from the public price list at the time of writing;
-they are estimates for budgeting, not a bill. Cache writes cost 1.25x the input price and cache
-reads 0.1x; calls made in message batches cost half. Override or extend the table with a JSON
-file (``--trigger-prices``): ``{"model-id": {"input": 2.0, "output": 10.0}}``.
+Prices are US dollars per million tokens, for budgeting, not a bill. Each model has its own
+rates: ``input``, ``output``, ``cache_write`` (a 5-minute cache write), ``cache_write_1h``,
+``cache_read``; a model whose rates change with the prompt's length has ``long_above`` (the
+prompt tokens past which they apply, cache reads and writes included) and ``long`` (the rates
+then), applied per request. A rate a table leaves out is derived from the input price (1.25x,
+2x, 0.1x). Calls made in message batches cost half. Override or extend any rate with a JSON
+file (``--trigger-prices``): ``{"model-id": {"input": 2.0, "output": 10.0, "cache_read": 0.2}}``.
+
+Sources, read 2026-12-02: the "Model pricing" table of the Claude platform's pricing page
+(platform.claude.com/docs/en/about-claude/pricing) and the models overview for every rate
+except two that only third-party release notes give (PromptFuel v1.0.23, synaps_cli's
+pricing module, both citing the same pages): claude-haiku-5-5's cache read and its rates
+above 100k prompt tokens, and claude-sonnet-5-5's cache read of $0.10, down from $0.20 on
+2026-10-07.
 """
 
 from __future__ import annotations
@@ -17,29 +27,45 @@ from typing import Any
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.support.errors import InputError
 
-PRICES_PER_MTOK: dict[str, dict[str, float]] = {
-    "claude-fable-5-1": {"input": 10.0, "output": 50.0},
-    "claude-opus-5-5": {"input": 4.0, "output": 20.0},
-    "claude-opus-5": {"input": 5.0, "output": 25.0},
-    "claude-sonnet-5-5": {"input": 2.0, "output": 10.0},
-    "claude-sonnet-5": {"input": 2.0, "output": 10.0},
-    "claude-haiku-5-5": {"input": 0.1, "output": 0.5},
-    "claude-haiku-4-5": {"input": 1.0, "output": 5.0},
-    "claude-sonnet-4-5": {"input": 3.0, "output": 15.0},
-    "claude-opus-4-5": {"input": 5.0, "output": 25.0},
+
+def _rates(i: float, w5: float, w1h: float, read: float, out: float) -> dict[str, float]:
+    return {"input": i, "cache_write": w5, "cache_write_1h": w1h, "cache_read": read,
+            "output": out}  # fmt: skip
+
+
+PRICES_PER_MTOK: dict[str, dict[str, Any]] = {
+    "claude-fable-5-1": _rates(10.0, 12.5, 20.0, 0.25, 50.0),
+    "claude-mythos-5-1": _rates(10.0, 12.5, 20.0, 0.25, 50.0),
+    "claude-fable-5": _rates(10.0, 12.5, 20.0, 1.0, 50.0),
+    "claude-mythos-5": _rates(10.0, 12.5, 20.0, 1.0, 50.0),
+    "claude-opus-5-5": _rates(4.0, 5.0, 8.0, 0.20, 20.0),
+    "claude-opus-5": _rates(5.0, 6.25, 10.0, 0.50, 25.0),
+    "claude-opus-4-8": _rates(5.0, 6.25, 10.0, 0.50, 25.0),
+    "claude-sonnet-5-5": _rates(2.0, 2.5, 4.0, 0.10, 10.0),  # cache read: third-party
+    "claude-sonnet-5": _rates(2.0, 2.5, 4.0, 0.20, 10.0),
+    "claude-haiku-5-5": {  # cache read and the long tier: third-party
+        **_rates(0.10, 0.125, 0.20, 0.01, 0.50),
+        "long_above": 100_000,
+        "long": _rates(0.50, 0.625, 1.00, 0.05, 2.50),
+    },
+    "claude-haiku-4-5": _rates(1.0, 1.25, 2.0, 0.10, 5.0),
+    "claude-sonnet-4-5": _rates(3.0, 3.75, 6.0, 0.30, 15.0),
+    "claude-opus-4-5": _rates(5.0, 6.25, 10.0, 0.50, 25.0),
 }
 # The budget guard prices a model missing from the table like the most expensive listed one,
 # so a budget is never under-estimated; reports say its cost is unknown instead.
-FALLBACK_PRICE = {"input": 10.0, "output": 50.0}
-CACHE_WRITE_FACTOR = 1.25
-CACHE_READ_FACTOR = 0.1
+FALLBACK_PRICE: dict[str, Any] = _rates(10.0, 12.5, 20.0, 1.0, 50.0)
+# what a rate left out of a table is, from the input price
+DERIVED = {"cache_write": 1.25, "cache_write_1h": 2.0, "cache_read": 0.1}
+RATE_KEYS = ("input", "output", *DERIVED)
 # Message Batches cost half the live price, for every kind of token.
 BATCH_RATE = 0.5
 
 
-def load_prices(path: str | None) -> dict[str, dict[str, float]]:
-    """The default table, updated from a JSON file when one is given."""
-    table = {k: dict(v) for k, v in PRICES_PER_MTOK.items()}
+def load_prices(path: str | None) -> dict[str, dict[str, Any]]:
+    """The default table, updated from a JSON file when one is given (a model's rates there
+    replace the table's one by one; a new model needs ``input`` and ``output``)."""
+    table: dict[str, dict[str, Any]] = json.loads(json.dumps(PRICES_PER_MTOK))
     if not path:
         return table
     try:
@@ -48,21 +74,42 @@ def load_prices(path: str | None) -> dict[str, dict[str, float]]:
     except (OSError, ValueError) as exc:
         raise InputError(path, f"cannot read price table: {exc}") from None
     if not isinstance(data, dict):
-        raise InputError(path, "price table must be an object of model -> {input, output}")
+        raise InputError(path, "price table must be an object of model -> {input, output, ...}")
     for model, price in data.items():
-        if not (
-            isinstance(price, dict)
-            and all(
-                isinstance(price.get(k), (int, float)) and price[k] >= 0
-                for k in ("input", "output")
-            )
-        ):
-            raise InputError(path, f"model {model!r}: needs numeric input and output prices")
-        table[model] = {"input": float(price["input"]), "output": float(price["output"])}
+        problem = _price_problem(price, model in table)
+        if problem:
+            raise InputError(path, f"model {model!r}: {problem}")
+        entry = table.setdefault(model, {})
+        entry.update({k: float(v) for k, v in price.items() if k in RATE_KEYS})
+        if "long_above" in price:
+            entry["long_above"] = int(price["long_above"])
+            entry["long"] = {k: float(v) for k, v in price["long"].items()}
     return table
 
 
-Price = dict[str, float]
+def _price_problem(price: Any, known: bool) -> str | None:
+    """What is wrong with one model's entry of a price file, if anything."""
+    if not isinstance(price, dict):
+        return "needs an object of rates"
+    unknown = set(price) - set(RATE_KEYS) - {"long_above", "long"}
+    if unknown:
+        known_keys = ", ".join((*RATE_KEYS, "long_above", "long"))
+        return f"unknown rate {sorted(unknown)[0]!r} (known: {known_keys})"
+    rates = {k: v for k, v in price.items() if k in RATE_KEYS}
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+               for v in rates.values()):  # fmt: skip
+        return "rates must be numbers of at least 0"
+    if not known and not {"input", "output"} <= set(rates):
+        return "needs numeric input and output prices"
+    if ("long_above" in price) != ("long" in price):
+        return "long_above and long go together"
+    if "long" in price and (_price_problem(price["long"], False) or not isinstance(
+            price["long_above"], int) or price["long_above"] <= 0):  # fmt: skip
+        return "long must hold rates and long_above a positive token count"
+    return None
+
+
+Price = dict[str, Any]
 
 # The phases a session's calls are counted under (``by_phase`` in the JSON totals).
 PHASES = ("draft", "items", "checks", "rounds", "improve", "confirmation")
@@ -82,13 +129,27 @@ def price_of(model: str | None, table: dict[str, Price] | None = None) -> Price 
     return None
 
 
+def rate(price: Price, key: str) -> float:
+    """One rate of a price entry, derived from its input price when the entry leaves it out."""
+    value = price.get(key)
+    if value is None:
+        return float(price["input"]) * DERIVED[key]
+    return float(value)
+
+
 def cost_usd(usage: Usage, price: Price) -> float:
-    """Estimated dollars for some usage at a price entry."""
+    """Estimated dollars for the usage of one request (or of requests alike) at a price
+    entry: each kind of token at its own rate, 5-minute and 1-hour cache writes apart, and
+    the long-prompt rates when the prompt passes the entry's ``long_above``."""
+    if "long_above" in price and usage.prompt_tokens > price["long_above"]:
+        price = price["long"]
+    one_hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
     return (
-        usage.input_tokens * price["input"]
-        + usage.cache_creation_input_tokens * price["input"] * CACHE_WRITE_FACTOR
-        + usage.cache_read_input_tokens * price["input"] * CACHE_READ_FACTOR
-        + usage.output_tokens * price["output"]
+        usage.input_tokens * rate(price, "input")
+        + (usage.cache_creation_input_tokens - one_hour) * rate(price, "cache_write")
+        + one_hour * rate(price, "cache_write_1h")
+        + usage.cache_read_input_tokens * rate(price, "cache_read")
+        + usage.output_tokens * rate(price, "output")
     ) / 1_000_000
 
 
