@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.plugin.options import OPTIONS
+from pytest_skilltrigger.plugin.option_table import OPTIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -11,162 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilltrigger.plugin.option_table import OPTIONS
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
 
 GROUP = "skilltrigger"
-
-# (option, ini key or None, type, default, help)
-OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
-    (
-        "--skill-path",
-        None,
-        "append",
-        None,
-        "a skill folder (holding SKILL.md) or a folder of skill folders; repeatable",
-    ),
-    ("--eval-set", None, "path", None, "the eval set file (default: found in the skill folder)"),
-    (
-        "--skill-description",
-        None,
-        "str",
-        None,
-        "test this description instead of the one in SKILL.md",
-    ),
-    ("--runs-per-query", "runs_per_query", "int", 3,
-     "the fewest runs of a query (with --trigger-confidence off: the runs) (default 3)"),
-    ("--max-runs-per-query", "max_runs_per_query", "int", 15,
-     "the most runs of a query before it is called borderline (default 15)"),
-    ("--trigger-confidence", "trigger_confidence", "str", "0.95",
-     "sample each query until its verdict is settled at this confidence (a sequential test); "
-     "off: the reference rule, --runs-per-query runs against the threshold (default 0.95)"),
-    ("--trigger-margin", "trigger_margin", "float", 0.15,
-     "how near the threshold a true rate may be and still be settled (the sequential "
-     "test's indifference zone: threshold ± margin) (default 0.15)"),
-    (
-        "--trigger-threshold",
-        "trigger_threshold",
-        "float",
-        0.5,
-        "trigger rate that counts as triggered (default 0.5)",
-    ),
-    (
-        "--trigger-timeout",
-        "trigger_timeout",
-        "float",
-        30.0,
-        "seconds a run may take, retries included (a CLI process for claude-code) "
-        "(default 30)",
-    ),
-    (
-        "--trigger-backend",
-        "trigger_backend",
-        "choice",
-        "auto",
-        "auto | anthropic | claude-code (default auto)",
-    ),
-    (
-        "--trigger-model",
-        "trigger_model",
-        "str",
-        None,
-        "model id (default: $SKILLTRIGGER_MODEL, else claude-opus-5-5 for the API)",
-    ),
-    (
-        "--trigger-concurrency",
-        "trigger_concurrency",
-        "int",
-        None,
-        "runs in flight at once for the whole session, split across xdist workers (default 10 "
-        "for the API, CPU count for claude-code)",
-    ),
-    ("--trigger-json", "trigger_json", "path", None, "write the results as JSON here"),
-    (
-        "--no-early-stop",
-        "no_early_stop",
-        "bool",
-        False,
-        "the reference rule without early stopping: every one of --runs-per-query runs "
-        "(implies --trigger-confidence off)",
-    ),
-    (
-        "--trigger-cache",
-        "trigger_cache",
-        "choice",
-        "use",
-        "use | refresh | off: reuse stored runs, only store new ones, or neither",
-    ),
-    (
-        "--trigger-store",
-        "trigger_store",
-        "path",
-        None,
-        "SQLite result store (default: ~/.cache/pytest-skilltrigger/results.sqlite)",
-    ),
-    (
-        "--trigger-budget-usd",
-        "trigger_budget_usd",
-        "float",
-        None,
-        "never send a call whose estimated cost would take the session past this",
-    ),
-    (
-        "--trigger-prices",
-        "trigger_prices",
-        "path",
-        None,
-        "JSON file of model prices per million tokens, overriding the built-in table",
-    ),
-    ("--trigger-batch", "trigger_batch", "bool", False,
-     "run the items' queries as Message Batches (API backend): half the price, results in "
-     "minutes to hours; for nightly and large runs"),
-    ("--trigger-batch-timeout", "trigger_batch_timeout", "float", 4 * 3600.0,
-     "one deadline for all of the session's batches, in seconds from its first batch "
-     "(the improvement rounds included): runs not back by then are errors (default 14400)"),
-    ("--trigger-batch-poll", "trigger_batch_poll", "float", 5.0,
-     "seconds before the first poll of a batch; the pause doubles up to 60 (default 5)"),
-    ("--claude-bin", "claude_bin", "path", None, "the claude CLI binary (default: claude on PATH)"),
-    ("--trigger-context", "trigger_context", "choice", "auto",
-     "auto | claude-code | builtin: what API runs send: the request the installed claude CLI "
-     "sends (captured), or our builtin approximation; auto captures when claude is found"),
-    ("--optimize-description", "optimize_description", "bool", False,
-     "after the tests, run improvement rounds and rewrite SKILL.md with the best description"),
-    ("--holdout", "holdout", "float", 0.4, "share of the eval set held out as test (default 0.4)"),
-    ("--max-iterations", "max_iterations", "int", 5, "improvement iterations (default 5)"),
-    ("--improve-model", "improve_model", "str", None,
-     "model that proposes descriptions (default: the trigger model)"),
-    ("--split-seed", "split_seed", "int", 42, "seed of the train/test split (default 42)"),
-    ("--candidates-per-round", "candidates_per_round", "int", 3,
-     "different descriptions proposed each round, screened on train so that only the "
-     "round's best races the best so far (default 3)"),
-    ("--race-runs", "race_runs", "int", 60,
-     "the most runs a race between two descriptions may add where they differ or are "
-     "unsettled, before it is called undecided (default 60)"),
-    ("--trigger-report", "trigger_report", "path", None,
-     "self-contained HTML report: the items' results and routing tables, or with "
-     "--optimize-description the improvement rounds"),
-    ("--trigger-results-dir", "trigger_results_dir", "path", None,
-     "folder for a time-stamped results folder per run: the results JSON and page (and with "
-     "--optimize-description each iteration's exchange with the improve model)"),
-    ("--trigger-min-accuracy", "trigger_min_accuracy", "float", None,
-     "gate per skill: share of queries that must pass; single misses become xfail"),
-    ("--trigger-min-routing-accuracy", "trigger_min_routing_accuracy", "float", None,
-     "gate per folder of skills: share of routing items and should-trigger queries that must "
-     "pass; single misses become xfail"),
-    ("--trigger-require-backend", "trigger_require_backend", "bool", False,
-     "error instead of skipping when no trigger backend is available"),
-    ("--draft-eval-set", "draft_eval_set", "optional", None,
-     "draft a first trigger eval set with the improve model for each skill that has none, "
-     "write it to evals/trigger-eval.json and run it; =also: draft more entries into "
-     "evals/trigger-eval.drafted.json for skills that have one"),
-    ("--trigger-baseline", "trigger_baseline", "path", None,
-     "an earlier --trigger-json: list what regressed and what improved"),
-    ("--trigger-fail-on-regression", "trigger_fail_on_regression", "bool", False,
-     "fail the session when a skill regressed against the baseline (a paired exact test on "
-     "its changed queries, at the confidence)"),
-]
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -175,7 +26,7 @@ def add_options(parser: pytest.Parser) -> None:
     for flag, ini, kind, _default, help_text in OPTIONS:
         dest = flag.lstrip("-").replace("-", "_")
         kwargs: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
-        if kind == "append":
+        if kind in ("append", "paths"):
             kwargs["action"] = "append"
         elif kind == "bool":
             kwargs["action"] = "store_true"
@@ -184,7 +35,8 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs.update(nargs="?", const=DRAFT_MISSING)
         group.addoption(flag, **kwargs)
         if ini:
-            parser.addini(ini, help_text, type="bool" if kind == "bool" else None, default=None)
+            ini_type = {"bool": "bool", "paths": "paths"}.get(kind)
+            parser.addini(ini, help_text, type=ini_type, default=[] if kind == "paths" else None)
     parser.addini(
         "skill_paths", "skill folders collected with the normal test run", type="paths", default=[]
     )
@@ -236,7 +88,7 @@ def settings_from_config(config: pytest.Config) -> Settings:
         max_runs_per_query=_number(config, "--max-runs-per-query", int),
         timeout=_number(config, "--trigger-timeout", float),
         backend=str(_raw(config, "--trigger-backend")),
-        model=_raw(config, "--trigger-model"),
+        **models(config),
         concurrency=_number(config, "--trigger-concurrency", int),
         curtail=not flag(config, "--no-early-stop"),
         cache_mode=str(_raw(config, "--trigger-cache")),
@@ -249,6 +101,18 @@ def settings_from_config(config: pytest.Config) -> Settings:
         batch_timeout=_number(config, "--trigger-batch-timeout", float),
         batch_poll=_number(config, "--trigger-batch-poll", float),
     ).validated()
+
+
+def models(config: pytest.Config) -> dict[str, Any]:
+    """``model`` and ``models`` (the matrix) from ``--trigger-model=a,b`` or
+    ``trigger_models``: one model is no matrix."""
+    raw = _raw(config, "--trigger-model") or _raw(config, "--trigger-models")
+    if raw is None:
+        return {"model": None, "models": ()}
+    names = tuple(dict.fromkeys(n for n in str(raw).replace(",", " ").split() if n))
+    if not names:
+        raise InputError("--trigger-model", f"names no model: {raw!r}")
+    return {"model": names[0], "models": names if len(names) > 1 else ()}
 
 
 def confidence(config: pytest.Config) -> float | None:
@@ -275,6 +139,13 @@ def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
     given = [os.path.abspath(p) for p in config.getoption("skill_path") or []]
     ini = [os.path.abspath(str(p)) for p in config.getini("skill_paths") or []]
     return given, ini
+
+
+def extra_skill_paths(config: pytest.Config) -> list[str]:
+    """The folders of ``--trigger-extra-skills`` (else the ini key's, relative to the ini
+    file), absolute."""
+    given = config.getoption("trigger_extra_skills") or config.getini("trigger_extra_skills")
+    return [os.path.abspath(str(p)) for p in given or []]
 
 
 def json_path(config: pytest.Config) -> str | None:
