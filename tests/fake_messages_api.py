@@ -753,11 +753,14 @@ class FakeMessagesAPI:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def script(self, query: str, outcomes: list[str]) -> None:
-        """Fix the answers to one exact query: ``"skill:<name>"``, ``"tool:<Name>"``, ``"text"``.
+    def script(self, query: str, outcomes: list[str], model: str | None = None) -> None:
+        """Fix the answers to one exact query: ``"skill:<name>"``, ``"tool:<Name>"``, ``"text"``;
+        with ``model``, only for requests to that model (a model matrix's models may differ).
 
         Outcomes cycle; only successful responses advance, so a retried fault sees the same one.
         """
+        if model is not None:
+            query = f"{model}\x00{query}"
         for outcome in outcomes:
             if not (outcome == "text" or outcome.startswith(("skill:", "tool:"))):
                 raise ValueError(f"bad scripted outcome {outcome!r}")
@@ -823,8 +826,10 @@ class FakeMessagesAPI:
                     return kind
             return None
 
-    def _scripted(self, query: str, advance: bool) -> str | None:
+    def _scripted(self, query: str, advance: bool, model: str | None = None) -> str | None:
         with self._lock:
+            if model is not None and f"{model}\x00{query}" in self._scripts:
+                query = f"{model}\x00{query}"
             outcomes = self._scripts.get(query)
             if outcomes is None:
                 return None
@@ -1085,7 +1090,7 @@ class FakeMessagesAPI:
                 self._bump("decisions", "done")
             return [{"type": "text", "text": DONE_TEXT}], "end_turn"
         query = extract_query(body)
-        outcome = self._scripted(query, advance)
+        outcome = self._scripted(query, advance, body.get("model"))
         if outcome is None and self.graded is not None:
             chosen = self.graded.choose(query, parse_listing(body))
             outcome = f"skill:{chosen}" if chosen else decide(query, [], self.min_overlap)

@@ -28,9 +28,12 @@ from pytest_skilltrigger.skills.routing_set import RoutingSet
 class Gathered:
     """The session's results by skill and by folder, and each trigger item's by node id."""
 
-    def __init__(self, targets: Sequence[Target], routing_sets: Sequence[RoutingSet]) -> None:
+    def __init__(
+        self, targets: Sequence[Target], routing_sets: Sequence[RoutingSet],
+        models: Sequence[str] = (),
+    ) -> None:  # fmt: skip
         self.targets = list(targets)
-        self.results = SessionResults(targets)
+        self.results = SessionResults(targets, models)
         #: each folder's routing items by entry index (a report seen again replaces, never adds)
         self.routing: dict[str, dict[int, RoutingItemResult]] = {}
         self._by_skill_md = {t.skill.skill_md: t for t in targets}
@@ -38,15 +41,17 @@ class Gathered:
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
 
     def add_item(
-        self, nodeid: str, skill_md: str, index: int, result: QueryResult
-    ) -> Target | None:
-        """Keep a trigger item's result under its skill; its target, or None for a skill this
-        process did not load (a worker that read its skills elsewhere)."""
+        self, nodeid: str, skill_md: str, index: int, result: QueryResult,
+        model: str | None = None,
+    ) -> Target | None:  # fmt: skip
+        """Keep a trigger item's result under its skill (and model, in a matrix); its target,
+        or None for a skill this process did not load (a worker that read its skills
+        elsewhere)."""
         target = self._by_skill_md.get(skill_md)
         if target is None:
             return None
         self._by_node[nodeid] = (target, result)
-        self.results.add(target, index, result)
+        self.results.add(target, index, result, model)
         return target
 
     def add_routing(self, path: str, index: int, result: QueryResult) -> RoutingItemResult | None:
@@ -70,12 +75,16 @@ class Gathered:
         folders: dict[str, list[str]] = {}
         for target in self.targets:  # deselected ones too: a sibling is never "other"
             folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
-        return routing_tables(self.results.ordered(), self.routing, folders)
+        first = self.results.first_model()  # a matrix's routing items run on its first model
+        skills = [s for s in self.results.ordered() if s.model == first]
+        return routing_tables(skills, self.routing, folders)
 
     def starting_results(self) -> dict[str, dict[int, QueryResult]]:
-        """The items' results by SKILL.md and entry: the improvement rounds' first iteration
-        reuses them."""
-        return {key: dict(skill.rows) for key, skill in self.results.skills.items()}
+        """The items' results by SKILL.md and entry (a matrix's first model's): the
+        improvement rounds' first iteration reuses them."""
+        first = self.results.first_model()
+        skills = self.results.skills.items()
+        return {skill_md: dict(skill.rows) for (skill_md, model), skill in skills if model == first}
 
     def over_budget(self) -> int:
         """Queries (trigger and routing items) skipped because the budget ran out."""

@@ -99,7 +99,7 @@ class SessionEnd:
         self.outputs = outputs or Outputs()
         self.base = base  # where pytest started: folders are shown relative to it
         self.baseline: dict[str, Any] | None = None
-        self.gathered = Gathered(self.targets, self.routing_sets)
+        self.gathered = Gathered(self.targets, self.routing_sets, settings.models)
 
     def check_inputs(self) -> None:
         """Raise :class:`InputError` for bad input, before any call: an output path that

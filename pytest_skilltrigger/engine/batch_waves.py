@@ -145,9 +145,11 @@ class BatchRunner:
         timeout: float,
         progress: Callable[[BatchProgress], None] | None = None,
         record: Recorder | None = None,
+        model: str | None = None,
     ) -> None:
         self.client = client
         self.guard = guard
+        self.model = model  # whose prices the budget reserves at
         self.estimate = estimate
         self.poll = poll
         self.timeout = timeout
@@ -306,7 +308,7 @@ class BatchRunner:
         if self.guard is None:
             return 0.0
         return self.guard.reserve_runs(
-            lambda: self.estimate(work.context, work.query), runs, batch=True
+            lambda: self.estimate(work.context, work.query), runs, batch=True, model=self.model
         )
 
     def _take(self, owner: tuple[BatchWork, float], answer: BatchAnswer) -> None:

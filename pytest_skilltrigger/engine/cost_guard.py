@@ -70,8 +70,9 @@ class CostGuard:
             return True
 
     def reserve_runs(
-        self, estimate: Callable[[], Usage], runs: int = 1, batch: bool = False
-    ) -> float | None:
+        self, estimate: Callable[[], Usage], runs: int = 1, batch: bool = False,
+        model: str | None = None,
+    ) -> float | None:  # fmt: skip
         """Reserve room for ``runs`` runs of the size ``estimate`` gives (at the batch rate
         for batch runs): the amount reserved, 0 without a budget, None when refused. An
         estimate that fails reserves the output alone: the run itself will say what is
@@ -82,7 +83,7 @@ class CostGuard:
             usage = estimate()
         except Exception:
             usage = Usage()
-        cost = cost_usd(usage, self.price() or FALLBACK_PRICE) * rate_of(batch) * runs
+        cost = cost_usd(usage, self.price(model) or FALLBACK_PRICE) * rate_of(batch) * runs
         return cost if self.reserve(cost) else None
 
     def charge(self, usd: float) -> None:

@@ -64,6 +64,23 @@ class Estimate:
         return text
 
 
+def combined(estimates: Sequence[Estimate]) -> Estimate:
+    """A model matrix's estimate: every model's calls and dollars added up."""
+    first = estimates[0]
+    if len(estimates) == 1:
+        return first
+
+    def total(values: list[float | None]) -> float | None:
+        return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+    return Estimate(
+        " and ".join(e.model for e in estimates), first.queries,
+        sum(e.fewest_calls for e in estimates), sum(e.most_calls for e in estimates),
+        total([e.fewest_usd for e in estimates]), total([e.most_usd for e in estimates]),
+        sum(e.round_calls for e in estimates), total([e.round_usd for e in estimates]),
+    )  # fmt: skip
+
+
 def fewest_runs(rule: Rule) -> int:
     """The runs a clear-cut query takes: every run the same, until the rule stops."""
     runs = 0
@@ -87,6 +104,8 @@ def estimate_session(
     low_usd = high_usd = 0.0
     for target in targets:
         context = target.context()
+        if not context.model_invocable:  # never listed: its items make no call
+            continue
         entries = target.eval_set.entries
         queries += len(entries)
         fewest_calls += low_runs * len(entries)
@@ -125,6 +144,8 @@ def _with_rounds(
         alive, runs = (alive + 1) // 2, runs * 2
     calls = 0
     for target in targets:
+        if not target.context().model_invocable:
+            continue
         size = len(target.eval_set.entries)
         test = round(size * opt.holdout)
         train = size - test

@@ -297,8 +297,9 @@ class Sampler:
         with self._lock:
             if state.skipped:
                 return None
-        granted = self.guard.reserve_runs(lambda: self.backend.estimate(state.context,
-                                                                         state.query))  # fmt: skip
+        granted = self.guard.reserve_runs(
+            lambda: self.backend.estimate(state.context, state.query), model=self.backend.model
+        )
         if granted is None:
             with self._lock:
                 state.skipped = state.skipped or budget_reached(self.guard.budget_usd)

@@ -17,7 +17,6 @@ layer only has the store's file created at configure, before any worker starts.)
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -33,6 +32,7 @@ from pytest_skilltrigger.engine.batch_waves import (
     BatchWork,
 )
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.lanes import Lane, Lanes
 from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
@@ -48,7 +48,6 @@ from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate
 
-DEFAULT_API_CONCURRENCY = 10
 UNLISTED = (
     "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill to the "
     "model, so it can never trigger"
@@ -89,43 +88,29 @@ class TriggerSession:
         if self.settings.active_store:
             self.store = ResultStore(self.settings.active_store)
         self.unavailable: str | None = None
-        self.backend: TriggerBackend | None = backend
-        if self.backend is None:
-            try:
-                self.backend = make_backend(self.settings, shelf=self)
-            except BackendUnavailable as exc:
-                self.unavailable = str(exc)
         # the price table, unless the caller has read it already (to check it at start-up)
         self.prices = prices if prices is not None else load_prices(self.settings.prices_path)
         self.plan = SamplingPlan(self.settings.rule)
         self._asker: TriggerBackend | None = None
         self._asker_lock = threading.Lock()  # drafts ask from several threads at once
-        self._batches: BatchRunner | None = None  # one for the session: one batch deadline
+        self._batches: dict[str | None, BatchRunner] = {}  # a lane's, made on first use
         self.guard: CostGuard | None = None
-        self.sampler: Sampler | None = None
-        if self.backend is not None:
-            self.guard = CostGuard(self.backend.model, self.prices, self.settings.budget_usd)
-            self.sampler = Sampler(
-                self.backend,
-                concurrency=self._concurrency(),
+        self.lanes: Lanes | None = None  # one per model of the matrix (see engine.lanes)
+        try:
+            self.lanes = Lanes.build(
+                self.settings, backend=backend, shelf=self,
                 store=self.store if self.settings.cache_mode == "use" else None,
-                record=self.record,
-                guard=self.guard,
-            )
+                record=self.record, guard_of=self._make_guard, share=share,
+            )  # fmt: skip
+        except BackendUnavailable as exc:
+            self.unavailable = str(exc)
+        # the default lane's (the first model's): what a single-model session runs on
+        self.backend: TriggerBackend | None = self.lanes.default.backend if self.lanes else None
+        self.sampler: Sampler | None = self.lanes.default.sampler if self.lanes else None
 
-    def _concurrency(self) -> int:
-        """Requests in flight here: the setting (or the backend's default) for the whole
-        session, this process's part of it when it is one of several (at least one each)."""
-        total = self.settings.concurrency or self._default_concurrency()
-        if self.share is None:
-            return total
-        index, count = self.share
-        return max(1, total // count + (1 if index < total % count else 0))
-
-    def _default_concurrency(self) -> int:
-        if self.backend is not None and self.backend.name == "claude-code":
-            return os.cpu_count() or 2
-        return DEFAULT_API_CONCURRENCY
+    def _make_guard(self, model: str | None) -> CostGuard:
+        self.guard = CostGuard(model, self.prices, self.settings.budget_usd)
+        return self.guard
 
     @property
     def context_label(self) -> str | None:
@@ -143,7 +128,7 @@ class TriggerSession:
     @property
     def fatal(self) -> str | None:
         """Why no further call will be made (bad credentials, unknown model), if so."""
-        return self.sampler.fatal if self.sampler is not None else None
+        return self.lanes.fatal if self.lanes is not None else None
 
     @property
     def halted(self) -> str | None:
@@ -154,33 +139,36 @@ class TriggerSession:
             return self.fatal
         if self.guard is not None and self.guard.refused:
             return budget_reached(self.guard.budget_usd)
-        if self._batches is not None and self._batches.expired:
-            return self._batches.timeout_reason()
+        for runner in self._batches.values():
+            if runner.expired:
+                return runner.timeout_reason()
         return None
 
     def context_key(self, context: TriggerContext) -> str | None:
         """The key results of this context are stored under; None without a backend, or
         when the context cannot be prepared (its runs are then errors, stored nowhere)."""
-        if self.sampler is None:
+        if self.lanes is None:
             return None
         try:
-            return self.sampler.context_key(context)
+            return self.lanes.of(context).sampler.context_key(context)
         except Exception:  # a capture that failed: submit() has made it an error result
             return None
 
     def estimate(
         self, targets: Sequence[Target], optimizer: OptimizerSettings | None = None
     ) -> Estimate | None:
-        """What the targets' items (and with ``optimizer`` the improvement rounds) may cost,
-        before any call; None without a backend or when a request cannot be sized (a capture
-        that failed: the runs will say why)."""
-        from pytest_skilltrigger.engine.estimate import estimate_session
+        """What the targets' items (and with ``optimizer`` the rounds) may cost on every
+        model, before any call; None without a backend or a request that cannot be sized."""
+        from pytest_skilltrigger.engine.estimate import combined, estimate_session
 
-        if self.backend is None or self.guard is None:
+        if self.lanes is None or self.guard is None:
             return None
         try:
-            return estimate_session(targets, self.settings, self.backend, self.guard.price(),
-                                    optimizer)  # fmt: skip
+            return combined([
+                estimate_session(targets, self.settings, lane.backend,
+                                 self.guard.price(lane.backend.model), optimizer)
+                for lane in self.lanes
+            ])  # fmt: skip
         except Exception:
             return None
 
@@ -206,7 +194,8 @@ class TriggerSession:
         a backend to name the runs' origin."""
         if self.store is None or not self._write_store or self.backend is None:
             return
-        self.store.record(self.backend.name, self.backend.model, context_key, query, outcomes)
+        model = next((o.model for o in outcomes if o.model), self.backend.model)
+        self.store.record(self.backend.name, model, context_key, query, outcomes)
 
     def load_capture(self, key: str) -> str | None:
         """A request captured from the Claude Code CLI by an earlier session, if stored."""
@@ -246,11 +235,24 @@ class TriggerSession:
         Each wave's runs are stored as soon as it is read (not a fresh plan's), so Ctrl-C in
         a later wave keeps what was paid. SIGTERM (a CI job cancelled) cancels the batches in
         flight as Ctrl-C does, instead of leaving them to run unread."""
-        backend = self.backend
-        batching = self.settings.batch and isinstance(backend, BatchingBackend)
-        if not batching or self.sampler is None or self.sampler.fatal:
+        if not self.settings.batch or self.lanes is None:
             return []
-        sampler, works, seen = self.sampler, [], set()
+        made: list[BatchedRuns] = []
+        for lane in self.lanes:
+            mine = [r for r in requests if self.lanes.of(r[0]) is lane]
+            if mine and isinstance(lane.backend, BatchingBackend) and not lane.sampler.fatal:
+                made += self._run_lane_batches(lane, mine)
+        if keep:
+            self.use_batch_runs(made)
+        return made
+
+    def _run_lane_batches(
+        self, lane: Lane, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]]
+    ) -> list[BatchedRuns]:
+        """One lane's part of :meth:`run_batches`: its model's batches."""
+        backend, sampler = lane.backend, lane.sampler
+        assert isinstance(backend, BatchingBackend)
+        works, seen = [], set()
         for context, entry, plan in requests:
             key = self.context_key(context)
             if key is None or not context.model_invocable:
@@ -263,13 +265,13 @@ class TriggerSession:
             works.append(BatchWork(ident, context, entry.query, plan, stored))
         if not works:
             return []
-        if self._batches is None:
-            self._batches = BatchRunner(
+        runner = self._batches.get(lane.model)
+        if runner is None:
+            runner = self._batches[lane.model] = BatchRunner(
                 backend.batches(), guard=self.guard, estimate=backend.estimate,
                 poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
-                progress=self.progress, record=self._store_runs,
+                progress=self.progress, record=self._store_runs, model=backend.model,
             )  # fmt: skip
-        runner = self._batches
         try:
             # (a library caller's own SIGTERM handler is left alone)
             with sigterm_as_interrupt(only_if_default=True):
@@ -277,16 +279,13 @@ class TriggerSession:
         finally:
             if runner.fatal:
                 sampler.fatal = sampler.fatal or runner.fatal
-        made = [BatchedRuns(w.ident, w.outcomes, w.skipped) for w in works]
-        if keep:
-            self.use_batch_runs(made)
-        return made
+        return [BatchedRuns(w.ident, w.outcomes, w.skipped) for w in works]
 
     def use_batch_runs(self, batched: Sequence[BatchedRuns]) -> None:
         """Take runs made by message batches (here, or by the xdist controller)."""
-        if self.sampler is not None:
+        for lane in self.lanes or ():  # (an ident names its context key: one lane uses it)
             for item in batched:
-                self.sampler.use_batch_runs(item.ident, item.outcomes, item.skipped)
+                lane.sampler.use_batch_runs(item.ident, item.outcomes, item.skipped)
 
     def export_batch_runs(self, batched: Sequence[BatchedRuns]) -> dict[str, Any]:
         """What this process made in batches, for the processes that run the items (xdist
@@ -305,8 +304,8 @@ class TriggerSession:
     def drop_batch_runs(self) -> None:
         """Forget the runs made ahead for the items, once they are done (see
         :meth:`Sampler.drop_batch_runs`)."""
-        if self.sampler is not None:
-            self.sampler.drop_batch_runs()
+        for lane in self.lanes or ():
+            lane.sampler.drop_batch_runs()
 
     def ask(
         self, prompt: str, model: str | None = None, phase: str = "improve"
@@ -353,14 +352,16 @@ class TriggerSession:
         if not context.model_invocable:
             done: Future[QueryResult] = Future()
             result = QueryResult(
-                entry.query, entry.should_trigger, plan.rule, (), unlisted=UNLISTED,
+                entry.query, entry.should_trigger, plan.rule, (),
+                unlisted=context.unlisted_reason or UNLISTED,
                 hits=plan.hits,
             )
             done.set_result(result)
             return done
-        if self.sampler is None:
+        if self.lanes is None:
             raise BackendUnavailable(self.unavailable or "no backend")
-        return self.sampler.submit(context, entry.query, entry.should_trigger, plan)
+        sampler = self.lanes.of(context).sampler
+        return sampler.submit(context, entry.query, entry.should_trigger, plan)
 
     def evaluate(
         self,
@@ -373,11 +374,10 @@ class TriggerSession:
         return [f.result() for f in futures]
 
     def close(self, wait: bool = True) -> None:
-        """Stop the sampler (abandoning queued runs unless ``wait``) and release resources."""
-        if self.sampler is not None:
-            self.sampler.close(wait=wait)
-        if self.backend is not None:
-            self.backend.close()
+        """Stop the samplers (abandoning queued runs unless ``wait``) and release resources."""
+        for lane in self.lanes or ():
+            lane.sampler.close(wait=wait)
+            lane.backend.close()
         if self._asker is not None and self._asker is not self.backend:
             self._asker.close()
         if self.store is not None:

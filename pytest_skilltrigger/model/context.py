@@ -108,8 +108,9 @@ DEFAULT_COMPETITORS: tuple[ListedSkill, ...] = (
 class TriggerContext:
     """The skill under test, the description being tested, and what it competes with.
 
-    ``model_invocable`` is false for a skill with ``disable-model-invocation: true``: Claude
-    Code does not list it, so it can never trigger and no run is made.
+    ``model_invocable`` is false for a skill Claude Code does not list to the model
+    (``disable-model-invocation: true``, or a non-empty ``paths``): it can never trigger and
+    no run is made; ``unlisted_reason`` says why.
     """
 
     skill_name: str
@@ -119,10 +120,21 @@ class TriggerContext:
     when_to_use: str | None = None
     model_invocable: bool = True
     skill_md: str | None = field(default=None, compare=False, repr=False)
+    unlisted_reason: str | None = field(default=None, compare=False)
+    # skills installed for the user (``~/.claude/skills``, a team's plugin): listed before the
+    # project's and sharing the listing with them, never tested themselves
+    installed: tuple[ListedSkill, ...] = ()
+    # the model of a matrix this context runs on (None: the session's first); each model's
+    # backend puts its own into the key
+    model: str | None = None
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
         return replace(self, description=description)
+
+    def on_model(self, model: str | None) -> TriggerContext:
+        """The same context on another model of the matrix."""
+        return replace(self, model=model)
 
     @property
     def tested(self) -> ListedSkill:
@@ -130,14 +142,18 @@ class TriggerContext:
         return ListedSkill(self.skill_name, self.description, self.when_to_use, self.skill_md)
 
     def listing(self) -> list[ListedSkill]:
-        """Every listed skill, in Claude Code's order: the project's skills sorted by name,
-        then the built-ins. A built-in with the name of a project skill is dropped (a project
-        skill shadows it); a skill that may not be invoked by the model is not listed."""
+        """Every listed skill, in Claude Code's order: the installed skills, then the
+        project's, each sorted by name, then the built-ins. A built-in with the name of a
+        user's skill is dropped (the user's shadows it); a skill that may not be invoked by
+        the model is not listed."""
         project = {s.name: s for s in self.siblings if s.name != self.skill_name}
         if self.model_invocable:
             project[self.skill_name] = self.tested
-        generic = [s for s in self.generic_competitors if s.name not in project]
-        return [project[name] for name in sorted(project)] + generic
+        installed = {s.name: s for s in self.installed if s.name not in project}
+        generic = [s for s in self.generic_competitors
+                   if s.name not in project and s.name not in installed]  # fmt: skip
+        return ([installed[name] for name in sorted(installed)]
+                + [project[name] for name in sorted(project)] + generic)  # fmt: skip
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics.

@@ -63,6 +63,8 @@ class Settings:
     timeout: float = 30.0
     backend: str = "auto"
     model: str | None = None
+    # a model matrix: every entry is sampled on each (``model`` is the first); () for one model
+    models: tuple[str, ...] = ()
     concurrency: int | None = None
     curtail: bool = True
     cache_mode: str = "use"
@@ -141,6 +143,12 @@ class Settings:
                 "--trigger-budget-usd", f"must be a number >= 0, got {self.budget_usd}"
             )
         return self
+
+    @property
+    def lane_models(self) -> tuple[str | None, ...]:
+        """The models a session samples on: the matrix, else the one model (None: the
+        backend's default)."""
+        return self.models or (self.model,)
 
     @property
     def active_store(self) -> str | None:

@@ -115,7 +115,8 @@ class Controller(Role):
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""
         gathered = self.end.gathered
-        target = gathered.add_item(report.nodeid, record.skill_md, record.index, record.result)
+        target = gathered.add_item(report.nodeid, record.skill_md, record.index, record.result,
+                                   record.model)  # fmt: skip
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return
         report.user_properties.extend(_properties(record.result))

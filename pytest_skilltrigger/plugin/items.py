@@ -90,9 +90,12 @@ def verdict_text(result: QueryResult) -> str:
     return text
 
 
-def trigger_item_name(target: Target, entry: EvalEntry) -> str:
-    """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``."""
-    return f"{safe_name(target.name)}[{entry.index:02d}-{slug(entry.query)}]"
+def trigger_item_name(target: Target, entry: EvalEntry, model: str | None = None) -> str:
+    """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``;
+    in a model matrix with the model last, ``pdf[03-merge-these-pdfs-claude-haiku-4-5]``
+    (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items)."""
+    params = f"{entry.index:02d}-{slug(entry.query)}" + (f"-{safe_name(model)}" if model else "")
+    return f"{safe_name(target.name)}[{params}]"
 
 
 def routing_item_name(entry: RoutingEntry) -> str:
@@ -138,27 +141,32 @@ class SkillFile(pytest.File):
     """The collector for one skill; ``path`` is its SKILL.md."""
 
     def __init__(
-        self, *, target: Target, source: ResultSource, soft_misses: bool, **kwargs: Any
-    ) -> None:
+        self, *, target: Target, source: ResultSource, soft_misses: bool,
+        models: tuple[str, ...] = (), **kwargs: Any,
+    ) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.target = target
         self.source = source
         self.soft_misses = soft_misses
+        self.models = models  # the matrix (): one model, no model in the ids)
 
     def collect(self) -> Iterator[TriggerItem]:
-        """One item per entry, with the id of a parametrized test (``skill[params]``), so
-        ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k`` treat it as one."""
+        """One item per entry (and per model of a matrix), with the id of a parametrized
+        test (``skill[params]``), so ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k``
+        treat it as one."""
         for entry in self.target.eval_set.entries:
-            name = trigger_item_name(self.target, entry)
-            yield TriggerItem.from_parent(
-                self,
-                name=name,
-                nodeid=f"{self.nodeid}::{name}",  # parsed by pytest into name and params
-                entry=entry,
-                target=self.target,
-                source=self.source,
-                soft_misses=self.soft_misses,
-            )
+            for model in self.models or (None,):
+                name = trigger_item_name(self.target, entry, model)
+                yield TriggerItem.from_parent(
+                    self,
+                    name=name,
+                    nodeid=f"{self.nodeid}::{name}",  # parsed by pytest into name and params
+                    entry=entry,
+                    target=self.target,
+                    source=self.source,
+                    soft_misses=self.soft_misses,
+                    model=model,
+                )
 
 
 class SamplingItem(pytest.Item):
@@ -222,17 +230,21 @@ class TriggerItem(SamplingItem):
     not each query, decides the session.
     """
 
-    def __init__(self, *, entry: EvalEntry, target: Target, **kwargs: Any) -> None:
+    def __init__(
+        self, *, entry: EvalEntry, target: Target, model: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.entry = entry
         self.target = target
+        self.model = model  # its model in a matrix (None: the session's one model)
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        return self.target.context(), self.entry, plan
+        return self.target.context().on_model(self.model), self.entry, plan
 
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
         return wire.ItemRecord(self.target.skill.skill_md, self.entry.index, context_key,
+                               self.model,
                                self.result)  # fmt: skip
 
     def failure(self, result: QueryResult) -> str | None:

@@ -64,7 +64,7 @@ class Role:
     def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
         """The skills in play with their eval sets. With ``--draft-eval-set`` a skill that
         has none is left out (into ``missing``: the controller drafts one for it)."""
-        from pytest_skilltrigger.skills.catalog import load_targets
+        from pytest_skilltrigger.skills.catalog import load_installed, load_targets
 
         if missing is None and self.draft:
             missing = []
@@ -73,6 +73,7 @@ class Role:
             eval_set=self.config.getoption("eval_set"),
             description=self.config.getoption("skill_description"),
             missing=missing,
+            installed=load_installed(options.extra_skill_paths(self.config)),
         )
 
     @cached_property

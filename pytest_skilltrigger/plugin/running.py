@@ -63,6 +63,7 @@ class ItemRunner(Role):
             target=target,
             source=self,
             soft_misses=self.gates.min_accuracy is not None,
+            models=self.settings.models,
         )
 
     def submit_ahead(self, items: list[pytest.Item]) -> None:

@@ -26,6 +26,7 @@ class ItemRecord:
     skill_md: str  # which target (the controller loaded the same ones)
     index: int  # the entry's position in its eval set
     context_key: str | None  # what the runs are stored under
+    model: str | None  # its model in a matrix (None: the session's one model)
     result: QueryResult
 
 

@@ -94,10 +94,15 @@ def _status(row: dict[str, Any]) -> str:
 
 
 def _statuses(report: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Each query's status by (skill, query); in a model matrix the skill is named with its
+    model (``pdf on claude-haiku-4-5``): a model is compared with itself only."""
     out = {}
     for skill in report.get("skills", []):
+        name = str(skill.get("skill_name", ""))
+        if skill.get("model"):
+            name = f"{name} on {skill['model']}"
         for row in skill.get("results", []):
-            out[(skill.get("skill_name", ""), row.get("query", ""))] = _status(row)
+            out[(name, row.get("query", ""))] = _status(row)
     return out
 
 

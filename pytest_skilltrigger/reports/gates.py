@@ -25,7 +25,7 @@ def gate_failures(
                 if s.query_pass_interval is not None:
                     interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
                 failures.append(
-                    f"{skill.name}: queries passed {rate:.4g} ({s.passed}/{s.counted}{interval})"
+                    f"{skill.label}: queries passed {rate:.4g} ({s.passed}/{s.counted}{interval})"
                     f" is below --trigger-min-accuracy {min_accuracy:g}"
                 )
     if min_routing_accuracy is not None:

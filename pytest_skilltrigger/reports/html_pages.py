@@ -28,6 +28,7 @@ from pytest_skilltrigger.model.formatting import (
 )
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import format_usd
+from pytest_skilltrigger.reports.matrix import disagreements, rate_cell
 from pytest_skilltrigger.reports.routing_table import RoutingTable, choice_label
 from pytest_skilltrigger.skills.drafted_set import REVIEW
 
@@ -156,8 +157,24 @@ def render_results_page(report: SessionReport, title: str = "Skill trigger resul
         "skills": [_results_skill(skill, report.base) for skill in report.skills],
         "empty": not report.has_results,
         "routing": [routing_view(t, report.folder_label(t.folder)) for t in report.routing],
+        "matrix": _matrix_view(report),
     }
     return render("results.html.j2", title=title, refresh=False, page=page)
+
+
+def _matrix_view(report: SessionReport) -> dict[str, Any] | None:
+    """A model matrix's side-by-side table: one row per query the models disagree on, one
+    column per model (None without a matrix)."""
+    models = list(dict.fromkeys(s.model for s in report.skills if s.model))
+    if len(models) < 2:
+        return None
+    rows = []
+    for d in disagreements(report.skills):
+        by_model = dict(d.by_model)
+        cells = [rate_cell(by_model[m]) if m in by_model else "—" for m in models]
+        rows.append({"skill": d.skill, "query": d.query, "should_trigger": d.should_trigger,
+                     "cells": cells})  # fmt: skip
+    return {"models": models, "rows": rows}
 
 
 def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any]:
@@ -196,7 +213,7 @@ def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any
         group = [r for r in drafted if r["should_trigger"] == should]
         if group:
             kinds.append((kind, group))
-    return {"name": target.name, "meta": meta, "listed": bool(listed), "rows": rows,
+    return {"name": skill.label, "meta": meta, "listed": bool(listed), "rows": rows,
             "drafted": kinds, "review": REVIEW}  # fmt: skip
 
 

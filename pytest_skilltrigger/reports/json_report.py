@@ -14,6 +14,7 @@ from pytest_skilltrigger.model.outcome import format_score, passed
 from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
+from pytest_skilltrigger.reports.matrix import disagreements
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.support.atomic import atomic_write_text
 
@@ -34,6 +35,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         # runs) or the reference scripts' fixed runs
         "verdict_rule": report.rule.to_dict() if report.rule is not None else None,
         "skills": [skill_json(skill) for skill in report.skills],
+        # a model matrix: its models, and the queries whose verdicts differ between them
+        "models": list(dict.fromkeys(s.model for s in report.skills if s.model)),
+        "model_disagreements": [d.to_dict() for d in disagreements(report.skills)],
         "routing": [table.to_dict() for table in report.routing],
         "totals": {
             **report.total().to_dict(),
@@ -48,6 +52,7 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "skill_name": target.name,
         "skill_path": target.skill.path,
+        "model": skill.model,  # its model in a matrix (null: the session's one model)
         "description": target.description,
         # the exact text after "- name: " that Claude Code lists (null: never listed)
         "listed_description": skill.listed_description,

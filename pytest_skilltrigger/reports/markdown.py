@@ -59,7 +59,7 @@ def _skills_table(report: SessionReport) -> list[str]:
         if s.query_pass_interval is not None:
             interval = format_interval(s.query_pass_interval, s.confidence)
         lines.append(
-            f"| {_cell(skill.name)} | {s.passed} | {s.failed} | {s.borderline} | {s.errors} | "
+            f"| {_cell(skill.label)} | {s.passed} | {s.failed} | {s.borderline} | {s.errors} | "
             f"{format_ratio(s.query_pass_rate)} | {interval} | "
             f"{rate_text(s.accuracy, s.accuracy_interval)} | "
             f"{rate_text(s.precision, s.precision_interval)} | "
@@ -106,7 +106,7 @@ def _failing_queries(skill: SkillReport) -> list[str]:
     failing = [r for r in skill.results.results() if r.passed is not True]
     if not failing:
         return []
-    lines = ["", f"### {_cell(skill.name)}: failing queries", ""]
+    lines = ["", f"### {_cell(skill.label)}: failing queries", ""]
     lines += ["| query | expected | triggers/runs | rate, interval | chosen |",
               "|---|---|---|---|---|"]  # fmt: skip
     for r in failing:

@@ -44,6 +44,16 @@ class SkillReport:
         return self.results.target.name
 
     @property
+    def model(self) -> str | None:
+        """Its model in a matrix (None: the session's one model)."""
+        return self.results.model
+
+    @property
+    def label(self) -> str:
+        """The skill as reports head it: ``pdf``, or in a matrix ``pdf on claude-haiku-4-5``."""
+        return f"{self.name} on {self.model}" if self.model else self.name
+
+    @property
     def listed_description(self) -> str | None:
         """The exact text after ``- name: `` that Claude Code lists for the skill, or None
         when it is not listed (``disable-model-invocation``)."""
@@ -126,11 +136,12 @@ def build_report(
     the model named is the one that really answered, when the runs say so."""
     used = models_used(results.all_results())
     model = used[0] if used else model
+    first = results.first_model()  # a matrix's rounds run on its first model
     skills = [
         SkillReport(
             skill,
-            summarize(skill.results(), model, prices),
-            (optimizations or {}).get(skill.target.skill.path),
+            summarize(skill.results(), skill.model or model, prices),
+            (optimizations or {}).get(skill.target.skill.path) if skill.model == first else None,
         )
         for skill in results.ordered()
     ]

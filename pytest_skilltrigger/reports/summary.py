@@ -9,7 +9,7 @@ Errored and skipped queries are counted apart and never enter these numbers.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -186,6 +186,7 @@ class SkillResults:
 
     target: Target
     rows: dict[int, QueryResult] = field(default_factory=dict)
+    model: str | None = None  # its model in a matrix (None: the session's one model)
 
     def results(self) -> list[QueryResult]:
         """The results in eval-file order (whatever order they arrived in)."""
@@ -210,16 +211,23 @@ class SkillResults:
 class SessionResults:
     """Collects item results (decoded once, as they arrive from any process) per skill."""
 
-    def __init__(self, targets: Iterable[Target] = ()) -> None:
+    def __init__(self, targets: Iterable[Target] = (), models: Sequence[str] = ()) -> None:
         self._order = [t.skill.skill_md for t in targets]
-        self.skills: dict[str, SkillResults] = {}
+        self._models = list(models)  # a matrix's models, in the order the user gave them
+        self.skills: dict[tuple[str, str | None], SkillResults] = {}
 
-    def add(self, target: Target, index: int, result: QueryResult) -> None:
-        key = target.skill.skill_md
+    def add(
+        self, target: Target, index: int, result: QueryResult, model: str | None = None
+    ) -> None:
+        key = (target.skill.skill_md, model)
         skill = self.skills.get(key)
         if skill is None:
-            skill = self.skills[key] = SkillResults(target)
+            skill = self.skills[key] = SkillResults(target, model=model)
         skill.rows[index] = result
+
+    def first_model(self) -> str | None:
+        """The matrix's first model (None: no matrix)."""
+        return self._models[0] if self._models else None
 
     def all_results(self) -> Iterator[QueryResult]:
         for skill in self.skills.values():
@@ -228,5 +236,10 @@ class SessionResults:
     def ordered(self) -> list[SkillResults]:
         """Skills in target order (then any others by path), whatever the arrival order."""
         rank = {k: i for i, k in enumerate(self._order)}
-        keys = sorted(self.skills, key=lambda k: (rank.get(k, len(rank)), k))
+        models = {m: i for i, m in enumerate(self._models)}
+        def place(key: tuple[str, str | None]) -> tuple[int, str, int, str]:
+            skill_md, model = key
+            return rank.get(skill_md, len(rank)), skill_md, models.get(model, -1), model or ""
+
+        keys = sorted(self.skills, key=place)
         return [self.skills[k] for k in keys]

@@ -16,6 +16,7 @@ from pytest_skilltrigger.model.formatting import (
 )
 from pytest_skilltrigger.model.prices import Spend, format_usd
 from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.reports.matrix import disagreements
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
@@ -71,9 +72,13 @@ def summary_lines(report: SessionReport) -> list[str]:
     read from the report already built for the session (nothing is summarised twice)."""
     lines = []
     for skill in report.skills:
-        lines.append(f"{skill.name}: {_skill_line(skill.summary)}")
+        lines.append(f"{skill.label}: {_skill_line(skill.summary)}")
         lines += drafted_lines(skill)
         lines += failure_lines(skill)
+    split = disagreements(report.skills)
+    if split:
+        lines.append(f"the models disagree on {len(split)} queries:")
+        lines += [f"  {d.line()}" for d in split]
     for table in report.routing:
         lines += routing_lines(table, report.folder_label(table.folder))
     phases = report.by_phase()

@@ -41,6 +41,7 @@ class Target:
     description: str
     siblings: tuple[ListedSkill, ...]
     warnings: tuple[str, ...]
+    installed: tuple[ListedSkill, ...] = ()  # listed before the project's skills
 
     @property
     def name(self) -> str:
@@ -50,7 +51,7 @@ class Target:
     def start_context(self) -> TriggerContext:
         """The context of the starting description, built once: every item of the skill uses
         it, and the sampler keys its store lookups by it."""
-        return context_of(self.skill, self.description, self.siblings)
+        return context_of(self.skill, self.description, self.siblings, self.installed)
 
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
@@ -60,28 +61,49 @@ class Target:
 
 
 def context_of(
-    skill: Skill, description: str, siblings: tuple[ListedSkill, ...]
-) -> TriggerContext:
-    """The trigger context of a skill (its listing keys, its file) with a description."""
+    skill: Skill, description: str, siblings: tuple[ListedSkill, ...],
+    installed: tuple[ListedSkill, ...] = (),
+) -> TriggerContext:  # fmt: skip
+    """The trigger context of a skill (its listing keys, its file) with a description, and
+    the user's installed skills listed before the project's."""
     return TriggerContext(
         skill.name,
         description,
         siblings,
         when_to_use=skill.when_to_use,
         model_invocable=skill.model_invocable,
+        unlisted_reason=skill.unlisted_reason,
         skill_md=skill.text,
+        installed=installed,
     )
+
+
+def listed_skill(skill: Skill) -> ListedSkill:
+    """A skill as another skill's listing shows it."""
+    return ListedSkill(skill.name, skill.description, skill.when_to_use, skill.text)
+
+
+def load_installed(paths: Sequence[str]) -> tuple[ListedSkill, ...]:
+    """The skills under ``paths`` (``--trigger-extra-skills``: an author's
+    ``~/.claude/skills``, a team's plugin) as they compete in every listing; those the
+    model is not shown are left out. InputError for a path without skills or a bad one."""
+    found: dict[str, ListedSkill] = {}
+    for path in paths:
+        skills = discover_skills(path)
+        if not skills:
+            raise InputError(path, "--trigger-extra-skills: no SKILL.md found here")
+        for skill in skills:
+            if skill.model_invocable:
+                found.setdefault(skill.name, listed_skill(skill))
+    return tuple(found[name] for name in sorted(found))
 
 
 def listing_warnings(skill: Skill, description: str) -> list[str]:
     """What keeps the model from seeing the description as written, one line each."""
     where = skill.skill_md
-    if not skill.model_invocable:
-        return [
-            f"{where}: disable-model-invocation: true: Claude Code does not list this skill "
-            "to the model, so it can never trigger; its should-trigger queries fail without "
-            "a call"
-        ]
+    if skill.unlisted_reason:
+        return [f"{where}: {skill.unlisted_reason}; its should-trigger queries fail without "
+                "a call"]  # fmt: skip
     found = cut_point(description, skill.when_to_use)
     if found is None:
         return []
@@ -111,9 +133,7 @@ def _siblings(
             warnings.append(f"{exc} (sibling skipped)")
             continue
         if other.model_invocable:  # an unlisted sibling competes with nothing
-            listed.append(
-                ListedSkill(other.name, other.description, other.when_to_use, other.text)
-            )
+            listed.append(listed_skill(other))
     return tuple(listed), warnings
 
 
@@ -141,6 +161,7 @@ def load_targets(
     eval_set: str | None = None,
     description: str | None = None,
     missing: list[Skill] | None = None,
+    installed: tuple[ListedSkill, ...] = (),
 ) -> list[Target]:
     """Every skill under ``paths`` with its eval set; raises InputError on any bad input.
 
@@ -148,16 +169,9 @@ def load_targets(
     replaces the file's description as the starting point. A skill without an eval set is
     an error, unless ``missing`` is given: it is then added there (for a draft) and left out.
     A drafted extra set beside the eval set (``evals/trigger-eval.drafted.json``) is read
-    with it.
+    with it. ``installed`` skills are listed before the project's in every context.
     """
-    skills: list[Skill] = []
-    seen: set[str] = set()
-    for path in paths:
-        for skill in discover_skills(path):
-            real = os.path.realpath(skill.skill_md)  # the same skill through a symlink: once
-            if real not in seen:
-                seen.add(real)
-                skills.append(skill)
+    skills = _unique_skills(paths)
     if eval_set is not None and len(skills) != 1:
         raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
     if description is not None and not description.strip():
@@ -188,9 +202,28 @@ def load_targets(
                 description=description if description is not None else skill.description,
                 siblings=siblings,
                 warnings=tuple(skill.warnings) + tuple(sibling_warnings),
+                installed=installed,
             )
         )
+    clash = sorted({s.name for s in installed} & {t.name for t in targets})
+    if clash:
+        raise InputError("--trigger-extra-skills", f"installs a skill named {clash[0]!r}, "
+                         "like a tested one: an installed skill shadows it in Claude Code, "
+                         "so the one under test would never be seen")  # fmt: skip
     return targets
+
+
+def _unique_skills(paths: Sequence[str]) -> list[Skill]:
+    """Every skill under ``paths``, once each even when reached through a symlink."""
+    skills: list[Skill] = []
+    seen: set[str] = set()
+    for path in paths:
+        for skill in discover_skills(path):
+            real = os.path.realpath(skill.skill_md)
+            if real not in seen:
+                seen.add(real)
+                skills.append(skill)
+    return skills
 
 
 def with_drafted_extra(evals: EvalSet, skill_path: str) -> EvalSet:

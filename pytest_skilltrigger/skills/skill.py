@@ -22,8 +22,9 @@ MAX_DESCRIPTION = 1024
 MAX_NAME = 64
 ALLOWED_KEYS = (
     "name", "description", "license", "allowed-tools", "metadata", "compatibility",
-    # read by Claude Code: appended to the listed description / keeps the skill unlisted
-    "when_to_use", "disable-model-invocation",
+    # read by Claude Code: appended to the listed description / keep the skill unlisted /
+    # whether a user may run it by name
+    "when_to_use", "disable-model-invocation", "paths", "user-invocable",
 )  # fmt: skip
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 @dataclass(frozen=True)
@@ -50,10 +51,30 @@ class Skill:
         return value if isinstance(value, str) and value.strip() else None
 
     @property
+    def unlisted_reason(self) -> str | None:
+        """Why Claude Code does not list the skill to the model, if it does not: it then never
+        triggers (a user can still run it by name). ``disable-model-invocation: true``; or a
+        non-empty ``paths`` (a glob or a list): such a skill is listed only once the session
+        works on matching files, never for a one-shot request, even with a matching file in
+        the project (observed with the pinned CLI; ``paths: []`` is listed)."""
+        if self.frontmatter.get("disable-model-invocation") is True:
+            return (
+                "disable-model-invocation: true in SKILL.md: Claude Code does not list this "
+                "skill to the model, so it can never trigger"
+            )
+        paths = self.frontmatter.get("paths")
+        if paths not in (None, "", [], {}):
+            return (
+                f"paths: {paths!r} in SKILL.md: Claude Code lists this skill only once the "
+                "session works on matching files, never for a one-shot request, so it never "
+                "triggers here"
+            )
+        return None
+
+    @property
     def model_invocable(self) -> bool:
-        """False with ``disable-model-invocation: true``: Claude Code does not list the
-        skill to the model, so it never triggers (a user can still run it by name)."""
-        return self.frontmatter.get("disable-model-invocation") is not True
+        """Whether Claude Code lists the skill to the model (see :attr:`unlisted_reason`)."""
+        return self.unlisted_reason is None
 
     @property
     def text(self) -> str:

@@ -100,13 +100,13 @@ def test_the_session_is_the_stores_only_writer() -> None:
 
 def test_backends_are_made_only_by_the_factory() -> None:
     """The backend classes are built in ``backends/__init__.py`` alone, and the factory is
-    called by the session alone."""
+    called by the session alone (its lanes, one per model, make the trial backends)."""
     classes = {"AnthropicBackend", "ClaudeCodeBackend"}
     builders = {short(n) for n in MODULES if any(callee(c) in classes for c in calls(n))}
     assert builders == {"backends"}
     factory_callers = {short(n) for n in MODULES
                        if any(callee(c) == "make_backend" for c in calls(n))}  # fmt: skip
-    assert factory_callers == {"engine.session"}
+    assert factory_callers == {"engine.session", "engine.lanes"}
 
 
 def test_the_reports_make_json_in_one_place() -> None:

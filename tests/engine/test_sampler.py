@@ -25,6 +25,7 @@ from pytest_skilltrigger.model.plan import SamplingPlan, reference_plan
 from pytest_skilltrigger.model.verdict import passes
 
 CONTEXT = TriggerContext("pdf-tools", "Merge PDF files.")
+PRICE = {"input": 1.0, "output": 1.0}  # dollars per million tokens: a run of 100 + 10 tokens
 
 
 class ScriptedBackend:
@@ -235,7 +236,7 @@ def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
     """Each run holds its estimate until it settles: a run that would pass the budget is not
     made, and its query (and every later one) is skipped, never a miss."""
     backend = SequenceBackend({"a": [True] * 3, "b": [True] * 3})
-    guard = CostGuard("m", {"m": {"input": 1.0, "output": 1.0}}, budget_usd=0.00025)
+    guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=0.00025)
     sampler = Sampler(backend, concurrency=1, guard=guard)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
@@ -258,7 +259,7 @@ def test_a_query_the_budget_cuts_short_keeps_its_runs_in_the_store(tmp_path: Pat
         recorded.append(store.record("b", "m", key, query, outcomes))
 
     backend = SequenceBackend({"a": [True, False, True, False, True, False]})
-    guard = CostGuard("m", {"m": {"input": 1.0, "output": 1.0}}, budget_usd=0.00025)
+    guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=0.00025)
     sampler = Sampler(backend, concurrency=1, guard=guard, store=store, record=record)
     cut = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     sampler.close()

@@ -809,27 +809,48 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
 
 
-def test_a_skill_the_model_may_not_invoke_fails_its_positives_without_a_call(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+@pytest.mark.parametrize(
+    ("key", "said"),
+    [
+        ("disable-model-invocation: true", "disable-model-invocation: true in SKILL.md: "
+                                           "Claude Code does not list this skill"),
+        ('paths: "**/*.xlsx"', "paths: '**/*.xlsx' in SKILL.md: Claude Code lists this skill "
+                               "only once the session works on matching files"),
+        ("paths:\n  - data/*.csv", "paths: ?'data/*.csv'? in SKILL.md: Claude Code lists"),
+    ],
+    ids=["disable-model-invocation", "paths-glob", "paths-list"],
+)  # fmt: skip
+def test_a_skill_the_model_is_not_shown_fails_its_positives_without_a_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, key: str, said: str
 ) -> None:
     skills = make_skill(
         pytester.path / "skills",
         entries=[entry(Q_YES, True), entry(Q_NO, False)],
-        skill_md=(
-            f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n"
-            "disable-model-invocation: true\n---\n# Body\n"
-        ),
+        skill_md=f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n{key}\n---\n# Body\n",
     )
+    (pytester.path / "data").mkdir()
+    (pytester.path / "data" / "a.xlsx").write_bytes(b"")  # a matching file changes nothing
     out = pytester.path / "out.json"
     result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}")
     result.assert_outcomes(passed=1, failed=1)
     assert trigger_calls(fake_api) == 0
-    result.stdout.fnmatch_lines(
-        ["*disable-model-invocation: true in SKILL.md: Claude Code does not list this skill*",
-         f"*{SKILL}/SKILL.md:1: PytestConfigWarning: *disable-model-invocation: true*"]
-    )  # fmt: skip
+    result.stdout.fnmatch_lines([f"*{said}*", f"*{SKILL}/SKILL.md:1: PytestConfigWarning: *"])
     report = json.loads(out.read_text())
     assert report["skills"][0]["listed_description"] is None
+
+
+def test_an_empty_paths_list_is_listed(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    skills = make_skill(
+        pytester.path / "skills",
+        entries=[entry(Q_YES, True)],
+        skill_md=f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\npaths: []\n---\n# Body\n",
+    )
+    fake_api.script(Q_YES, [f"skill:{SKILL}"])
+    run(pytester, f"--skill-path={skills}").assert_outcomes(passed=1)
+    assert trigger_calls(fake_api) > 0
+    assert f"- {SKILL}: {DESCRIPTION}" in json.dumps(fake_api.requests[0], ensure_ascii=False)
 
 
 def test_the_exact_listed_line_is_in_the_failure_and_the_json_and_a_cut_is_warned(

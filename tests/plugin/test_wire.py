@@ -19,7 +19,7 @@ def test_records_round_trip_through_json() -> None:
     runs = (outcome, RunOutcome("error", error="boom"))
     result = QueryResult("merge", True, FixedRule(3, 0.5), runs, hits=frozenset({"skill:a"}))
     records = [
-        wire.ItemRecord("/s/pdf/SKILL.md", 4, "key", result),
+        wire.ItemRecord("/s/pdf/SKILL.md", 4, "key", "claude-haiku-4-5", result),
         wire.RoutingRecord("/s/routing-eval.json", 1, None, result),
         wire.CheckRecord("key", result),
     ]

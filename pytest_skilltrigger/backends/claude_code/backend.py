@@ -196,6 +196,12 @@ class ClaudeCodeBackend:
             (folder / "SKILL.md").write_text(installed_text(listed, tested), encoding="utf-8")
         config = run_dir / "config"
         config.mkdir()
+        for listed in context.installed if context is not None else ():
+            # the user's skill folder is <CLAUDE_CONFIG_DIR>/skills: listed before the project's
+            if SAFE_NAME_RE.fullmatch(listed.name):
+                folder = config / "skills" / listed.name
+                folder.mkdir(parents=True)
+                (folder / "SKILL.md").write_text(installed_text(listed, False), encoding="utf-8")
         seed = {"hasCompletedOnboarding": True, **self._account}
         (config / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
         (run_dir / "tmp").mkdir()
