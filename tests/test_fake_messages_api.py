@@ -12,6 +12,7 @@ import threading
 from typing import Any
 
 import anthropic
+import httpcore2
 import httpx2
 import pytest
 
@@ -35,6 +36,10 @@ SKILL_TOOL = {
         "required": ["skill"],
     },
 }
+# A stream cut mid-body: httpx2 maps the read error to its own, but under load the error of
+# the chunked read sometimes surfaces from httpcore2 unmapped (seen in the full suite); the
+# backend treats both as a failed run (it catches the HTTP library's read errors).
+CUT_STREAM = (httpx2.RemoteProtocolError, httpcore2.RemoteProtocolError)
 MERGE_QUERY = "Could you merge the quarterly PDF documents into a single report?"
 
 
@@ -296,7 +301,7 @@ def test_fault_raises_sdk_error(
 def test_stream_helper_drop_and_hang(api: FakeMessagesAPI, client: anthropic.Anthropic) -> None:
     api.faults = {"drop": 1.0}
     with (
-        pytest.raises((httpx2.TransportError, anthropic.APIConnectionError)),
+        pytest.raises((*CUT_STREAM, httpx2.TransportError, anthropic.APIConnectionError)),
         client.messages.stream(**trigger_body()) as stream,
     ):
         stream.get_final_message()

@@ -98,22 +98,10 @@ def test_a_library_session_samples_in_waves_of_batches(
     queries = [("tidy csv one", ["skill:alpha", "skill:alpha"]),
                ("tidy csv two", ["skill:alpha", "text", "skill:alpha"]),
                ("write a poem", ["text"])]  # fmt: skip
-    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
-    (target,) = load_targets([str(folder)])
-    outcomes = {}
-    for batch in (False, True):
-        for query, script in queries:
-            fake_api.script(query, script)
-        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01, confidence=None)
-        session = TriggerSession(settings)
-        try:
-            context = target.context()
-            plan = session.plan
-            session.run_batches([(context, e, plan) for e in target.eval_set.entries])
-            results = session.evaluate(context, target.eval_set.entries)
-        finally:
-            session.close()
-        outcomes[batch] = [(r.query, r.triggers, r.runs, r.passed) for r in results]
+    outcomes = {
+        batch: [(r.query, r.triggers, r.runs, r.passed) for r in results]
+        for batch, results in sampled_both_ways(fake_api, tmp_path, queries, None).items()
+    }
     assert outcomes[True] == outcomes[False]
     assert [runs for _q, _t, runs, _p in outcomes[True]] == [2, 3, 2]
     assert fake_api.stats["batches_created"] == 2
@@ -127,20 +115,10 @@ def test_sequential_verdicts_sample_in_the_same_waves_batched_and_live(
     alternate goes on in waves until no bound can be reached (borderline), exactly as live."""
     queries = [("tidy csv one", ["skill:alpha"]), ("tidy csv two", ["skill:alpha", "text"]),
                ("write a poem", ["text"])]  # fmt: skip
-    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
-    (target,) = load_targets([str(folder)])
-    outcomes = {}
-    for batch in (False, True):
-        for query, script in queries:
-            fake_api.script(query, script)
-        session = TriggerSession(Settings(cache_mode="off", batch=batch, batch_poll=0.01))
-        try:
-            context = target.context()
-            session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
-            results = session.evaluate(context, target.eval_set.entries)
-        finally:
-            session.close()
-        outcomes[batch] = [(r.verdict, r.runs, r.passed, r.borderline) for r in results]
+    outcomes = {
+        batch: [(r.verdict, r.runs, r.passed, r.borderline) for r in results]
+        for batch, results in sampled_both_ways(fake_api, tmp_path, queries, 0.95).items()
+    }
     assert outcomes[True] == outcomes[False]
     assert outcomes[True] == [("triggered", 5, True, False), ("undecided", 13, False, True),
                               ("not_triggered", 5, True, False)]  # fmt: skip
@@ -263,3 +241,25 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     assert run.exit_reason.startswith("stopped before iteration 2: no batch result")
     assert run.acceptance is None
     assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0
+
+
+def sampled_both_ways(
+    fake_api: FakeMessagesAPI, tmp_path: Path, queries: list, confidence: float | None
+) -> dict[bool, list]:
+    """The same scripted queries sampled live and in batches (``confidence`` None: the
+    reference rule): each way's results, by whether it was batched."""
+    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
+    (target,) = load_targets([str(folder)])
+    results = {}
+    for batch in (False, True):
+        for query, script in queries:
+            fake_api.script(query, script)
+        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01, confidence=confidence)
+        session = TriggerSession(settings)
+        try:
+            context = target.context()
+            session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
+            results[batch] = session.evaluate(context, target.eval_set.entries)
+        finally:
+            session.close()
+    return results
