@@ -138,6 +138,15 @@ def parse_listing(body: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
+BARE_RE = re.compile(r"^- (?P<name>[\w.-]+)$", re.MULTILINE)
+
+
+def bare_names(body: dict[str, Any]) -> list[str]:
+    """The skills a request lists as bare names (``- name``, no text: past the listing
+    budget), in order, from its messages."""
+    return [m.group("name") for text in _message_texts(body) for m in BARE_RE.finditer(text)]
+
+
 def _listing_from(texts: list[str]) -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
     for text in texts:
@@ -460,6 +469,14 @@ USAGE_FIELDS = (
 )
 
 
+def _ttl(block: dict[str, Any]) -> str | None:
+    """A content block's cache breakpoint: its lifetime ("5m" or "1h"), None when unmarked."""
+    marker = block.get("cache_control")
+    if not isinstance(marker, dict):
+        return None
+    return "1h" if marker.get("ttl") == "1h" else "5m"
+
+
 def _iso(moment: datetime) -> str:
     """RFC 3339 in UTC with a ``Z``, as the real API writes its timestamps."""
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -652,6 +669,14 @@ class FakeMessagesAPI:
         # trigger rates spread over (0, 1), drawn afresh per request, and an improve model
         # that reads the prompt (see tests.graded_model); None: the keyword model
         self.graded: Any = None
+        # models whose keyword decisions are reversed (a skill taken where the keyword model
+        # would answer, and the other way round): a description that wins on one model of a
+        # matrix loses on these
+        self.contrary_models: set[str] = set()
+        # input tokens added to every trigger request's prompt (a big CLAUDE.md, say), to reach
+        # a long-prompt price tier; and the usage of every live answer sent, as billed
+        self.prompt_padding = 0
+        self.usages: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
         self.stats: dict[str, Any] = {
@@ -840,22 +865,22 @@ class FakeMessagesAPI:
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
         """Input/cache token estimate; the prefix up to the last ``cache_control`` is cached."""
-        segments: list[tuple[str, bool]] = []
+        segments: list[tuple[str, str | None]] = []  # (text, cache breakpoint lifetime)
         tools = body.get("tools")
         for tool in tools if isinstance(tools, list) else []:
             if isinstance(tool, dict):
                 seg = {k: v for k, v in tool.items() if k != "cache_control"}
-                segments.append((json.dumps(seg, sort_keys=True), "cache_control" in tool))
+                segments.append((json.dumps(seg, sort_keys=True), _ttl(tool)))
         system = body.get("system")
         if isinstance(system, str):
-            segments.append((system, False))
+            segments.append((system, None))
         elif isinstance(system, list):
             for block in system:
                 if isinstance(block, dict):
                     text = str(block.get("text", ""))
                     if text.startswith(BILLING_HEADER):
                         continue  # per-request attribution, not part of the cached prompt
-                    segments.append((text, "cache_control" in block))
+                    segments.append((text, _ttl(block)))
         messages = body.get("messages")
         for message in messages if isinstance(messages, list) else []:
             if not isinstance(message, dict):
@@ -863,7 +888,7 @@ class FakeMessagesAPI:
             content = message.get("content")
             role = str(message.get("role"))
             if isinstance(content, str):
-                segments.append((role + content, False))
+                segments.append((role + content, None))
             elif isinstance(content, list):
                 for block in content:
                     if not isinstance(block, dict):
@@ -874,8 +899,8 @@ class FakeMessagesAPI:
                             {k: v for k, v in block.items() if k != "cache_control"},
                             sort_keys=True,
                         )
-                    segments.append((role + text, "cache_control" in block))
-        total = sum(_estimate(t) for t, _ in segments) or 1
+                    segments.append((role + text, _ttl(block)))
+        total = (sum(_estimate(t) for t, _ in segments) or 1) + self.prompt_padding
         last = max((i for i, (_, c) in enumerate(segments) if c), default=-1)
         if last < 0:
             return {
@@ -897,10 +922,16 @@ class FakeMessagesAPI:
             self._cache.update(keys.values())
         read = sum(_estimate(t) for t, _ in segments[: hit + 1])
         prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
+        # writes up to the last one-hour breakpoint are kept an hour (the API wants those
+        # breakpoints first), the rest five minutes; reported apart, as the API does
+        long = max((i for i, (_, ttl) in enumerate(segments) if ttl == "1h"), default=-1)
+        hour = max(sum(_estimate(t) for t, _ in segments[: long + 1]) - read, 0)
         return {
             "input_tokens": max(total - prefix, 0),
             "cache_creation_input_tokens": prefix - read,
             "cache_read_input_tokens": read,
+            "cache_creation": {"ephemeral_5m_input_tokens": prefix - read - hour,
+                               "ephemeral_1h_input_tokens": hour},
         }
 
     # -- request handling -----------------------------------------------------------------------
@@ -1023,6 +1054,7 @@ class FakeMessagesAPI:
         if fault is None:
             with self._lock:
                 self.stats["output_tokens"] += message["usage"]["output_tokens"]
+                self.usages.append({**message["usage"], "model": body.get("model")})
         if not stream:
             self._send_json_message(h, rid, message, fault)
         else:
@@ -1095,7 +1127,10 @@ class FakeMessagesAPI:
             chosen = self.graded.choose(query, parse_listing(body))
             outcome = f"skill:{chosen}" if chosen else decide(query, [], self.min_overlap)
         if outcome is None:
-            outcome = decide(query, parse_listing(body), self.min_overlap)
+            listing = parse_listing(body)
+            outcome = decide(query, listing, self.min_overlap)
+            if body.get("model") in self.contrary_models and listing:
+                outcome = "text" if outcome.startswith("skill:") else f"skill:{listing[0][0]}"
         if advance:
             self._bump("decisions", outcome)
         if outcome == "text":

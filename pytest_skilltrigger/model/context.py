@@ -61,6 +61,12 @@ class ListedSkill:
     description: str
     when_to_use: str | None = None
     skill_md: str | None = field(default=None, compare=False, repr=False)
+    # one of Claude Code's bundled built-ins: past the listing budget they keep their text
+    # (``model/listing_budget.py``)
+    bundled: bool = field(default=False, compare=False)
+    # a built-in command's line lengths in the real CLI (full, bare), which the budget counts
+    # in place of our own wording's
+    cli_sizes: tuple[int, int] | None = field(default=None, compare=False, repr=False)
 
     @property
     def listed(self) -> str:
@@ -76,8 +82,10 @@ class ListedSkill:
 # Generic skills of the kinds Claude Code lists as built-ins (charts, settings, key bindings,
 # code review, simplifying code, permission prompts, loops, API reference, workflows, running
 # the app, plugins, project set-up, security review), written for this project: the skill
-# under test competes the way it will in real use. The wording is ours.
-DEFAULT_COMPETITORS: tuple[ListedSkill, ...] = (
+# under test competes the way it will in real use. The wording is ours. The last two stand for
+# the built-in commands, which the listing budget may show as bare names; the rest for the
+# bundled skills, which keep their text.
+_GENERIC: tuple[ListedSkill, ...] = (
     ListedSkill("charts", "Turn data into a chart, plot or small dashboard. Use when the user "
                 "asks to visualise numbers or a table."),
     ListedSkill("settings", "Change how this assistant is configured: permissions, hooks, "
@@ -102,6 +110,11 @@ DEFAULT_COMPETITORS: tuple[ListedSkill, ...] = (
     ListedSkill("security-review", "Review the pending changes for security problems such as "
                 "injection, secrets and unsafe input handling."),
 )  # fmt: skip
+# the built-in commands' lines in the pinned CLI (2.1.328): 67 and 90 characters, bare 6 and 17
+_CLI_SIZES = {"project-init": (67, 6), "security-review": (90, 17)}
+DEFAULT_COMPETITORS = tuple(
+    replace(s, bundled=s.name not in _CLI_SIZES, cli_sizes=_CLI_SIZES.get(s.name)) for s in _GENERIC
+)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,11 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.optimizer.folder import Folder, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Attempt, Competition, Proposal, build_prompt
-from pytest_skilltrigger.optimizer.racing import Racer
+from pytest_skilltrigger.optimizer.racing import Race, Racer
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Candidate, Iteration, Optimization
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 
 class Proposer(Protocol):
@@ -100,7 +101,22 @@ def accept_race(racer: Racer, run: Optimization) -> Acceptance:
     )
     race = racer.race(entries, (start.description, start_results),
                       (best.description, best_results), phase="confirmation")  # fmt: skip
-    return Acceptance(best.iteration, on, race, len(own))
+    acceptance = Acceptance(best.iteration, on, race, len(own))
+    if race.verdict == "better":  # with a matrix, the other models must not lose
+        acceptance.on_models = tuple(
+            (model, _race_on(racer, model, entries, start.description, best.description))
+            for model in racer.session.settings.lane_models[1:]
+        )
+    return acceptance
+
+
+def _race_on(
+    racer: Racer, model: str | None, entries: list[EvalEntry], start: str, best: str
+) -> Race:
+    """The start and the best raced afresh on another model of the matrix."""
+    other = Racer(racer.session, racer.target, racer.race_runs, model=model)
+    mine, theirs = other.measure_all([start, best], entries, fresh=True, phase="confirmation")
+    return other.race(entries, (start, mine), (best, theirs), phase="confirmation")
 
 
 class _Rounds:

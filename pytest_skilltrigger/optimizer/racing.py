@@ -47,10 +47,13 @@ class Race:
 class Racer:
     """Samples one skill's descriptions on sets of queries through the session."""
 
-    def __init__(self, session: TriggerSession, target: Target, race_runs: int) -> None:
+    def __init__(
+        self, session: TriggerSession, target: Target, race_runs: int, model: str | None = None
+    ) -> None:
         self.session = session
         self.target = target
         self.race_runs = race_runs
+        self.model = model  # the model of a matrix it samples on (None: the first)
 
     @property
     def confidence(self) -> float:
@@ -79,7 +82,8 @@ class Racer:
         self, jobs: Sequence[tuple[str, EvalEntry, SamplingPlan]]
     ) -> list[QueryResult]:
         """Sample every (description, entry, plan): batched first, then joined or run live."""
-        contexts = {d: self.target.context(d) for d in dict.fromkeys(d for d, _, _ in jobs)}
+        contexts = {d: self.target.context(d).on_model(self.model)
+                    for d in dict.fromkeys(d for d, _, _ in jobs)}  # fmt: skip
         work = [(contexts[d], e, plan) for d, e, plan in jobs]
         self.session.run_batches(work)
         futures = [self.session.submit(c, e, plan) for c, e, plan in work]

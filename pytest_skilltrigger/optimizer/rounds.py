@@ -97,14 +97,23 @@ class Acceptance:
     on: str  # "test" | "train"
     race: Race
     own: int  # how many of the raced queries are the skill's own (the rest are the folder's)
+    # with a model matrix: the same race on each other model, where the best must not lose
+    on_models: tuple[tuple[str | None, Race], ...] = ()
 
     @property
     def complete(self) -> bool:
-        return all(r.passed is not None for r in self.race.incumbent + self.race.challenger)
+        races = [self.race, *(race for _, race in self.on_models)]
+        return all(r.passed is not None for race in races
+                   for r in race.incumbent + race.challenger)  # fmt: skip
+
+    @property
+    def loses_on(self) -> list[str]:
+        """The other models of a matrix on which the best is worse than the start."""
+        return [str(model) for model, race in self.on_models if race.verdict == "worse"]
 
     @property
     def accepted(self) -> bool:
-        return self.complete and self.race.verdict == "better"
+        return self.complete and self.race.verdict == "better" and not self.loses_on
 
     def verdict(self) -> str:
         """One line for people: the gain with its interval, and what it means."""
@@ -114,6 +123,8 @@ class Acceptance:
             return f"not confirmed: {missing} of the fresh samplings errored or were skipped"
         gain = self.race.gain
         text = f"gain over the start {gain.text()}"
+        if gain.verdict == "better" and self.loses_on:
+            return f"{text}: better, but worse on {', '.join(self.loses_on)}"
         if gain.verdict == "better":
             return f"{text}: better at {gain.confidence:.0%}"
         if gain.verdict == "worse":

@@ -191,8 +191,8 @@ def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any
     listed = skill.listed_line
     meta = [
         ("Path", display_path(target.skill.path, base)),
-        ("Listed as", listed or "not listed (disable-model-invocation: true): it can never "
-                                "trigger"),
+        ("Listed as", listed or f"not listed: {target.skill.unlisted_reason}"),
+        *([("Listing budget", skill.listing_warning)] if skill.listing_warning else []),
         ("Queries passed", f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)})"
                            f"{interval}; {s.failed} failed{borderline}, {s.errors} "
                            f"errors{skipped}"),

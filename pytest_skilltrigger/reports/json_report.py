@@ -56,6 +56,10 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
         "description": target.description,
         # the exact text after "- name: " that Claude Code lists (null: never listed)
         "listed_description": skill.listed_description,
+        # how Claude Code shows it on its model: full, cut (past 1,536 characters), bare (the
+        # listing passes the model's budget: the name alone) or unlisted
+        "listed": skill.listed,
+        "listing_budget": skill.fit.to_dict() if skill.fit else None,
         "results": skill.results.report_rows(),
         "summary": {"covers": "items", **skill.summary.to_dict()},
     }
@@ -175,6 +179,11 @@ def acceptance_json(acceptance: Acceptance) -> dict[str, Any]:
         "best_score": format_score(race.challenger[:own]),
         "folder_start_score": format_score(race.incumbent),
         "folder_best_score": format_score(race.challenger),
+        # with a model matrix: the race on each other model (the best may lose on none)
+        "models": {
+            str(model): {"gain": _gain_json(other.gain), "verdict": other.verdict}
+            for model, other in acceptance.on_models
+        },
         "start_results": [r.summary_row() for r in race.incumbent],
         "best_results": [r.summary_row() for r in race.challenger],
     }

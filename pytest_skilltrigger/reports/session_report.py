@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pytest_skilltrigger.model.listing_budget import BARE, ListingFit, fit_of
 from pytest_skilltrigger.model.prices import PHASES, Spend, total_of
 from pytest_skilltrigger.model.verdict import Rule
 from pytest_skilltrigger.reports.routing_table import RoutingTable
@@ -34,6 +35,8 @@ class SkillReport:
     results: SkillResults
     summary: Summary
     optimization: Optimization | None = None
+    # how the skill's listing fits its model's listing budget (None: not worked out)
+    fit: ListingFit | None = None
 
     @property
     def target(self) -> Target:
@@ -59,6 +62,22 @@ class SkillReport:
         when it is not listed (``disable-model-invocation``)."""
         context = self.target.context()
         return context.tested.listed if context.model_invocable else None
+
+    @property
+    def listed(self) -> str:
+        """How Claude Code shows the skill on its model: full, cut, bare or unlisted."""
+        context = self.target.context()
+        fit = self.fit or ListingFit(budget=0, size=0, bare=frozenset())
+        return fit.shown(context.tested if context.model_invocable else None)
+
+    @property
+    def listing_warning(self) -> str | None:
+        """Why the model sees only the skill's name, when the listing budget says so."""
+        if self.listed != BARE or self.fit is None:
+            return None
+        on = f" with {self.fit.model}" if self.fit.model else ""
+        return (f"{self.name} is listed as a bare name{on}: the folder's listing passes the "
+                f"budget of {self.fit.budget:,} characters by {self.fit.over_by:,}")  # fmt: skip
 
     @property
     def listed_line(self) -> str | None:
@@ -142,6 +161,7 @@ def build_report(
             skill,
             summarize(skill.results(), skill.model or model, prices),
             (optimizations or {}).get(skill.target.skill.path) if skill.model == first else None,
+            fit_of(skill.target.context(), skill.model or model),
         )
         for skill in results.ordered()
     ]

@@ -73,6 +73,8 @@ def summary_lines(report: SessionReport) -> list[str]:
     lines = []
     for skill in report.skills:
         lines.append(f"{skill.label}: {_skill_line(skill.summary)}")
+        if skill.listing_warning:
+            lines.append(f"  warning: {skill.listing_warning}")
         lines += drafted_lines(skill)
         lines += failure_lines(skill)
     split = disagreements(report.skills)

@@ -33,7 +33,7 @@ import pytest
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.workspace import skill_file
 from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
-from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI
+from tests.fake_messages_api import LISTING_RE, FakeMessagesAPI, bare_names
 
 pytestmark = pytest.mark.slow
 
@@ -447,6 +447,69 @@ def test_the_plugin_names_the_captured_context_and_runs_it(
     agents = {h["user-agent"].split("/")[0] for h in fake_api.request_headers}
     assert agents == {"Anthropic"}  # the runs went through the SDK, not the CLI
     assert all(len(body["tools"]) > 4 for body in fake_api.requests)  # the CLI's tools
+
+
+def test_the_captured_listing_has_the_bare_names_builtin_mode_predicts(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
+) -> None:
+    """Capture mode on claude-haiku-4-5: the CLI itself lists the last five of ten
+    ~300-character skills by name alone, the replayed request the server saw says so, and the
+    report gives the skill under test as bare, as builtin mode does for the same folder."""
+    from tests.plugin.test_listing import write_ten_skills
+
+    skills = pytester.path / "skills"
+    query = write_ten_skills(skills)
+    fake_api.script(query, ["text"])
+    out = pytester.path / "out.json"
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--skill-path={skills / 'skill-009'}",
+        "--trigger-backend=anthropic", "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}", "--trigger-model=claude-haiku-4-5", "--runs-per-query=1",
+        "--trigger-confidence=off", "--trigger-cache=off", f"--trigger-json={out}", timeout=240,
+    )  # fmt: skip
+    (replayed,) = [b for b, h in zip(fake_api.requests, fake_api.request_headers, strict=True)
+                   if h["user-agent"].startswith("Anthropic/Python")]  # fmt: skip
+    assert [n for n in bare_names(replayed) if n.startswith("skill-")] == [
+        f"skill-{i:03d}" for i in range(5, 10)
+    ]
+    assert json.loads(out.read_text())["skills"][0]["listed"] == "bare"
+
+
+def test_one_hour_cache_writes_of_the_captured_request_are_priced_apart(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """The CLI asks for one-hour caching when ENABLE_PROMPT_CACHING_1H is set; its captured
+    request, replayed, makes the server bill one-hour writes, and the session's cost is the
+    server's usage at claude-haiku-4-5's rates (a one-hour write at 2x input, not 1.25x)."""
+    from tests.plugin.test_cost_tiers import HAIKU_4_5, billed
+
+    monkeypatch.setenv("ENABLE_PROMPT_CACHING_1H", "1")
+    skills = pytester.path / "skills"
+    folder = skills / SKILL
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
+    query = "combine these three pdf files into one"
+    (folder / "evals" / "trigger-eval.json").write_text(
+        json.dumps([{"query": query, "should_trigger": True}]), encoding="utf-8"
+    )
+    fake_api.script(query, [f"skill:{SKILL}"])
+    out = pytester.path / "out.json"
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
+        "--trigger-context=claude-code", f"--claude-bin={claude_bin}",
+        "--trigger-model=claude-haiku-4-5", "--runs-per-query=3", "--trigger-confidence=off",
+        "--trigger-cache=off", f"--trigger-json={out}", timeout=240,
+    ).assert_outcomes(passed=1)
+    # the capture's own request was answered by the recorder, not the server: only the
+    # replayed runs (two: early stopping settles 2 of 3) reached the server and were billed
+    assert len(fake_api.usages) == 2
+    # one run wrote the prefix for an hour, the other read it back (in either order)
+    assert any(u["cache_creation"]["ephemeral_1h_input_tokens"] > 0 for u in fake_api.usages)
+    assert any(u["cache_read_input_tokens"] > 0 for u in fake_api.usages)
+    totals = json.loads(out.read_text())["totals"]
+    assert totals["calls"] == 2
+    assert totals["cost_usd"] == round(sum(billed(u, HAIKU_4_5) for u in fake_api.usages), 6)
 
 
 def test_a_batch_sends_the_captured_request_whole(

@@ -402,3 +402,41 @@ def test_a_repeated_proposal_is_never_measured_again_and_the_repeat_is_named(
     assert history[2]["note"].startswith("asked once more, because the answer repeated a "
                                          "description already tried")  # fmt: skip
     result.stdout.fnmatch_lines(["*iteration 3/3: asked once more, because the answer repeated*"])
+
+
+def test_with_a_model_matrix_the_best_may_lose_on_no_model(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The rounds run on the first model; before SKILL.md is written the best is raced
+    against the start afresh on every other model too. GOOD wins on the first model and loses
+    on a model that decides the other way round: SKILL.md is kept, and the JSON says where the
+    best lost."""
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [GOOD]
+    fake_api.contrary_models = {"claude-haiku-4-5"}
+    _result, report = run(pytester, folder, "--max-iterations", "2",
+                         "--trigger-model=claude-opus-5-5,claude-haiku-4-5")  # fmt: skip
+    (skill,) = [s for s in report["skills"] if s["model"] == "claude-opus-5-5"]
+    acceptance = skill["acceptance"]
+    assert acceptance["gain"]["verdict"] == "better"
+    assert acceptance["models"]["claude-haiku-4-5"]["verdict"] == "worse"
+    assert acceptance["accepted"] is False
+    assert "worse on claude-haiku-4-5" in acceptance["verdict"]
+    assert (folder / "SKILL.md").read_bytes().decode("utf-8") == SKILL_MD  # untouched
+    # the other model's race was sent to it: the server saw confirmation runs on both models
+    models = {b["model"] for b in fake_api.requests if any(
+        t.get("name") == "Skill" for t in b.get("tools") or [])}  # fmt: skip
+    assert models == {"claude-opus-5-5", "claude-haiku-4-5"}
+
+
+def test_with_a_model_matrix_a_best_that_loses_nowhere_is_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [GOOD]
+    _result, report = run(pytester, folder, "--max-iterations", "2",
+                         "--trigger-model=claude-opus-5-5,claude-haiku-4-5")  # fmt: skip
+    (skill,) = [s for s in report["skills"] if s["model"] == "claude-opus-5-5"]
+    assert skill["acceptance"]["accepted"] is True
+    assert skill["acceptance"]["models"]["claude-haiku-4-5"]["verdict"] != "worse"
+    assert GOOD in (folder / "SKILL.md").read_text(encoding="utf-8")

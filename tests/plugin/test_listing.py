@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fake_messages_api import FakeMessagesAPI, parse_listing
+from tests.fake_messages_api import FakeMessagesAPI, bare_names, parse_listing
 from tests.helpers import plugin_args
 
 
@@ -63,3 +63,48 @@ def test_an_extra_skill_named_like_a_tested_one_is_refused(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --trigger-extra-skills: installs a skill named 'sheets'*"])
     assert fake_api.stats["calls"] == 0
+
+
+def write_ten_skills(folder: Path) -> str:
+    """Ten project skills of ~300 characters, the last one with an eval set: on
+    claude-haiku-4-5 Claude Code lists the first five in full and the last five by name."""
+    for i in range(10):
+        text = f"Skill {i} tidies widget batches of kind {i}. " + "Use it for widgets. " * 14
+        write_skill(folder, f"skill-{i:03d}", text[:299] + ".")
+    evals = [{"query": "tidy the widget batches of kind nine", "should_trigger": True}]
+    (folder / "skill-009" / "evals").mkdir()
+    (folder / "skill-009" / "evals" / "trigger-eval.json").write_text(json.dumps(evals))
+    return evals[0]["query"]
+
+
+def test_past_the_models_listing_budget_a_skill_is_listed_by_name_alone(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Builtin mode lists what Claude Code would on the model: with claude-haiku-4-5 (an
+    8,000-character budget) the last five of ten ~300-character skills are bare names in the
+    request the server saw; the report says so, and the terminal warns by how much the
+    listing passes the budget. The same folder on a 1M-token model is listed whole."""
+    skills = pytester.path / "skills"
+    query = write_ten_skills(skills)
+    fake_api.script(query, ["text"])
+    out = pytester.path / "out.json"
+    args = (f"--skill-path={skills / 'skill-009'}", "--trigger-backend=anthropic",
+            "--runs-per-query=1", "--trigger-confidence=off", "--trigger-cache=off",
+            "-p", "no:cacheprovider", f"--trigger-json={out}")  # fmt: skip
+    result = pytester.runpytest_subprocess(*args, "--trigger-model=claude-haiku-4-5")
+    (body,) = fake_api.requests
+    assert [n for n in bare_names(body) if n.startswith("skill-")] == [
+        f"skill-{i:03d}" for i in range(5, 10)
+    ]
+    (skill,) = json.loads(out.read_text())["skills"]
+    assert skill["listed"] == "bare"
+    assert skill["listing_budget"]["budget"] == 8000 and skill["listing_budget"]["over_by"] > 0
+    over = skill["listing_budget"]["over_by"]
+    result.stdout.fnmatch_lines([
+        f"*warning: skill-009 is listed as a bare name with claude-haiku-4-5: the folder's "
+        f"listing passes the budget of 8,000 characters by {over:,}*"
+    ])  # fmt: skip
+    fake_api.script(query, ["text"])
+    pytester.runpytest_subprocess(*args, "--trigger-model=claude-sonnet-5-5")
+    assert bare_names(fake_api.requests[-1]) == []
+    assert json.loads(out.read_text())["skills"][0]["listed"] == "full"

@@ -14,6 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.listing_budget import fit_of
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "
@@ -89,9 +90,11 @@ ORDINARY_TOOLS: list[dict[str, Any]] = [
 LISTING_HEADER = "The following skills are available through the Skill tool:"
 
 
-def listing_text(context: TriggerContext) -> str:
-    """The listing block: a header line, then ``- name: description`` per skill."""
-    lines = [s.line for s in context.listing()]
+def listing_text(context: TriggerContext, model: str | None = None) -> str:
+    """The listing block: a header line, then ``- name: description`` per skill, or ``- name``
+    for the skills ``model``'s listing budget shows as bare names, as Claude Code does."""
+    fit = fit_of(context, model)
+    lines = [fit.line(s) for s in context.listing()]
     return (
         "<system-reminder>\n" + LISTING_HEADER + "\n\n" + "\n".join(lines) + "\n</system-reminder>"
     )
@@ -112,7 +115,7 @@ def build_request(context: TriggerContext, query: str, model: str) -> dict[str, 
                 "content": [
                     {
                         "type": "text",
-                        "text": listing_text(context),
+                        "text": listing_text(context, model),
                         "cache_control": {"type": "ephemeral"},
                     },
                     {"type": "text", "text": query},

@@ -1,0 +1,141 @@
+"""How much of a skill listing Claude Code shows on each model: the listing budget.
+
+Why it matters: past the budget Claude Code lists skills as bare names (``- pdf``, no text).
+A bare-listed skill is chosen, if at all, by its name alone, so a verdict measured on a full
+listing says nothing about what users of that model see.
+
+The rule, observed with the pinned CLI (2.1.328) against a loopback server, varying the
+number of skills, their length, the installed skills and ``ANTHROPIC_MODEL``, and reading the
+request it sent (``benchmarks/`` has no part in it: the figures below are the experiments'):
+
+- **The budget** is 1% of the model's context window, in characters: 8,000 for the models the
+  CLI gives a 200k-token window counted at 4 characters a token (claude-haiku-4-5,
+  claude-sonnet-4-6, claude-opus-4-5, claude-opus-4-6), 30,000 for every later model and for a
+  name it does not know (a 1M-token window at 3 characters a token: claude-opus-4-7 and 4-8,
+  and every claude-*-5* model the SDK names), 40,000 for a 4.x model asked for with ``[1m]``.
+  ``SLASH_COMMAND_TOOL_CHAR_BUDGET`` in the environment replaces it.
+- **A listing's size** is the length of its lines (``- name: text``, the text cut at 1,536
+  characters) plus one newline between two lines. Within the budget every skill keeps its text.
+- **Past it**, the CLI's bundled built-in skills (11 in this version, 6,039 characters of lines)
+  keep theirs. Every other skill (installed, then the project's, then two built-in commands
+  listed last) starts as a bare name, and in listing order gets its text back while what is
+  left of the budget holds it; one that does not fit is passed over and the next one tried.
+  (The CLI puts skills a user invokes often first; a fresh config, as tests run, has none.)
+- Measured edges: with claude-haiku-4-5, two project skills of 882 characters keep their text
+  and 883 do not (the listing is then 8,001 characters); 10 of ~300 characters: 6 keep it, 4
+  are bare and so are both built-in commands; 60 of ~380 on claude-opus-5-5: every one of 60
+  keeps it at 382 characters, and 30 of 779 and 780 sit either side of 30,000.
+
+Builtin mode lists our own generic competitors, shorter than the CLI's; the fit counts the
+CLI's bundled lines at their measured size (:data:`BUNDLED_CHARS`), so a skill is cut where
+Claude Code would cut it. Capture mode needs none of this: the CLI lists, and is measured.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext, cut_point
+
+BUDGET_SHARE = 0.01  # of the context window, in characters
+SMALL_WINDOW_BUDGET = 8_000  # 200,000 tokens x 4 characters x 1%
+LARGE_WINDOW_BUDGET = 30_000  # 1,000,000 tokens x 3 characters x 1%
+EXTENDED_WINDOW_BUDGET = 40_000  # a 4.x model with "[1m]": 1,000,000 x 4 x 1%
+# the models the pinned CLI gives a 200k-token window (dated names included)
+SMALL_WINDOW_MODELS = (
+    "claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-5", "claude-opus-4-6",
+)  # fmt: skip
+# the CLI's bundled built-in lines as its budget counts them: 6,039 characters of lines and
+# the 10 newlines between them, measured with 2.1.328 (the same on every model)
+BUNDLED_CHARS = 6_039 + 10
+BUDGET_ENV = "SLASH_COMMAND_TOOL_CHAR_BUDGET"
+
+FULL, CUT, BARE, UNLISTED = "full", "cut", "bare", "unlisted"
+
+
+def listing_budget(model: str | None, environ: Mapping[str, str] = os.environ) -> int:
+    """The listing budget, in characters, that Claude Code gives ``model``."""
+    override = environ.get(BUDGET_ENV, "").strip()
+    if override.isdigit() and int(override) > 0:
+        return int(override)
+    name = (model or "").lower()
+    if any(name.startswith(small) for small in SMALL_WINDOW_MODELS):
+        return EXTENDED_WINDOW_BUDGET if name.endswith("[1m]") else SMALL_WINDOW_BUDGET
+    return LARGE_WINDOW_BUDGET
+
+
+@dataclass(frozen=True)
+class ListingFit:
+    """How one listing fits a budget: its full size and the skills shown as bare names."""
+
+    budget: int
+    size: int  # the listing with every text shown, as the budget counts it
+    bare: frozenset[str]
+    model: str | None = None  # whose budget it is (None: the CLI's default model's)
+
+    @property
+    def over_by(self) -> int:
+        """How far the full listing passes the budget (0 within it)."""
+        return max(0, self.size - self.budget)
+
+    def shown(self, skill: ListedSkill | None) -> str:
+        """How a skill is shown: full, cut (its text past 1,536 characters), bare, or
+        unlisted (None: not in the listing at all)."""
+        if skill is None:
+            return UNLISTED
+        if skill.name in self.bare:
+            return BARE
+        return CUT if cut_point(skill.description, skill.when_to_use) else FULL
+
+    def to_dict(self) -> dict[str, int]:
+        """The budget, the full listing's size and how far it passes the budget."""
+        return {"budget": self.budget, "size": self.size, "over_by": self.over_by}
+
+    def line(self, skill: ListedSkill) -> str:
+        """The skill's line as the model sees it."""
+        return f"- {skill.name}" if skill.name in self.bare else skill.line
+
+
+def fit_listing(
+    skills: Sequence[ListedSkill], budget: int, model: str | None = None
+) -> ListingFit:
+    """Which skills of a listing (in Claude Code's order) are shown bare within ``budget``."""
+    bundled = [s for s in skills if s.bundled]
+    others = [s for s in skills if not s.bundled]
+    fixed = BUNDLED_CHARS if bundled else 0
+    newlines = max(0, len(others) - 1) + (1 if bundled and others else 0)
+    size = fixed + sum(_full(s) for s in others) + newlines
+    if size <= budget:
+        return ListingFit(budget, size, frozenset(), model)
+    left = budget - fixed - newlines - sum(_bare(s) for s in others)
+    bare = set()
+    for skill in others:
+        extra = _full(skill) - _bare(skill)
+        if extra <= left:
+            left -= extra
+        else:
+            bare.add(skill.name)
+    return ListingFit(budget, size, frozenset(bare), model)
+
+
+def _full(skill: ListedSkill) -> int:
+    return skill.cli_sizes[0] if skill.cli_sizes else len(skill.line)
+
+
+def _bare(skill: ListedSkill) -> int:
+    return skill.cli_sizes[1] if skill.cli_sizes else len(skill.name) + 2
+
+
+def fit_of(context: TriggerContext, model: str | None,
+           environ: Mapping[str, str] = os.environ) -> ListingFit:  # fmt: skip
+    """How the context's listing fits the budget of ``model``."""
+    return fit_listing(context.listing(), listing_budget(model, environ), model)
+
+
+def how_shown(context: TriggerContext, model: str | None,
+                 environ: Mapping[str, str] = os.environ) -> tuple[str, ListingFit]:  # fmt: skip
+    """How the skill under test is shown on ``model``, and the fit that says so."""
+    fit = fit_of(context, model, environ)
+    return fit.shown(context.tested if context.model_invocable else None), fit
