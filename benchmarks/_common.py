@@ -199,8 +199,11 @@ def skill_args(
     cache: str = "off",
     store: Path | None = None,
     json_path: Path | None = None,
+    confidence: str = "off",
 ) -> list[str]:
-    """The plugin's options for one run of the generated skill."""
+    """The plugin's options for one run of the generated skill. The targets are defined on
+    the reference rule (``runs`` runs against the threshold), so it is the default here:
+    ``confidence`` "off"; a number runs the sequential rule."""
     args = [
         "--skill-path",
         str(skill),
@@ -212,6 +215,7 @@ def skill_args(
         str(runs),
         "--trigger-cache",
         cache,
+        f"--trigger-confidence={confidence}",
     ]
     if concurrency is not None:
         args += ["--trigger-concurrency", str(concurrency)]
