@@ -160,6 +160,9 @@ class Settings:
         return self.model or os.environ.get(MODEL_ENV) or default
 
 
+ACCEPT_ON = ("all", "test")  # what the fresh acceptance race runs on
+
+
 @dataclass(frozen=True)
 class OptimizerSettings:
     """The improvement rounds' settings; defaults are the reference tool's."""
@@ -172,6 +175,9 @@ class OptimizerSettings:
     candidates_per_round: int = 3
     # the runs a race between two descriptions may add before it is called undecided
     race_runs: int = 60
+    # which queries the fresh race that decides the write runs on: "all" (every query, the
+    # held-out ones as a guard that must not lose) or "test" (the held-out ones alone)
+    accept_on: str = "all"
 
     def validated(self) -> OptimizerSettings:
         if not 0.0 <= self.holdout < 1.0:
@@ -183,6 +189,9 @@ class OptimizerSettings:
                              f"must be at least 1, got {self.candidates_per_round}")  # fmt: skip
         if self.race_runs < 0:
             raise InputError("--race-runs", f"must be 0 or more, got {self.race_runs}")
+        if self.accept_on not in ACCEPT_ON:
+            raise InputError("--accept-on", f"must be one of {', '.join(ACCEPT_ON)}, "
+                             f"got {self.accept_on!r}")  # fmt: skip
         return self
 
 

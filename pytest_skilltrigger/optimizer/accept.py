@@ -51,7 +51,7 @@ def unchanged_reason(run: Optimization) -> str:
     if not acceptance.complete:
         return "some fresh runs errored or were skipped, so the gain is not confirmed"
     return (
-        f"on fresh runs of the {acceptance.on} queries the best's {acceptance.verdict()} "
+        f"on fresh runs of {acceptance.queries} the best's {acceptance.verdict()} "
         "(paste it by hand if you still want it)"
     )
 

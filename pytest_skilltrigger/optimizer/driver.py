@@ -118,6 +118,7 @@ class OptimizationDriver:
                 folder=folder,
                 candidates=self.options.candidates_per_round,
                 race_runs=self.options.race_runs,
+                accept_on=self.options.accept_on,
                 competition=competition_of(target, folder),
             )
             run.relisted = tuple(relisted)

@@ -32,6 +32,7 @@ from pytest_skilltrigger.optimizer.folder import Folder, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Attempt, Competition, Proposal, build_prompt
 from pytest_skilltrigger.optimizer.racing import Race, Racer
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Candidate, Iteration, Optimization
+from pytest_skilltrigger.optimizer.scoring import paired_gain
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -58,6 +59,7 @@ def optimize(
     candidates: int = 3,
     race_runs: int = 60,
     competition: Competition | None = None,
+    accept_on: str = "all",
 ) -> Optimization:
     """Run the improvement rounds for one skill.
 
@@ -69,7 +71,7 @@ def optimize(
     """
     train, test = split_entries(target.eval_set.entries, holdout, seed)
     run = Optimization(target, holdout, train, test, folder=folder or Folder(),
-                       confidence=session.plan.rule.confidence)  # fmt: skip
+                       confidence=session.plan.rule.confidence, accept_on=accept_on)  # fmt: skip
     racer = Racer(session, target, race_runs)
     rounds = _Rounds(run, racer, proposer, on_iteration, candidates, competition)
     # iteration 1 reuses the items' results, but samples again what errored or was skipped
@@ -89,11 +91,11 @@ def optimize(
 
 
 def accept_race(racer: Racer, run: Optimization) -> Acceptance:
-    """The start and the best, sampled afresh on the held-out queries (train when there are
-    none) and raced: what decides whether SKILL.md is rewritten."""
-    on = "test" if run.test_entries else "train"
-    own = run.test_entries or run.train_entries
-    cross = [c.entry for c in (run.folder.test if run.test_entries else run.folder.train)]
+    """The start and the best, sampled afresh and raced: what decides whether SKILL.md is
+    rewritten. On every query by default, the held-out ones then a guard the best must not
+    lose on (see :class:`Acceptance`); on the held-out ones alone with ``accept_on="test"``;
+    on train when nothing is held out."""
+    on, own, cross, held = _acceptance_queries(run)
     entries = own + cross
     start, best = run.evaluated()[0], run.best()
     start_results, best_results = racer.measure_all(
@@ -102,12 +104,33 @@ def accept_race(racer: Racer, run: Optimization) -> Acceptance:
     race = racer.race(entries, (start.description, start_results),
                       (best.description, best_results), phase="confirmation")  # fmt: skip
     acceptance = Acceptance(best.iteration, on, race, len(own))
+    if held:
+        acceptance.held_out = paired_gain([race.incumbent[i] for i in held],
+                                          [race.challenger[i] for i in held],
+                                          race.gain.confidence)  # fmt: skip
     if race.verdict == "better":  # with a matrix, the other models must not lose
         acceptance.on_models = tuple(
             (model, _race_on(racer, model, entries, start.description, best.description))
             for model in racer.session.settings.lane_models[1:]
         )
     return acceptance
+
+
+def _acceptance_queries(
+    run: Optimization,
+) -> tuple[str, list[EvalEntry], list[EvalEntry], list[int]]:
+    """What the acceptance race runs on: its name, the skill's own queries, the folder's,
+    and (racing on all) the positions of the held-out ones among them."""
+    if not run.test_entries:
+        return "train", run.train_entries, [c.entry for c in run.folder.train], []
+    if run.accept_on == "test":
+        return "test", run.test_entries, [c.entry for c in run.folder.test], []
+    own = run.train_entries + run.test_entries
+    cross_train = [c.entry for c in run.folder.train]
+    cross = cross_train + [c.entry for c in run.folder.test]
+    held = [*range(len(run.train_entries), len(own)),
+            *range(len(own) + len(cross_train), len(own) + len(cross))]  # fmt: skip
+    return "all", own, cross, held
 
 
 def _race_on(

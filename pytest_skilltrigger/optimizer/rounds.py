@@ -14,7 +14,7 @@ from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.optimizer.folder import Folder
 from pytest_skilltrigger.optimizer.proposer import Proposal
 from pytest_skilltrigger.optimizer.racing import Race
-from pytest_skilltrigger.optimizer.scoring import Score, score
+from pytest_skilltrigger.optimizer.scoring import Gain, Score, score
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
@@ -99,6 +99,9 @@ class Acceptance:
     own: int  # how many of the raced queries are the skill's own (the rest are the folder's)
     # with a model matrix: the same race on each other model, where the best must not lose
     on_models: tuple[tuple[str | None, Race], ...] = ()
+    # racing on all queries: the paired gain on the held-out ones alone, which may not be
+    # "worse" (a description fitted to the train queries at their cost is not written)
+    held_out: Gain | None = None
 
     @property
     def complete(self) -> bool:
@@ -112,8 +115,19 @@ class Acceptance:
         return [str(model) for model, race in self.on_models if race.verdict == "worse"]
 
     @property
+    def queries(self) -> str:
+        """Which queries the race ran on, in words."""
+        return {"all": "every query (the held-out ones a guard)", "test": "the test queries",
+                "train": "the train queries"}.get(self.on, self.on)  # fmt: skip
+
+    @property
+    def loses_held_out(self) -> bool:
+        return self.held_out is not None and self.held_out.verdict == "worse"
+
+    @property
     def accepted(self) -> bool:
-        return self.complete and self.race.verdict == "better" and not self.loses_on
+        return (self.complete and self.race.verdict == "better" and not self.loses_on
+                and not self.loses_held_out)  # fmt: skip
 
     def verdict(self) -> str:
         """One line for people: the gain with its interval, and what it means."""
@@ -123,6 +137,8 @@ class Acceptance:
             return f"not confirmed: {missing} of the fresh samplings errored or were skipped"
         gain = self.race.gain
         text = f"gain over the start {gain.text()}"
+        if gain.verdict == "better" and self.loses_held_out:
+            return f"{text}: better, but worse on the held-out queries"
         if gain.verdict == "better" and self.loses_on:
             return f"{text}: better, but worse on {', '.join(self.loses_on)}"
         if gain.verdict == "better":
@@ -148,6 +164,7 @@ class Optimization:
     # siblings listed with the new descriptions they won earlier in this session
     relisted: tuple[str, ...] = ()
     confidence: float = 0.95
+    accept_on: str = "all"  # what the acceptance race runs on (see Acceptance)
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]

@@ -127,6 +127,10 @@ OPTIONS: list[tuple[str, str | None, str, Any, str]] = [
     ("--optimize-description", "optimize_description", "bool", False,
      "after the tests, run improvement rounds and rewrite SKILL.md with the best description"),
     ("--holdout", "holdout", "float", 0.4, "share of the eval set held out as test (default 0.4)"),
+    ("--accept-on", "accept_on", "str", "all",
+     "the queries of the fresh race that decides whether SKILL.md is written: all (every "
+     "query; the held-out ones must not lose) or test (the held-out ones alone, the "
+     "reference's rule) (default all)"),
     ("--max-iterations", "max_iterations", "int", 5, "improvement iterations (default 5)"),
     ("--improve-model", "improve_model", "str", None,
      "model that proposes descriptions (default: the trigger model)"),

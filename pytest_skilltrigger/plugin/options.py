@@ -232,6 +232,7 @@ def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
         improve_model=improve_model(config),
         candidates_per_round=_number(config, "--candidates-per-round", int),
         race_runs=_number(config, "--race-runs", int),
+        accept_on=str(_raw(config, "--accept-on")),
     ).validated()
 
 

@@ -171,6 +171,8 @@ def acceptance_json(acceptance: Acceptance) -> dict[str, Any]:
         "best_iteration": acceptance.best_iteration,
         "on": acceptance.on,
         "gain": _gain_json(race.gain),
+        # racing on all queries: the held-out ones alone, where the best may not be worse
+        "held_out_gain": _gain_json(acceptance.held_out) if acceptance.held_out else None,
         "extra_runs": race.extra_runs,
         "accepted": acceptance.accepted,
         "complete": acceptance.complete,

@@ -298,9 +298,10 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     for query in taken:
         fake_api.script(query, ["skill:pdf"] * 9 + ["skill:sheets"] * 3)
     fake_api.proposals = [MODEST]
+    # the rule of the reference: the race on the held-out queries alone
     result, report = run(
         pytester, folder, "--max-iterations=2", "--trigger-concurrency=1",
-        "--trigger-report=rounds.html", "--race-runs=0",
+        "--trigger-report=rounds.html", "--race-runs=0", "--accept-on=test",
     )  # fmt: skip
     sent = [extract_query(b) for b in fake_api.requests if b.get("tools")]
     assert all(sent.count(q) == 12 for q in taken), [sent.count(q) for q in taken]

@@ -148,15 +148,16 @@ def test_improves_from_the_best_and_rewrites_only_the_description(
     result.stdout.fnmatch_lines(["*invoices iteration 1/5: train * of 6 (*), test * of 4 (*",
                                  "*wrote*"])  # fmt: skip
     # BAD lost its race on train; GOOD won its race, and then its race against the start on
-    # fresh runs of the test queries
+    # fresh runs of every query, without losing on the held-out ones
     assert history[1]["race"]["verdict"] == "worse" and not history[1]["became_best"]
     assert history[2]["race"]["verdict"] == "better" and history[2]["became_best"]
     acceptance = skill["acceptance"]
     assert acceptance["accepted"] is True and acceptance["best_iteration"] == 3
-    assert acceptance["on"] == "test" and acceptance["start_score"] == "2/4"
-    assert acceptance["best_score"] == skill["best_test_score"]
+    assert acceptance["on"] == "all" and acceptance["start_score"] == "5/10"
+    assert acceptance["best_score"] == "10/10"
+    assert acceptance["held_out_gain"]["expected"] > 0
     result.stdout.fnmatch_lines(
-        ["*raced against the start on fresh runs (test): gain over the start *: better at 95%*"]
+        ["*raced against the start on fresh runs (all): gain over the start *: better at 95%*"]
     )
 
 
@@ -440,3 +441,42 @@ def test_with_a_model_matrix_a_best_that_loses_nowhere_is_written(
     assert skill["acceptance"]["accepted"] is True
     assert skill["acceptance"]["models"]["claude-haiku-4-5"]["verdict"] != "worse"
     assert GOOD in (folder / "SKILL.md").read_text(encoding="utf-8")
+
+
+def test_the_reference_rule_races_on_the_held_out_queries_alone(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """--accept-on=test: the fresh race runs on the 4 held-out queries only (the server sees
+    no fresh run of a train query after the rounds), as the reference decides."""
+    folder = make_skill(pytester.path)
+    fake_api.proposals = [GOOD]
+    result, report = run(pytester, folder, "--max-iterations", "2", "--accept-on=test")
+    acceptance = report["skills"][0]["acceptance"]
+    assert acceptance["on"] == "test" and acceptance["start_score"] == "2/4"
+    assert acceptance["held_out_gain"] is None
+    assert acceptance["best_score"] == report["skills"][0]["best_test_score"]
+    result.stdout.fnmatch_lines(["*raced against the start on fresh runs (test): *"])
+
+
+def test_a_best_that_loses_on_the_held_out_queries_is_not_written(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Racing on all queries, the held-out ones are a guard. The start names the two held-out
+    requests (drafting consulting lines, overdue reminders); the proposal names the three train
+    ones instead. It wins the rounds and the race on all queries (+3 on train, -2 held out),
+    and is not written: it loses on the held-out queries."""
+    folder = make_skill(pytester.path)
+    held_out_start = "Draft consulting hours lines and send overdue reminders."
+    skill_md = folder / "SKILL.md"
+    skill_md.write_text(skill_md.read_text().replace(START, held_out_start))
+    before = skill_md.read_bytes()
+    fake_api.proposals = ["Track payments arrived this month; mark paid and record the "
+                          "payment; acme terms."]  # fmt: skip
+    _result, report = run(pytester, folder, "--max-iterations", "2")
+    acceptance = report["skills"][0]["acceptance"]
+    assert acceptance["on"] == "all"
+    assert acceptance["gain"]["verdict"] == "better", acceptance["gain"]
+    assert acceptance["held_out_gain"]["verdict"] == "worse", acceptance["held_out_gain"]
+    assert acceptance["accepted"] is False
+    assert "worse on the held-out queries" in acceptance["verdict"]
+    assert skill_md.read_bytes() == before
