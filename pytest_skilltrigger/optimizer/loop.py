@@ -99,7 +99,8 @@ def accept_race(racer: Racer, run: Optimization) -> Acceptance:
     entries = own + cross
     start, best = run.evaluated()[0], run.best()
     start_results, best_results = racer.measure_all(
-        [start.description, best.description], entries, fresh=True, phase="confirmation"
+        [start.description, best.description], entries, racer.first_look(), fresh=True,
+        phase="confirmation",
     )
     race = racer.race(entries, (start.description, start_results),
                       (best.description, best_results), phase="confirmation")  # fmt: skip
@@ -138,7 +139,8 @@ def _race_on(
 ) -> Race:
     """The start and the best raced afresh on another model of the matrix."""
     other = Racer(racer.session, racer.target, racer.race_runs, model=model)
-    mine, theirs = other.measure_all([start, best], entries, fresh=True, phase="confirmation")
+    mine, theirs = other.measure_all([start, best], entries, other.first_look(), fresh=True,
+                                     phase="confirmation")  # fmt: skip
     return other.race(entries, (start, mine), (best, theirs), phase="confirmation")
 
 

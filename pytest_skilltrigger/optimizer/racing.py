@@ -59,6 +59,14 @@ class Racer:
     def confidence(self) -> float:
         return self.session.plan.rule.confidence
 
+    def first_look(self) -> SamplingPlan:
+        """How a race's two sides are first sampled: three runs a query, stopped as soon as
+        they settle the verdict (two when they agree). The race then spends its runs only on
+        the pairs that differ or are unsettled, so runs that would settle a query both sides
+        agree on are not made."""
+        return SamplingPlan(FixedRule(3, self.session.plan.threshold, curtail=True,
+                                      confidence=self.confidence))  # fmt: skip
+
     def measure(
         self, description: str, entries: Sequence[EvalEntry], plan: SamplingPlan | None = None,
         *, fresh: bool = False, phase: str = "rounds",

@@ -286,7 +286,7 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     The fake's scripts cycle per query whatever is listed, so the fresh runs of the winner
     are told apart by their place in each query's sequence: pdf's items (3 runs, which sheets'
     iteration 1 reads, the listing being the same), sheets' iteration 2 (3), the start's fresh
-    runs (3), then the winner's (3). One
+    runs (2: the race's first look stops once two runs agree), then the winner's (2). One
     request at a time (--trigger-concurrency=1) keeps that order: the start's runs are queued
     before the winner's."""
     folder = make_folder(pytester.path)
@@ -296,7 +296,7 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     )
     taken = [e.query for e in pdf_test if e.should_trigger][:3]
     for query in taken:
-        fake_api.script(query, ["skill:pdf"] * 9 + ["skill:sheets"] * 3)
+        fake_api.script(query, ["skill:pdf"] * 8 + ["skill:sheets"] * 2)
     fake_api.proposals = [MODEST]
     # the rule of the reference: the race on the held-out queries alone
     result, report = run(
@@ -304,7 +304,7 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
         "--trigger-report=rounds.html", "--race-runs=0", "--accept-on=test",
     )  # fmt: skip
     sent = [extract_query(b) for b in fake_api.requests if b.get("tools")]
-    assert all(sent.count(q) == 12 for q in taken), [sent.count(q) for q in taken]
+    assert all(sent.count(q) == 10 for q in taken), [sent.count(q) for q in taken]
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
     # the rounds: the winner gains on its own queries and leaves pdf's alone
     assert [h["test_passed"] for h in sheets["history"]] == [1, 3]
