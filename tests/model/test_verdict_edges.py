@@ -1,0 +1,143 @@
+"""The verdict rules at their edges: every state of a sampling checked against the rule's
+definition written out plainly, bounds hit exactly, thresholds a hair off a run count, and
+the shown intervals. Written to pin what mutation testing found loose (see the README)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pytest_skilltrigger.model.stats import wilson
+from pytest_skilltrigger.model.verdict import (
+    FixedRule,
+    SequentialRule,
+    operating,
+    runs_still_needed,
+    triggers_needed,
+    with_runs,
+)
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 5, 7, 10])
+def test_a_threshold_a_hair_above_a_run_count_needs_one_trigger_more(runs: int) -> None:
+    for k in range(runs):
+        above = k / runs + 1e-12
+        assert triggers_needed(runs, above) == k + 1
+        assert triggers_needed(runs, k / runs) == k
+
+
+def test_a_threshold_no_count_reaches_needs_more_triggers_than_runs() -> None:
+    assert triggers_needed(4, 1.2) == 5
+    assert triggers_needed(4, 0.0) == 0 and triggers_needed(4, -0.5) == 0
+
+
+def _decided(triggers: int, misses: int, runs: int, need: int) -> bool:
+    return triggers >= need or triggers + (runs - triggers - misses) < need
+
+
+@pytest.mark.parametrize("runs", [1, 2, 3, 4, 6, 9])
+@pytest.mark.parametrize("threshold", [0.0, 0.2, 1 / 3, 0.5, 0.7, 1.0, 1.5])
+def test_runs_still_needed_is_the_first_run_that_could_settle_the_verdict(
+    runs: int, threshold: float
+) -> None:
+    """From every state: 0 once settled or done; else the fewest more runs after which all
+    triggers or all misses would settle it (one from the start when the threshold alone
+    decides, as a verdict needs a rate)."""
+    need = triggers_needed(runs, threshold)
+    for triggers in range(runs + 1):
+        for misses in range(runs + 1 - triggers):
+            got = runs_still_needed(triggers, misses, runs, threshold)
+            done = triggers + misses
+            if done == 0 and not 0 < need <= runs:
+                assert got == 1
+            elif done >= runs or _decided(triggers, misses, runs, need):
+                assert got == 0
+            else:
+                first = next(k for k in range(1, runs - done + 1)
+                             if _decided(triggers + k, misses, runs, need)
+                             or _decided(triggers, misses + k, runs, need))  # fmt: skip
+                assert got == first, (triggers, misses, runs, threshold)
+    assert runs_still_needed(runs, 1, runs, threshold) == 0  # past the end: nothing
+
+
+def test_the_fixed_rule_at_its_edges() -> None:
+    rule = FixedRule(runs=4, threshold=0.5, confidence=0.9)
+    assert rule.verdict(0, 0) == "undecided" and rule.verdict(0, -1) == "undecided"
+    assert rule.verdict(2, 4) == "triggered" and rule.verdict(1, 4) == "not_triggered"
+    assert rule.verdict(1, 1) == "triggered" and rule.verdict(0, 1) == "not_triggered"
+    whole = FixedRule(runs=4, curtail=False)
+    assert [whole.next_runs(t, 0) for t in range(6)] == [4, 3, 2, 1, 0, 0]
+    assert rule.interval(3, 4) == wilson(3, 4, 0.9) != wilson(3, 4, 0.95)
+    assert rule.describe() == "4 runs per query, threshold 0.5"
+    assert whole.describe() == "4 runs per query, threshold 0.5, no early stopping"
+
+
+def _llr(rule: SequentialRule, triggers: int, misses: int) -> float:
+    p0, p1 = rule.threshold - rule.margin, rule.threshold + rule.margin
+    return triggers * math.log(p1 / p0) + misses * math.log((1 - p1) / (1 - p0))
+
+
+def test_a_log_ratio_exactly_on_the_bound_settles() -> None:
+    """The confidence whose bound is exactly five triggers' worth (or five misses'): five
+    settle it, four do not."""
+    ratio = (0.65 / 0.35) ** 5
+    rule = SequentialRule(confidence=ratio / (1 + ratio), min_runs=1)
+    assert rule.verdict(5, 5) == "triggered" and rule.verdict(4, 4) == "undecided"
+    assert rule.verdict(0, 5) == "not_triggered" and rule.verdict(0, 4) == "undecided"
+    assert rule.next_runs(4, 0) == 1 and rule.next_runs(5, 0) == 0
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [SequentialRule(), SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12),
+     SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9)],
+)  # fmt: skip
+def test_the_sequential_rule_from_every_state(rule: SequentialRule) -> None:
+    """Against the test written out: settled when the log-likelihood ratio reaches the
+    bound (not before min_runs); the next wave the fewest runs after which a bound could be
+    reached, at least up to min_runs, none when no bound is in reach before max_runs."""
+    bound = math.log(rule.confidence / (1 - rule.confidence))
+
+    def settled(t: int, m: int) -> bool:
+        return t + m >= rule.min_runs and abs(_llr(rule, t, m)) >= bound - 1e-9
+
+    for t in range(rule.max_runs + 1):
+        for m in range(rule.max_runs + 1 - t):
+            done = t + m
+            verdict = rule.verdict(t, done)
+            if settled(t, m):
+                assert verdict == ("triggered" if _llr(rule, t, m) > 0 else "not_triggered")
+            else:
+                assert verdict == "undecided", (t, m)
+            left = rule.max_runs - done
+            reach = [k for k in range(1, left + 1) if abs(_llr(rule, t + k, m)) >= bound - 1e-9
+                     or abs(_llr(rule, t, m + k)) >= bound - 1e-9]  # fmt: skip
+            if settled(t, m) or not reach:
+                assert rule.next_runs(t, m) == 0, (t, m)
+            else:
+                want = min(left, max(reach[0], rule.min_runs - done, 1))
+                assert rule.next_runs(t, m) == want, (t, m)
+    assert rule.interval(3, 5) == wilson(3, 5, rule.confidence)
+
+
+def test_the_operating_characteristic_at_the_extremes() -> None:
+    """A query that always triggers settles in the fewest runs with certainty; one that
+    never does, likewise the other way; the reference rule's verdict is certain too."""
+    rule = SequentialRule()
+    always, never = operating(rule, 1.0), operating(rule, 0.0)
+    assert always.triggered == pytest.approx(1.0) and always.runs == pytest.approx(5.0)
+    assert never.not_triggered == pytest.approx(1.0) and never.runs == pytest.approx(5.0)
+    fixed = operating(FixedRule(runs=3, curtail=False), 0.5)
+    assert fixed.runs == pytest.approx(3.0) and fixed.undecided == 0.0
+    assert fixed.triggered == pytest.approx(0.5)  # 2 or 3 of 3 at rate 0.5
+
+
+def test_a_fixture_call_that_names_its_runs_gets_the_reference_rule() -> None:
+    """``skill_trigger(..., runs=5)`` asks for five runs with early stopping; naming only a
+    threshold keeps the session's rule (its kind, confidence and margin) at that threshold."""
+    session = SequentialRule(confidence=0.9, margin=0.2)
+    assert with_runs(session, 5) == FixedRule(5, 0.5, True, 0.9)
+    assert with_runs(session, 5, 0.7) == FixedRule(5, 0.7, True, 0.9)
+    assert with_runs(session, None, 0.7) == SequentialRule(0.7, 0.9, 0.2)
+    assert with_runs(session, None) == session
