@@ -19,7 +19,7 @@ from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
 from pytest_skilltrigger.model.settings import Settings
-from pytest_skilltrigger.skills.catalog import load_targets
+from pytest_skilltrigger.skills.catalog import Target, load_targets
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
@@ -137,18 +137,8 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
 
     monkeypatch.setattr(batches, "DECISION_MAX_TOKENS", 1)
     queries = [("tidy csv one", ["skill:alpha"]), ("write a poem", ["text"])]
-    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
-    (target,) = load_targets([str(folder)])
-    for query, script in queries:
-        fake_api.script(query, script)
-    settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, confidence=None)
-    session = TriggerSession(settings)
-    try:
-        context = target.context()
-        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
-        results = session.evaluate(context, target.eval_set.entries)
-    finally:
-        session.close()
+    results, session = sample_once(fake_api, alpha_target(tmp_path, queries), queries,
+                                   batch=True, confidence=None)  # fmt: skip
     assert [(r.triggers, r.runs, r.passed) for r in results] == [(2, 2, True), (0, 2, True)]
     capped = [p["max_tokens"] for p in fake_api.batch_requests_log]
     assert capped[:4] == [1] * 4 and all(m > 1 for m in capped[4:]) and len(capped) == 8
@@ -243,23 +233,37 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     assert fake_api.stats["batch_creates"] == 1 and fake_api.stats["calls"] == 0
 
 
+def alpha_target(tmp_path: Path, queries: list) -> Target:
+    """A skill "alpha" whose eval set is ``queries`` (a poem should not trigger it)."""
+    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
+    (target,) = load_targets([str(folder)])
+    return target
+
+
+def sample_once(
+    fake_api: FakeMessagesAPI, target: Target, queries: list, *, batch: bool,
+    confidence: float | None,
+) -> tuple[list, TriggerSession]:  # fmt: skip
+    """The scripted queries sampled once, live or in batches: the results and the (closed)
+    session that made them."""
+    for query, script in queries:
+        fake_api.script(query, script)
+    settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01, confidence=confidence)
+    session = TriggerSession(settings)
+    try:
+        context = target.context()
+        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
+        results = session.evaluate(context, target.eval_set.entries)
+    finally:
+        session.close()
+    return results, session
+
+
 def sampled_both_ways(
     fake_api: FakeMessagesAPI, tmp_path: Path, queries: list, confidence: float | None
 ) -> dict[bool, list]:
     """The same scripted queries sampled live and in batches (``confidence`` None: the
     reference rule): each way's results, by whether it was batched."""
-    folder = make_skill(tmp_path, "alpha", [entry(q, "poem" not in q) for q, _ in queries], "A.")
-    (target,) = load_targets([str(folder)])
-    results = {}
-    for batch in (False, True):
-        for query, script in queries:
-            fake_api.script(query, script)
-        settings = Settings(cache_mode="off", batch=batch, batch_poll=0.01, confidence=confidence)
-        session = TriggerSession(settings)
-        try:
-            context = target.context()
-            session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
-            results[batch] = session.evaluate(context, target.eval_set.entries)
-        finally:
-            session.close()
-    return results
+    target = alpha_target(tmp_path, queries)
+    return {batch: sample_once(fake_api, target, queries, batch=batch, confidence=confidence)[0]
+            for batch in (False, True)}  # fmt: skip
