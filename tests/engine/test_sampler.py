@@ -328,3 +328,156 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
     sampler = Sampler(ScriptedBackend(), store=store)
     assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 5
     sampler.close()
+
+
+def test_a_context_that_cannot_be_prepared_is_a_fatal_error_with_no_call() -> None:
+    """A capture that failed: the query gets one error outcome naming the cause (no request
+    made, the plan's hits kept), and the sampler is fatal from then on."""
+
+    class Unprepared(SequenceBackend):
+        def context_key(self, context: TriggerContext) -> str:
+            raise ValueError("the CLI sent nothing")
+
+    backend = Unprepared({"a": [True]})
+    sampler = Sampler(backend, concurrency=1)
+    plan = replace(reference_plan(3, 0.5), hits=frozenset({"skill:pdf-tools"}))
+    result = sampler.submit(CONTEXT, "a", True, plan).result()
+    sampler.close()
+    (outcome,) = result.outcomes
+    assert outcome.status == "error" and outcome.fatal and outcome.requests == 0
+    assert outcome.error == "cannot prepare the request: ValueError: the CLI sent nothing"
+    assert sampler.fatal == outcome.error and result.hits == plan.hits
+    assert (result.query, result.should_trigger, result.rule) == ("a", True, plan.rule)
+    assert backend.calls["a"] == 0
+
+
+def test_a_joined_sampling_is_marked_and_keeps_the_first_callers_runs() -> None:
+    backend = SequenceBackend({"a": [True, True, True]})
+    sampler = Sampler(backend, concurrency=1)
+    plan = reference_plan(3, 0.5)
+    first = sampler.submit(CONTEXT, "a", True, plan)
+    joined = sampler.submit(CONTEXT, "a", False, plan)
+    one, two = first.result(), joined.result()
+    sampler.close()
+    assert not one.joined and two.joined and two.should_trigger is False
+    assert one.outcomes == two.outcomes and one.passed and not two.passed
+    assert backend.calls["a"] == 2  # one sampling, early stopping at 2 of 3
+
+
+def test_runs_made_in_a_batch_are_taken_instead_of_live_calls() -> None:
+    backend = SequenceBackend({"a": [True] * 5, "b": [True] * 5})
+    sampler = Sampler(backend, concurrency=1)
+    plan = reference_plan(3, 0.5)
+    ident = sampler.ident(sampler.context_key(CONTEXT), "a", plan, CONTEXT.skill_name)
+    assert not sampler.sampled(ident)
+    hit = RunOutcome("triggered", chosen="skill:pdf-tools", usage=Usage(1, 1), batch=True)
+    sampler.use_batch_runs(ident, [hit, hit])
+    assert sampler.sampled(ident)
+    result = sampler.submit(CONTEXT, "a", True, plan).result()
+    assert result.runs == 2 and result.passed and backend.calls["a"] == 0
+    skipped_ident = sampler.ident(sampler.context_key(CONTEXT), "b", plan, CONTEXT.skill_name)
+    sampler.use_batch_runs(skipped_ident, [], skipped="cost budget reached")
+    skipped = sampler.submit(CONTEXT, "b", True, plan).result()
+    assert skipped.skipped == "cost budget reached" and backend.calls["b"] == 0
+    fatal = RunOutcome("error", error="401 authentication_error", fatal=True)
+    sampler.use_batch_runs(("k", "c", ("x",)), [fatal])
+    assert sampler.fatal == "401 authentication_error"
+    sampler.close()
+
+
+def test_a_later_sampling_starts_from_the_runs_this_process_made() -> None:
+    """Without a store, a second plan on the same request reads the first one's runs (as
+    stored ones: not made or counted again) and tops them up."""
+    backend = SequenceBackend({"a": [True, True, False, True, True]})
+    sampler = Sampler(backend, concurrency=1)
+    first = sampler.submit(CONTEXT, "a", True, reference_plan(2, 0.5)).result()
+    more = sampler.submit(CONTEXT, "a", True, reference_plan(5, 0.5)).result()
+    sampler.close()
+    assert first.runs == 1 and first.calls == 1  # 1 of 2 settles a rate of at least 0.5
+    assert more.calls == more.runs - 1 and more.runs >= 3
+    assert more.outcomes[0].from_store and not more.outcomes[-1].from_store
+    assert backend.calls["a"] == 1 + more.calls
+
+
+def test_a_backend_exception_is_an_error_and_a_later_caller_samples_afresh() -> None:
+    """A backend bug becomes an error outcome naming it (never a miss, never a hang); the
+    errored sampling is not joined later: the next caller makes its own runs."""
+
+    class Flaky(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            with self._lock:
+                self.calls[query] += 1
+                first = self.calls[query] == 1
+            if first:
+                raise RuntimeError("boom")
+            return RunOutcome("triggered", chosen="skill:pdf-tools", usage=Usage(1, 1))
+
+    backend = Flaky({})
+    guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=1.0)
+    sampler = Sampler(backend, concurrency=1, guard=guard)
+    plan = reference_plan(2, 0.5)
+    failed = sampler.submit(CONTEXT, "a", True, plan).result()
+    (outcome,) = failed.outcomes
+    assert outcome.status == "error" and outcome.error == "RuntimeError: boom"
+    assert not outcome.fatal and not sampler.fatal and failed.passed is None
+    again = sampler.submit(CONTEXT, "a", True, plan).result()
+    sampler.close()
+    assert not again.joined and again.passed and again.triggers == 1
+    assert guard.total().calls == 2  # the errored run counts (its request may have gone out)
+
+
+def test_finished_runs_are_recorded_once_and_never_for_fresh_or_interrupted_plans() -> None:
+    recorded: list[tuple[str, str, int]] = []
+
+    def record(key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+        recorded.append((key, query, len(outcomes)))
+
+    backend = SequenceBackend({"a": [True] * 6})
+    sampler = Sampler(backend, concurrency=1, record=record)
+    plan = reference_plan(3, 0.5)
+    sampler.submit(CONTEXT, "a", True, plan).result()
+    sampler.submit(CONTEXT, "a", True, replace(plan, fresh=True)).result()
+    sampler.close()
+    assert recorded == [(sampler.context_key(CONTEXT), "a", 2)]
+
+
+def test_an_error_run_is_not_what_a_later_sampling_starts_from() -> None:
+    class ErrorThenHits(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            with self._lock:
+                self.calls[query] += 1
+                n = self.calls[query]
+            if n == 2:
+                return RunOutcome("error", error="overloaded")
+            return RunOutcome("triggered", chosen="skill:pdf-tools", usage=Usage(1, 1))
+
+    backend = ErrorThenHits({})
+    sampler = Sampler(backend, concurrency=1)
+    first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    assert first.errors == 1 and first.runs == 1
+    later = sampler.submit(CONTEXT, "a", True, reference_plan(4, 0.5)).result()
+    sampler.close()
+    assert [o.status for o in later.outcomes if o.from_store] == ["triggered"]
+    assert later.errors == 0 and later.passed
+
+
+def test_a_fatal_outcome_without_a_message_still_stops_the_session() -> None:
+    class Silent(SequenceBackend):
+        def run(self, context: TriggerContext, query: str) -> RunOutcome:
+            return RunOutcome("error", fatal=True)
+
+    sampler = Sampler(Silent({}), concurrency=1)
+    sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    later = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
+    sampler.close()
+    assert sampler.fatal == "fatal backend error"
+    assert later.outcomes[0].error == "fatal backend error" and later.outcomes[0].requests == 0
+
+
+def test_a_query_submitted_after_close_is_interrupted_without_a_call() -> None:
+    backend = SequenceBackend({"a": [True] * 3})
+    sampler = Sampler(backend, concurrency=1)
+    sampler.close()
+    result = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
+    assert result.skipped == "interrupted" and backend.calls["a"] == 0
+    sampler.close()  # a second close is harmless
