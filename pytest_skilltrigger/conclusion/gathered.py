@@ -34,8 +34,9 @@ class Gathered:
     ) -> None:  # fmt: skip
         self.targets = list(targets)
         self.results = SessionResults(targets, models)
-        #: each folder's routing items by entry index (a report seen again replaces, never adds)
-        self.routing: dict[str, dict[int, RoutingItemResult]] = {}
+        #: each folder's routing items by model (None: the session's one model) and entry index
+        #: (a report seen again replaces, never adds)
+        self.routing: dict[tuple[str, str | None], dict[int, RoutingItemResult]] = {}
         self._by_skill_md = {t.skill.skill_md: t for t in targets}
         self._by_routing_path = {r.path: r for r in routing_sets}
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
@@ -54,14 +55,16 @@ class Gathered:
         self.results.add(target, index, result, model)
         return target
 
-    def add_routing(self, path: str, index: int, result: QueryResult) -> RoutingItemResult | None:
-        """Keep a routing item's result under its folder, with its verdict."""
+    def add_routing(
+        self, path: str, index: int, result: QueryResult, model: str | None = None
+    ) -> RoutingItemResult | None:
+        """Keep a routing item's result under its folder (and model), with its verdict."""
         routing = self._by_routing_path.get(path)
         if routing is None:
             return None
         entry = routing.entries[index]
         item = RoutingItemResult(entry, result, routing_verdict(entry.expected_skill, result))
-        self.routing.setdefault(routing.folder, {})[entry.index] = item
+        self.routing.setdefault((routing.folder, model), {})[entry.index] = item
         return item
 
     def result_of(self, nodeid: str) -> tuple[Target, QueryResult] | None:
@@ -75,9 +78,14 @@ class Gathered:
         folders: dict[str, list[str]] = {}
         for target in self.targets:  # deselected ones too: a sibling is never "other"
             folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
-        first = self.results.first_model()  # a matrix's routing items run on its first model
-        skills = [s for s in self.results.ordered() if s.model == first]
-        return routing_tables(skills, self.routing, folders)
+        tables = []
+        for model in self.results.models or (None,):  # a matrix: each model's own tables
+            skills = [s for s in self.results.ordered() if s.model == model]
+            routing = {folder: items for (folder, m), items in self.routing.items() if m == model}
+            for table in routing_tables(skills, routing, folders):
+                table.model = model
+                tables.append(table)
+        return tables
 
     def starting_results(self) -> dict[str, dict[int, QueryResult]]:
         """The items' results by SKILL.md and entry (a matrix's first model's): the

@@ -61,17 +61,18 @@ def requests_of_ids(role: Role, ids: Sequence[str], plan: SamplingPlan) -> list[
 
 
 def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Request]:
+    models = role.settings.models or (None,)  # a matrix's items are one per model
     target = role.by_skill_md.get(path)
     if target is not None:
         context = target.context()
-        return {trigger_item_name(target, e): (context, e, plan) for e in target.eval_set.entries}
+        return {trigger_item_name(target, e, m): (context.on_model(m), e, plan)
+                for e in target.eval_set.entries for m in models}  # fmt: skip
     routing = role.by_routing_path.get(path)
     if routing is None:
         return {}
     contexts = role.routing_contexts(routing)
-    return {
-        routing_item_name(e): routing_request(routing, contexts, e, plan) for e in routing.entries
-    }
+    return {routing_item_name(e, m): routing_request(routing, contexts, e, plan, m)
+            for e in routing.entries for m in models}  # fmt: skip
 
 
 class BatchRunsFile:

@@ -107,7 +107,8 @@ class Controller(Role):
             if isinstance(record, wire.ItemRecord):
                 self._add_item(report, record)
             elif isinstance(record, wire.RoutingRecord):
-                self.end.gathered.add_routing(record.path, record.index, record.result)
+                self.end.gathered.add_routing(record.path, record.index, record.result,
+                                              record.model)  # fmt: skip
 
     def _gathered_result(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         return self.end.gathered.result_of(nodeid) if self.targets else None

@@ -105,7 +105,11 @@ class HtmlColumns:
         from pytest_skilltrigger.reports.html_pages import render_routing_section
 
         postfix.extend(
-            render_routing_section(table, display_path(table.folder, self.base))
+            render_routing_section(
+                table,
+                display_path(table.folder, self.base)
+                + (f" on {table.model}" if table.model else ""),
+            )
             for table in self.routing()
         )
 

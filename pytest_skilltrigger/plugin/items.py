@@ -98,15 +98,19 @@ def trigger_item_name(target: Target, entry: EvalEntry, model: str | None = None
     return f"{safe_name(target.name)}[{params}]"
 
 
-def routing_item_name(entry: RoutingEntry) -> str:
-    return f"routing[{entry.index:02d}-{slug(entry.query)}]"
+def routing_item_name(entry: RoutingEntry, model: str | None = None) -> str:
+    """A routing item's name, ``routing[01-tidy-my-sheet]``; in a model matrix with the model
+    last, as a trigger item's."""
+    params = f"{entry.index:02d}-{slug(entry.query)}" + (f"-{safe_name(model)}" if model else "")
+    return f"routing[{params}]"
 
 
 def routing_request(
     routing: RoutingSet, contexts: dict[str, TriggerContext], entry: RoutingEntry,
-    plan: SamplingPlan,
+    plan: SamplingPlan, model: str | None = None,
 ) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:  # fmt: skip
-    """What a routing entry samples (its item's, and a batch's before the items run)."""
+    """What a routing entry samples on ``model`` (its item's, and a batch's before the items
+    run)."""
     from dataclasses import replace
 
     from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -115,13 +119,13 @@ def routing_request(
         # the expected skill's own context: its trigger rate is the verdict, so the runs
         # stop as its items' do (and are shared with them)
         sample = EvalEntry(entry.index, entry.query, should_trigger=True)
-        return contexts[entry.expected_skill], sample, plan
+        return contexts[entry.expected_skill].on_model(model), sample, plan
     # no skill expected: a run counts when it chose any skill of the folder, and the query
     # passes when that settles below the threshold; in the context of a skill the model is
     # shown (the listing is the folder's either way)
     sample = EvalEntry(entry.index, entry.query, should_trigger=False)
     listed = [contexts[s] for s in routing.skills if contexts[s].model_invocable]
-    context = listed[0] if listed else contexts[routing.skills[0]]
+    context = (listed[0] if listed else contexts[routing.skills[0]]).on_model(model)
     return context, sample, replace(plan, hits=frozenset(f"skill:{s}" for s in routing.skills))
 
 
@@ -265,22 +269,24 @@ class RoutingFile(pytest.File):
 
     def __init__(
         self, *, routing: RoutingSet, contexts: dict[str, TriggerContext], source: ResultSource,
-        soft_misses: bool, **kwargs: Any,
+        soft_misses: bool, models: tuple[str, ...] = (), **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.routing = routing
         self.contexts = contexts
         self.source = source
         self.soft_misses = soft_misses
+        self.models = models  # the matrix (): one model, no model in the ids)
 
     def collect(self) -> Iterator[RoutingItem]:
         for entry in self.routing.entries:
-            name = routing_item_name(entry)
-            yield RoutingItem.from_parent(
-                self, name=name, nodeid=f"{self.nodeid}::{name}", entry=entry,
-                routing=self.routing, contexts=self.contexts, source=self.source,
-                soft_misses=self.soft_misses,
-            )  # fmt: skip
+            for model in self.models or (None,):
+                name = routing_item_name(entry, model)
+                yield RoutingItem.from_parent(
+                    self, name=name, nodeid=f"{self.nodeid}::{name}", entry=entry,
+                    routing=self.routing, contexts=self.contexts, source=self.source,
+                    soft_misses=self.soft_misses, model=model,
+                )  # fmt: skip
 
 
 class RoutingItem(SamplingItem):
@@ -289,15 +295,16 @@ class RoutingItem(SamplingItem):
 
     def __init__(
         self, *, entry: RoutingEntry, routing: RoutingSet, contexts: dict[str, TriggerContext],
-        **kwargs: Any,
+        model: str | None = None, **kwargs: Any,
     ) -> None:  # fmt: skip
         super().__init__(**kwargs)
         self.routing_entry = entry
         self.routing = routing
         self.contexts = contexts
+        self.model = model  # its model in a matrix (None: the session's one model)
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        return routing_request(self.routing, self.contexts, self.routing_entry, plan)
+        return routing_request(self.routing, self.contexts, self.routing_entry, plan, self.model)
 
     def failure(self, result: QueryResult) -> str | None:
         from pytest_skilltrigger.model.formatting import describe_chosen
@@ -319,7 +326,7 @@ class RoutingItem(SamplingItem):
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
         return wire.RoutingRecord(self.routing.path, self.routing_entry.index, context_key,
-                                  self.result)  # fmt: skip
+                                  self.model, self.result)  # fmt: skip
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"

@@ -53,6 +53,7 @@ class ItemRunner(Role):
                 parent, path=file_path, routing=routing, contexts=self.routing_contexts(routing),
                 source=self,
                 soft_misses=self.gates.min_routing_accuracy is not None,
+                models=self.settings.models,
             )  # fmt: skip
         target = self.by_skill_md.get(path)
         if target is None:

@@ -37,6 +37,7 @@ class RoutingRecord:
     path: str  # the routing eval set
     index: int
     context_key: str | None
+    model: str | None  # its model in a matrix (None: the session's one model)
     result: QueryResult
 
 

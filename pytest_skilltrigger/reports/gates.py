@@ -33,7 +33,7 @@ def gate_failures(
             rate = table.rounded_accuracy
             if rate is not None and rate < min_routing_accuracy:
                 passed, decided = table.counted
-                folder = report.folder_label(table.folder)
+                folder = report.table_label(table)
                 failures.append(
                     f"routing in {folder}: {rate:.4g} of routing items and "
                     f"should-trigger queries passed ({passed}/{decided}), "

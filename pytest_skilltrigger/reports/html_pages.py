@@ -156,7 +156,7 @@ def render_results_page(report: SessionReport, title: str = "Skill trigger resul
         "meta": meta,
         "skills": [_results_skill(skill, report.base) for skill in report.skills],
         "empty": not report.has_results,
-        "routing": [routing_view(t, report.folder_label(t.folder)) for t in report.routing],
+        "routing": [routing_view(t, report.table_label(t)) for t in report.routing],
         "matrix": _matrix_view(report),
     }
     return render("results.html.j2", title=title, refresh=False, page=page)

@@ -38,7 +38,7 @@ def render_markdown(report: SessionReport, min_accuracy: float | None = None) ->
             f"{min_accuracy:g}",
         ]
     for table in report.routing:
-        lines += _routing_section(table, report.folder_label(table.folder))
+        lines += _routing_section(table, report.table_label(table))
     for skill in report.skills:
         lines += _failing_queries(skill)
     return "\n".join(lines) + "\n"

@@ -82,6 +82,7 @@ class RoutingTable:
     # every project skill of the folder, tested in this run or not (``-k``, ``--lf``): a
     # choice of one of them is a sibling's, never an "other skill"
     folder_skills: list[str] = field(default_factory=list)
+    model: str | None = None  # its model in a matrix (None: the session's one model)
 
     @property
     def project_skills(self) -> list[str]:
@@ -107,6 +108,7 @@ class RoutingTable:
     def to_dict(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
+            "model": self.model,
             "skills": self.skills,
             "folder_skills": self.project_skills,
             "columns": self.columns(),

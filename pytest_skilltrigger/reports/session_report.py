@@ -121,6 +121,11 @@ class SessionReport:
 
         return display_path(folder, self.base)
 
+    def table_label(self, table: RoutingTable) -> str:
+        """A routing table's folder as shown, with its model in a matrix."""
+        folder = self.folder_label(table.folder)
+        return f"{folder} on {table.model}" if table.model else folder
+
     @property
     def has_results(self) -> bool:
         """Whether any item reported (a skill's trigger items or a folder's routing items)."""

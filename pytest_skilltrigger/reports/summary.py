@@ -225,6 +225,11 @@ class SessionResults:
             skill = self.skills[key] = SkillResults(target, model=model)
         skill.rows[index] = result
 
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The matrix's models in the user's order (empty: no matrix)."""
+        return tuple(self._models)
+
     def first_model(self) -> str | None:
         """The matrix's first model (None: no matrix)."""
         return self._models[0] if self._models else None

@@ -82,7 +82,7 @@ def summary_lines(report: SessionReport) -> list[str]:
         lines.append(f"the models disagree on {len(split)} queries:")
         lines += [f"  {d.line()}" for d in split]
     for table in report.routing:
-        lines += routing_lines(table, report.folder_label(table.folder))
+        lines += routing_lines(table, report.table_label(table))
     phases = report.by_phase()
     if phases:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]

@@ -107,3 +107,29 @@ def test_the_store_keeps_each_models_runs_apart(
     both = f"--trigger-model={','.join(MODELS)}"
     pytester.runpytest_subprocess(*plugin_args(folder, store), both)
     assert {b["model"] for b in fake_api.requests[first:]} == {MODELS[1]}
+
+
+def test_routing_items_run_on_every_model_of_the_matrix(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The folder's routing eval set: an item per entry and model (the model in the id), each
+    model's requests sent to it, and a routing table per model in the terminal and the JSON,
+    each with its own verdicts."""
+    folder = make_skills(pytester.path)
+    (folder / "routing-eval.json").write_text(json.dumps([
+        {"query": SMALL_MISS, "expected_skill": "ledger"},
+        {"query": NEGATIVE, "expected_skill": None},
+    ]))  # fmt: skip
+    script(fake_api)
+    out = pytester.path / "out.json"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, f"--trigger-json={out}"), f"--trigger-model={','.join(MODELS)}", "-v"
+    )
+    item = "*routing-eval.json::routing?00-reconcile-the-quarterly-invoices-please"
+    result.stdout.fnmatch_lines([f"{item}-{MODELS[0]}? PASSED*", f"{item}-{MODELS[1]}? FAILED*"])
+    routing_bodies = [b for b in fake_api.requests if extract_query(b) == NEGATIVE]
+    assert {b["model"] for b in routing_bodies} == set(MODELS)
+    report = json.loads(out.read_text())
+    tables = {t["model"]: t for t in report["routing"]}
+    assert set(tables) == set(MODELS)
+    result.stdout.fnmatch_lines([f"routing in * on {MODELS[1]}: routing items 1/2 passed*"])

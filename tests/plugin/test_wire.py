@@ -20,7 +20,7 @@ def test_records_round_trip_through_json() -> None:
     result = QueryResult("merge", True, FixedRule(3, 0.5), runs, hits=frozenset({"skill:a"}))
     records = [
         wire.ItemRecord("/s/pdf/SKILL.md", 4, "key", "claude-haiku-4-5", result),
-        wire.RoutingRecord("/s/routing-eval.json", 1, None, result),
+        wire.RoutingRecord("/s/routing-eval.json", 1, None, None, result),
         wire.CheckRecord("key", result),
     ]
     sent = Report()
