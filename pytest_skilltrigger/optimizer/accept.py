@@ -1,7 +1,9 @@
 """What becomes of SKILL.md once the rounds are over, decided from their typed outcomes.
 
 A skill's file is rewritten only when the best description, raced against the start on fresh
-runs of the held-out queries (its own and the folder's), gains on it at the confidence. Only
+runs (of every query, its own and the folder's, with the held-out ones a guard it may not lose
+on; of the held-out ones alone with ``--accept-on=test``), gains on it at the confidence, and
+loses on no other model of a matrix. Only
 the description's value changes (see :mod:`pytest_skilltrigger.skills.rewrite`), and never
 when the file changed on disk during the run. Nothing is written after an interrupted run:
 every SKILL.md is then as it was.

@@ -189,11 +189,6 @@ def parse_proposals(text: str) -> list[str]:
     return [value.strip() for value in TAG.findall(text) if value.strip()]
 
 
-def parse_proposal(text: str) -> str | None:
-    """The description inside the last pair of tags, stripped; None when there is none."""
-    found = parse_proposals(text)
-    return found[-1] if found else None
-
 
 def repair_prompt(problems: Sequence[str], count: int) -> str:
     reasons = "\n".join(f"- {p}" for p in problems)

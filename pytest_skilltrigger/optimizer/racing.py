@@ -22,7 +22,7 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.verdict import FixedRule
-from pytest_skilltrigger.optimizer.scoring import Gain, paired_gain, score, uncertainty
+from pytest_skilltrigger.optimizer.scoring import Gain, expected_right, paired_gain, uncertainty
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
@@ -111,7 +111,7 @@ class Racer:
             measured = self.measure_all([descriptions[i] for i in alive], entries, plan)
             scores = {}
             for index, results in zip(alive, measured, strict=True):
-                scores[index] = score(results, self.confidence).expected
+                scores[index] = expected_right(results)
                 reached[index] = runs
             alive.sort(key=lambda i: (-scores[i], i))
             alive = alive[: math.ceil(len(alive) / 2)]

@@ -103,11 +103,16 @@ class Acceptance:
     # "worse" (a description fitted to the train queries at their cost is not written)
     held_out: Gain | None = None
 
+    def _unsettled(self) -> int:
+        """Fresh samplings of every race (this model's and the matrix's others) that errored
+        or were skipped."""
+        races = [self.race, *(race for _, race in self.on_models)]
+        return sum(1 for race in races for r in race.incumbent + race.challenger
+                   if r.passed is None)  # fmt: skip
+
     @property
     def complete(self) -> bool:
-        races = [self.race, *(race for _, race in self.on_models)]
-        return all(r.passed is not None for race in races
-                   for r in race.incumbent + race.challenger)  # fmt: skip
+        return self._unsettled() == 0
 
     @property
     def loses_on(self) -> list[str]:
@@ -131,9 +136,8 @@ class Acceptance:
 
     def verdict(self) -> str:
         """One line for people: the gain with its interval, and what it means."""
-        if not self.complete:
-            missing = sum(1 for r in self.race.incumbent + self.race.challenger
-                          if r.passed is None)  # fmt: skip
+        missing = self._unsettled()
+        if missing:
             return f"not confirmed: {missing} of the fresh samplings errored or were skipped"
         gain = self.race.gain
         text = f"gain over the start {gain.text()}"

@@ -52,9 +52,19 @@ class Score:
         return f"{self.expected:.1f} of {self.total} ({low}–{high})"
 
 
+def _right_probabilities(results: Sequence[QueryResult]) -> list[float]:
+    return [r.right_probability for r in results if r.runs or r.unlisted]
+
+
+def expected_right(results: Sequence[QueryResult]) -> float:
+    """A score's expected value alone, without the interval's exact distribution (what
+    screening ranks candidates by)."""
+    return sum(_right_probabilities(results))
+
+
 def score(results: Sequence[QueryResult], confidence: float) -> Score:
     """A description's score on these results (see the module docstring)."""
-    probabilities = [r.right_probability for r in results if r.runs or r.unlisted]
+    probabilities = _right_probabilities(results)
     dist = gain_distribution([(0.0, p) for p in probabilities])
     complete = all(r.passed is not None for r in results)
     return Score(sum(probabilities), quantiles(dist, confidence), len(results), complete)

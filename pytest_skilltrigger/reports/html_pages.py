@@ -37,9 +37,6 @@ if TYPE_CHECKING:
 
     from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 
-#: How many characters of a query a column header shows (the full text is in its tooltip).
-QUERY_CHARS = 60
-
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
@@ -243,8 +240,10 @@ def render_extra(rows: Sequence[tuple[str, Any]], data: str = "") -> str:
 
 def render_rounds_page(
     skills: Sequence[dict[str, Any]], *, running: bool, routing: Sequence[dict[str, Any]] = (),
-    title: str = "Skill trigger report",
+    title: str = "Skill trigger report", confidence: float = 0.95,
 ) -> str:  # fmt: skip
-    """The improvement rounds' page from each skill's view (:mod:`.rounds_view`)."""
-    page = {"skills": list(skills), "running": running, "routing": list(routing)}
+    """The improvement rounds' page from each skill's view (:mod:`.rounds_view`); its
+    intervals are at ``confidence``."""
+    page = {"skills": list(skills), "running": running, "routing": list(routing),
+            "confidence": f"{confidence:.0%}"}  # fmt: skip
     return render("rounds.html.j2", title=title, refresh=running, page=page)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilltrigger.model.formatting import format_ratio
+from pytest_skilltrigger.model.formatting import format_interval, format_ratio
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.reports.session_report import SkillReport
 
@@ -40,7 +40,8 @@ class Disagreement:
             "should_trigger": self.should_trigger,
             "by_model": {
                 model: {"pass": r.passed, "verdict": verdict_word(r), "triggers": r.triggers,
-                        "runs": r.runs, "trigger_rate": round(r.trigger_rate, 4)}
+                        "runs": r.runs, "trigger_rate": round(r.trigger_rate, 4),
+                        "interval": [round(x, 4) for x in r.interval]}
                 for model, r in self.by_model
             },
         }  # fmt: skip
@@ -80,6 +81,7 @@ def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
 
 
 def rate_cell(result: QueryResult) -> str:
-    """A model's cell in the side-by-side table: ``fail 0.00 (0/5)``."""
+    """A model's cell in the side-by-side table: ``fail 0.00 (0/5, 95% interval 0.00–0.43)``."""
     rate = format_ratio(result.trigger_rate)
-    return f"{verdict_word(result)} {rate} ({result.triggers}/{result.runs})"
+    interval = format_interval(result.interval, result.rule.confidence)
+    return f"{verdict_word(result)} {rate} ({result.triggers}/{result.runs}, {interval})"

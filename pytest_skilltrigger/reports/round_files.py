@@ -59,7 +59,8 @@ class RoundFiles:
         """Rewrite the HTML report and the results folder's report and JSON."""
         running = not all(run.exit_reason for run in runs)
         page = render_rounds_page(
-            [skill_view(run, self.base) for run in runs], running=running, routing=self.routing
+            [skill_view(run, self.base) for run in runs], running=running, routing=self.routing,
+            confidence=runs[0].confidence if runs else 0.95,
         )
         if self.report_path:
             atomic_write_text(self.report_path, page)

@@ -16,7 +16,6 @@ from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.rounds import Candidate, Iteration, Optimization
-from pytest_skilltrigger.optimizer.scoring import Score
 from pytest_skilltrigger.reports.html_pages import cell_of
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
@@ -70,11 +69,6 @@ def _meta(run: Optimization, base: str | None = None) -> list[tuple[str, str]]:
     return meta
 
 
-def _score_text(value: Score) -> str:
-    low, high = value.interval
-    return f"{value.expected:.1f} of {value.total} ({low}–{high})"
-
-
 def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, Any]:
     """One iteration: its description and candidates, scores, race, and the folder's."""
     c = run.confidence
@@ -87,8 +81,8 @@ def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, 
         "note": it.note,
         "candidates": [_candidate(cand) for cand in it.candidates] if len(it.candidates) > 1
         else [],
-        "train": _score_text(it.train_score(c)) if it.evaluated else "—",
-        "test": _score_text(it.test_score(c)) if it.evaluated else "—",
+        "train": it.train_score(c).text() if it.evaluated else "—",
+        "test": it.test_score(c).text() if it.evaluated else "—",
         "race": "",
         "folder_score": None,
     }
@@ -171,7 +165,7 @@ def _chart(run: Optimization) -> dict[str, Any] | None:
             points.append({
                 "side": side, "x": x(it.iteration) + offset, "y": y(value.expected, value.total),
                 "low": y(low, value.total), "high": y(high, value.total),
-                "label": f"iteration {it.iteration}, {side}: {_score_text(value)}",
+                "label": f"iteration {it.iteration}, {side}: {value.text()}",
             })  # fmt: skip
     start = evaluated[0].train_score(c)
     written = best if run.improved else None

@@ -171,8 +171,9 @@ def routing_tables(
             if r.should_trigger and r.passed is not None
         ]
         table.counted = (sum(1 for ok in decided if ok), len(decided))
-        rules = [r.rule for s in group for r in s.results()] + [i.result.rule for i in table.items]
-        table.confidence = rules[0].confidence if rules else table.confidence
+        results = [*(r for s in group for r in s.results()), *(i.result for i in table.items)]
+        if results:
+            table.confidence = results[0].rule.confidence
         table.accuracy = table.counted[0] / len(decided) if decided else None
         tables.append(table)
     return tables

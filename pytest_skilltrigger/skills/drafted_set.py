@@ -59,7 +59,7 @@ def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = (
         f"Write a trigger eval set for the Agent Skill '{skill.name}'. An assistant sees only "
         "the skill's name and description among other skills and decides from a user's "
         "request whether to use it; the eval set checks that decision.\n\n"
-        f"The skill's SKILL.md:\n<skill_md>\n{_text(skill)}\n</skill_md>\n\n"
+        f"The skill's SKILL.md:\n<skill_md>\n{skill.text}\n</skill_md>\n\n"
         f"Skills of the same project, listed beside it:\n{others}\n\n"
         f"Other skills the assistant can choose instead: {competitors}\n{known}\n"
         "Write 20 requests a real user might type, as they would type them (some casual, "
@@ -76,11 +76,6 @@ def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = (
         'Answer with a JSON array of objects {"query": "...", "should_trigger": true or false} '
         "and nothing else."
     )
-
-
-def _text(skill: Skill) -> str:
-    """SKILL.md as its author wrote it, body included."""
-    return skill.raw.decode("utf-8", "replace").lstrip("\ufeff")
 
 
 def repair_prompt(prompt: str, problems: Sequence[str]) -> str:
