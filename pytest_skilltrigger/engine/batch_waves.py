@@ -76,12 +76,14 @@ class BatchedRuns:
     ident: QueryIdent
     outcomes: list[RunOutcome]
     skipped: str | None = None
+    model: str | None = None  # the lane (model of a matrix) whose sampling it is
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "ident": list(self.ident),
             "outcomes": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
+            "model": self.model,
         }
 
     @classmethod
@@ -89,7 +91,7 @@ class BatchedRuns:
         key, query, plan = data["ident"]
         ident = (str(key), str(query), _tuples(plan))
         outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]
-        return cls(ident, outcomes, data.get("skipped"))
+        return cls(ident, outcomes, data.get("skipped"), data.get("model"))
 
 
 @dataclass

@@ -71,13 +71,14 @@ class Lanes:
 
     def of(self, context: TriggerContext) -> Lane:
         """The lane a context runs in (an unknown model: the default's)."""
-        return self._by_model.get(context.model, self.default)
+        return self.of_model(context.model)
+
+    def of_model(self, model: str | None) -> Lane:
+        """The lane of a model of the matrix (None or an unknown model: the default's)."""
+        return self._by_model.get(model, self.default)
 
     def __iter__(self) -> Iterator[Lane]:
         return iter(self._lanes)
-
-    def __len__(self) -> int:
-        return len(self._lanes)
 
     @property
     def fatal(self) -> str | None:

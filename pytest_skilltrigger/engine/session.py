@@ -279,13 +279,13 @@ class TriggerSession:
         finally:
             if runner.fatal:
                 sampler.fatal = sampler.fatal or runner.fatal
-        return [BatchedRuns(w.ident, w.outcomes, w.skipped) for w in works]
+        return [BatchedRuns(w.ident, w.outcomes, w.skipped, lane.model) for w in works]
 
     def use_batch_runs(self, batched: Sequence[BatchedRuns]) -> None:
         """Take runs made by message batches (here, or by the xdist controller)."""
-        for lane in self.lanes or ():  # (an ident names its context key: one lane uses it)
-            for item in batched:
-                lane.sampler.use_batch_runs(item.ident, item.outcomes, item.skipped)
+        for item in batched if self.lanes is not None else ():  # each to its model's lane only
+            sampler = self.lanes.of_model(item.model).sampler  # type: ignore[union-attr]
+            sampler.use_batch_runs(item.ident, item.outcomes, item.skipped)
 
     def export_batch_runs(self, batched: Sequence[BatchedRuns]) -> dict[str, Any]:
         """What this process made in batches, for the processes that run the items (xdist

@@ -267,3 +267,20 @@ def sampled_both_ways(
     target = alpha_target(tmp_path, queries)
     return {batch: sample_once(fake_api, target, queries, batch=batch, confidence=confidence)[0]
             for batch in (False, True)}  # fmt: skip
+
+
+def test_a_batch_run_goes_to_its_own_models_lane_only(fake_api: FakeMessagesAPI) -> None:
+    """With a model matrix, a fatal batch error of one model (an unknown model id, say)
+    stops that model's lane, not the others'; the model crosses xdist with the runs."""
+    models = ("claude-opus-5-5", "claude-haiku-4-5")
+    session = TriggerSession(Settings(cache_mode="off", models=models))
+    try:
+        fatal = RunOutcome("error", error="404 not_found_error: no such model", fatal=True)
+        runs = BatchedRuns(("key", "query", ("skill",)), [fatal], None, models[1])
+        assert BatchedRuns.from_dict(json.loads(json.dumps(runs.to_dict()))) == runs
+        session.use_batch_runs([runs])
+        assert session.lanes is not None
+        assert session.lanes.of_model(models[1]).sampler.fatal
+        assert not session.lanes.of_model(models[0]).sampler.fatal
+    finally:
+        session.close()
