@@ -93,17 +93,18 @@ def fewest_runs(rule: Rule) -> int:
 
 def estimate_session(
     targets: Sequence[Target], settings: Settings, backend: TriggerBackend, price: Price | None,
-    optimizer: OptimizerSettings | None = None,
+    optimizer: OptimizerSettings | None = None, model: str | None = None,
 ) -> Estimate:  # fmt: skip
     """The range of calls and dollars the targets' items may take, and the rounds' most with
-    ``optimizer`` (see the module)."""
+    ``optimizer`` (see the module); ``model`` is the items' model in a matrix, so the contexts
+    sized are the ones the items send (in capture mode: the captures they use)."""
     rule = settings.rule
     low_runs, high_runs = fewest_runs(rule), rule.max_runs
     rate = rate_of(settings.batch)
     queries = fewest_calls = most_calls = 0
     low_usd = high_usd = 0.0
     for target in targets:
-        context = target.context()
+        context = target.context().on_model(model)
         if not context.model_invocable:  # never listed: its items make no call
             continue
         entries = target.eval_set.entries

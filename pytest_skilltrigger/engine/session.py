@@ -165,8 +165,8 @@ class TriggerSession:
             return None
         try:
             return combined([
-                estimate_session(targets, self.settings, lane.backend,
-                                 self.guard.price(lane.backend.model), optimizer)
+                estimate_session(targets, self.settings, lane.backend, self.guard.price(
+                    lane.backend.model), optimizer, lane.model if self.settings.models else None)
                 for lane in self.lanes
             ])  # fmt: skip
         except Exception:
