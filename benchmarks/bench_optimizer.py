@@ -77,7 +77,9 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
     print(f"{rule} | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
           f"{best[1]:.1f} | {test[0]} -> {test[1]} | {'yes' if run.improved else 'no'} | "
           f"{gain} | {calls[0]} / {calls[1]} / {calls[2]}", flush=True)  # fmt: skip
-    return {"start": start, "best": best, "written": run.improved, "calls": sum(calls)}
+    return {"start": start, "best": best, "written": run.improved, "calls": sum(calls),
+            "acceptance_calls": calls[2], "reference_calls": iterations * len(
+                target.eval_set.entries) * 3}  # fmt: skip
 
 
 def main() -> int:
@@ -100,7 +102,8 @@ def main() -> int:
           "of the 8 test queries | written | gain on fresh runs | calls (items+rounds / "
           "improve / acceptance)")  # fmt: skip
     totals = {rule: dict.fromkeys(("written", "false_writes", "runs", "calls", "gain_written",
-                                   "expected_written", "best_gain"), 0.0)
+                                   "expected_written", "best_gain", "truly_better",
+                                   "acceptance_calls", "reference_calls"), 0.0)
               for rule in args.accept_on}  # fmt: skip
     with FakeMessagesAPI(awkward=False) as api:
         os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
@@ -112,6 +115,9 @@ def main() -> int:
                     t["runs"] += 1
                     t["calls"] += row["calls"]
                     t["best_gain"] += row["best"][1] - row["start"][1]
+                    t["truly_better"] += row["best"][1] > row["start"][1]
+                    t["acceptance_calls"] += row["acceptance_calls"]
+                    t["reference_calls"] += row["reference_calls"]
                     if row["written"]:
                         t["written"] += 1
                         t["gain_written"] += row["best"][0] - row["start"][0]
@@ -126,6 +132,11 @@ def main() -> int:
               f"{t['gain_written'] / per:+.1f} right, {t['expected_written'] / per:+.2f} "
               f"expected passes of 20 (the best seen: {t['best_gain'] / runs:+.2f} on "
               f"average over all runs); calls per run {t['calls'] / runs:.0f}")  # fmt: skip
+        print(f"  the best truly better than the start in {int(t['truly_better'])} of {runs} "
+              f"runs; the acceptance race's calls per run {t['acceptance_calls'] / runs:.0f}; "
+              f"a reference run of its iterations (each description x the queries x 3 runs): "
+              f"{t['reference_calls'] / runs:.0f} "
+              f"calls, so {t['calls'] / t['reference_calls']:.2f}x")  # fmt: skip
     return 0
 
 

@@ -70,6 +70,9 @@ def exact_table(grid: int) -> None:
             f"{name} | {calls / grid:.2f} | {wrong / grid:.1%} | {outside / outside_n:.2%} | "
             f"{border / grid:.1%} | {flips / grid:.1%} | {ever / grid:.1%}"
         )
+    for name, rule in RULES:
+        print(f"{name}: a clear-cut query (rate 0 or 1) takes {operating(rule, 1.0).runs:.0f} "
+              f"runs")  # fmt: skip
     print()
 
 

@@ -6,7 +6,8 @@ listing says nothing about what users of that model see.
 
 The rule, observed with the pinned CLI (2.1.328) against a loopback server, varying the
 number of skills, their length, the installed skills and ``ANTHROPIC_MODEL``, and reading the
-request it sent (``benchmarks/`` has no part in it: the figures below are the experiments'):
+request it sent (``benchmarks/bench_listing_budget.py`` runs the experiments again and prints
+the figures below):
 
 - **The budget** is 1% of the model's context window, in characters: 8,000 for the models the
   CLI gives a 200k-token window counted at 4 characters a token (claude-haiku-4-5,
@@ -22,9 +23,9 @@ request it sent (``benchmarks/`` has no part in it: the figures below are the ex
   left of the budget holds it; one that does not fit is passed over and the next one tried.
   (The CLI puts skills a user invokes often first; a fresh config, as tests run, has none.)
 - Measured edges: with claude-haiku-4-5, two project skills of 882 characters keep their text
-  and 883 do not (the listing is then 8,001 characters); 10 of ~300 characters: 6 keep it, 4
-  are bare and so are both built-in commands; 60 of ~380 on claude-opus-5-5: every one of 60
-  keeps it at 382 characters, and 30 of 779 and 780 sit either side of 30,000.
+  and 883 do not (the listing is then 8,001 characters); 10 of 300 characters: 5 keep it, 5
+  are bare; 6 of 300 keep it, both built-in commands are bare; 60 of 382 on claude-opus-5-5
+  all keep it, and 30 of 779 and 780 sit either side of 30,000.
 
 Builtin mode lists our own generic competitors, shorter than the CLI's; the fit counts the
 CLI's bundled lines at their measured size (:data:`BUNDLED_CHARS`), so a skill is cut where
@@ -89,6 +90,10 @@ class ListingFit:
             return BARE
         return CUT if cut_point(skill.description, skill.when_to_use) else FULL
 
+    def shown_in(self, context: TriggerContext) -> str:
+        """How the context's skill under test is shown (unlisted when it is never listed)."""
+        return self.shown(context.tested if context.model_invocable else None)
+
     def to_dict(self) -> dict[str, int]:
         """The budget, the full listing's size and how far it passes the budget."""
         return {"budget": self.budget, "size": self.size, "over_by": self.over_by}
@@ -138,4 +143,4 @@ def how_shown(context: TriggerContext, model: str | None,
                  environ: Mapping[str, str] = os.environ) -> tuple[str, ListingFit]:  # fmt: skip
     """How the skill under test is shown on ``model``, and the fit that says so."""
     fit = fit_of(context, model, environ)
-    return fit.shown(context.tested if context.model_invocable else None), fit
+    return fit.shown_in(context), fit

@@ -66,9 +66,8 @@ class SkillReport:
     @property
     def listed(self) -> str:
         """How Claude Code shows the skill on its model: full, cut, bare or unlisted."""
-        context = self.target.context()
-        fit = self.fit or ListingFit(budget=0, size=0, bare=frozenset())
-        return fit.shown(context.tested if context.model_invocable else None)
+        fit = self.fit or ListingFit(budget=0, size=0, bare=frozenset())  # no budget known
+        return fit.shown_in(self.target.context())
 
     @property
     def listing_warning(self) -> str | None:
