@@ -94,15 +94,18 @@ def trigger_item_name(target: Target, entry: EvalEntry, model: str | None = None
     """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``;
     in a model matrix with the model last, ``pdf[03-merge-these-pdfs-claude-haiku-4-5]``
     (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items)."""
-    params = f"{entry.index:02d}-{slug(entry.query)}" + (f"-{safe_name(model)}" if model else "")
-    return f"{safe_name(target.name)}[{params}]"
+    return f"{safe_name(target.name)}[{_params(entry.index, entry.query, model)}]"
 
 
 def routing_item_name(entry: RoutingEntry, model: str | None = None) -> str:
     """A routing item's name, ``routing[01-tidy-my-sheet]``; in a model matrix with the model
     last, as a trigger item's."""
-    params = f"{entry.index:02d}-{slug(entry.query)}" + (f"-{safe_name(model)}" if model else "")
-    return f"routing[{params}]"
+    return f"routing[{_params(entry.index, entry.query, model)}]"
+
+
+def _params(index: int, query: str, model: str | None) -> str:
+    """An item's parameters: its entry's number and query, and its model in a matrix."""
+    return f"{index:02d}-{slug(query)}" + (f"-{safe_name(model)}" if model else "")
 
 
 def routing_request(
