@@ -106,9 +106,10 @@ class CostGuard:
         calls at the batch rate."""
         price = self.price(model)
         with self._lock:
-            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE) * rate_of(batch)
+            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE, calls) * rate_of(batch)
             spend = self.by_phase.setdefault(phase, Spend())
-            spend.add(calls, usage, maybe_cost_usd(usage, price, batch), calls if batch else 0)
+            cost = maybe_cost_usd(usage, price, batch, calls)
+            spend.add(calls, usage, cost, calls if batch else 0)
 
     def total(self) -> Spend:
         with self._lock:

@@ -137,11 +137,12 @@ def rate(price: Price, key: str) -> float:
     return float(value)
 
 
-def cost_usd(usage: Usage, price: Price) -> float:
-    """Estimated dollars for the usage of one request (or of requests alike) at a price
-    entry: each kind of token at its own rate, 5-minute and 1-hour cache writes apart, and
-    the long-prompt rates when the prompt passes the entry's ``long_above``."""
-    if "long_above" in price and usage.prompt_tokens > price["long_above"]:
+def cost_usd(usage: Usage, price: Price, requests: int = 1) -> float:
+    """Estimated dollars for the usage of ``requests`` requests (summed, of alike size) at a
+    price entry: each kind of token at its own rate, 5-minute and 1-hour cache writes apart,
+    and the long-prompt rates when a request's prompt passes the entry's ``long_above`` (the
+    tier is per request: summed usage is judged by its mean prompt)."""
+    if "long_above" in price and usage.prompt_tokens > price["long_above"] * max(requests, 1):
         price = price["long"]
     one_hour = min(usage.cache_creation_1h_input_tokens, usage.cache_creation_input_tokens)
     return (
@@ -153,10 +154,12 @@ def cost_usd(usage: Usage, price: Price) -> float:
     ) / 1_000_000
 
 
-def maybe_cost_usd(usage: Usage, price: Price | None, batch: bool = False) -> float | None:
+def maybe_cost_usd(
+    usage: Usage, price: Price | None, batch: bool = False, requests: int = 1
+) -> float | None:
     """The cost at a known price (at the batch rate for a batch call), None at an unknown
     one."""
-    return None if price is None else cost_usd(usage, price) * rate_of(batch)
+    return None if price is None else cost_usd(usage, price, requests) * rate_of(batch)
 
 
 def rate_of(batch: bool) -> float:

@@ -163,7 +163,8 @@ def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float 
         for o in r.outcomes:
             if o.from_store:
                 continue
-            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices), o.batch)
+            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices), o.batch,
+                                  o.requests)  # fmt: skip
             if cost is None:
                 return None
             total += cost

@@ -202,3 +202,15 @@ def test_small_amounts_keep_two_significant_digits(value: float | None, text: st
     from pytest_skilltrigger.model.prices import format_usd
 
     assert format_usd(value) == text
+
+
+def test_the_long_tier_is_per_request_when_usage_is_summed() -> None:
+    """Two 60k-token prompts summed (a run's retry, or a worker's spending) are two short
+    requests, not one long one; two 120k-token prompts are two long ones."""
+    price = price_of("claude-haiku-5-5")
+    assert price is not None
+    two_short = Usage(input_tokens=120_000)
+    assert cost_usd(two_short, price, requests=2) == pytest.approx(120_000 * 0.10 / 1e6)
+    two_long = Usage(input_tokens=240_000)
+    assert cost_usd(two_long, price, requests=2) == pytest.approx(240_000 * 0.50 / 1e6)
+    assert cost_usd(two_short, price) == pytest.approx(120_000 * 0.50 / 1e6)  # one request
