@@ -14,6 +14,7 @@ from pytest_skilltrigger.model.verdict import (
     DEFAULT_CONFIDENCE,
     DEFAULT_MARGIN,
     DEFAULT_MAX_RUNS,
+    MOST_RUNS,
     FixedRule,
     Rule,
     SequentialRule,
@@ -109,6 +110,9 @@ class Settings:
         if not self.curtail:
             raise InputError("--no-early-stop", "makes every run of the reference rule: it goes "
                              "with --trigger-confidence off")  # fmt: skip
+        if self.max_runs_per_query > MOST_RUNS:  # the test's bounds are computed exactly
+            raise InputError("--max-runs-per-query", f"must be at most {MOST_RUNS}, got "
+                             f"{self.max_runs_per_query}")  # fmt: skip
         if self.max_runs_per_query < self.runs_per_query:
             raise InputError("--max-runs-per-query", f"must be at least --runs-per-query "
                              f"({self.runs_per_query}), got {self.max_runs_per_query}")  # fmt: skip

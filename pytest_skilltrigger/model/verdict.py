@@ -3,22 +3,30 @@
 Two rules, one interface (:class:`VerdictRule`): how many runs to make next given the runs so
 far, and the verdict they give.
 
-:class:`SequentialRule` (the default, ``--trigger-confidence 0.95``) is Wald's sequential
-probability ratio test between "the true rate is ``threshold - margin``" and "it is
-``threshold + margin``", with error rates ``1 - confidence`` on both sides, truncated at
-``max_runs``. After each run the log-likelihood ratio
+:class:`SequentialRule` (the default, ``--trigger-confidence 0.95``) is a sequential test
+between "the true rate is ``threshold - margin``" and "it is ``threshold + margin``", with
+error rates ``1 - confidence`` on both sides, truncated at ``max_runs``. It starts from Wald's
+sequential probability ratio test: after each run the log-likelihood ratio
 
     LLR = triggers * log(p1 / p0) + misses * log((1 - p1) / (1 - p0))
 
-is compared with ``log(confidence / (1 - confidence))``: above it the query triggers, below
-its negative it does not, in between another run is made. A query still undecided at
-``max_runs`` (or once no run left could reach either bound) is *borderline*: its true rate
-lies near the threshold and chance decides each run. With the threshold at 0.5 the bound is a
-count: at 95% and margin 0.15 a query triggers once it has five more triggers than misses.
-What this guarantees, computed exactly in ``benchmarks/bench_verdicts.py``: for a query
-whose true rate is outside ``threshold ± margin``, the verdict is wrong at most ``1 -
-confidence`` of the time (0.4% on average over rates spread evenly over 0..1); inside the
-margin either verdict, or borderline, may come out.
+is compared with ``log(confidence / (1 - confidence))``. Wald's bound is an approximation
+that ignores the overshoot of whole runs and the truncation, and it is conservative: at 95%
+and margin 0.15 its exact error at the margin is 2.8%, about half what 95% allows, and a
+clear-cut query takes five runs. So the bounds are then *calibrated exactly*: from the first
+look on, each look's bound is moved one trigger toward the middle as long as the test's exact
+error rates at ``threshold ± margin`` (every path of runs followed with its probability,
+truncation included) stay within ``1 - confidence``. At the threshold 0.5, 95% and margin 0.15
+the result reads simply: a query triggers once it has four more triggers than misses within
+its first eight runs, or five more after (and does not, the other way round); its exact error
+at the margin is 4.8%, and a clear-cut query takes four runs. ``calibrated=False`` keeps
+Wald's bounds (the benchmark's comparison). A query still undecided at ``max_runs`` (or once no
+run left could reach either bound) is *borderline*: its true rate lies near the threshold and
+chance decides each run. Since a test that settles on more triggers is never less likely to
+say "triggered" for a higher rate, the exact error at the margin bounds it for every rate
+outside the margin: there the verdict is wrong at most ``1 - confidence`` of the time
+(computed in ``benchmarks/bench_verdicts.py``); inside the margin either verdict, or
+borderline, may come out.
 
 :class:`FixedRule` (``--trigger-confidence off``) is the reference scripts' rule, kept for
 comparison: ``runs`` runs, triggered when ``triggers / runs >= threshold``, with exact early
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any, Literal, Protocol
 
 from pytest_skilltrigger.model.stats import wilson
@@ -43,6 +52,7 @@ DEFAULT_CONFIDENCE = 0.95
 DEFAULT_MARGIN = 0.15
 DEFAULT_MIN_RUNS = 3
 DEFAULT_MAX_RUNS = 15
+MOST_RUNS = 100  # a rule's bounds are calibrated exactly at every look: 0.4 s at 100, 3 s at 200
 _EDGE = 1e-6  # rates are kept inside (0, 1) so that every log-ratio is finite
 
 
@@ -156,55 +166,45 @@ class FixedRule:
 
 @dataclass(frozen=True)
 class SequentialRule:
-    """Wald's sequential test at ``confidence`` with an indifference ``margin`` around the
-    threshold, between ``min_runs`` and ``max_runs`` runs (see the module docstring)."""
+    """The sequential test at ``confidence`` with an indifference ``margin`` around the
+    threshold, between ``min_runs`` and ``max_runs`` runs, its bounds calibrated exactly
+    unless ``calibrated`` is False (see the module docstring)."""
 
     threshold: float = 0.5
     confidence: float = DEFAULT_CONFIDENCE
     margin: float = DEFAULT_MARGIN
     min_runs: int = DEFAULT_MIN_RUNS
     max_runs: int = DEFAULT_MAX_RUNS
+    calibrated: bool = True
 
     kind = "sequential"
     sequential = True
 
     @property
-    def _steps(self) -> tuple[float, float, float]:
-        """(the log-ratio a trigger adds, the one a miss adds, the bound)."""
-        p0 = min(max(self.threshold - self.margin, _EDGE), 1 - 2 * _EDGE)
-        p1 = min(max(self.threshold + self.margin, p0 + _EDGE), 1 - _EDGE)
-        bound = math.log(self.confidence / (1 - self.confidence))
-        return math.log(p1 / p0), math.log((1 - p1) / (1 - p0)), bound
-
-    def _decision(self, triggers: int, misses: int) -> Verdict:
-        up, down, bound = self._steps
-        llr = triggers * up + misses * down
-        if llr >= bound - 1e-9:
-            return "triggered"
-        if llr <= -bound + 1e-9:
-            return "not_triggered"
-        return "undecided"
+    def bounds(self) -> Bounds:
+        """Each look's trigger counts that settle it (computed once per rule)."""
+        return _bounds(self.threshold, self.confidence, self.margin, self.min_runs,
+                       self.max_runs, self.calibrated)  # fmt: skip
 
     def verdict(self, triggers: int, runs: int) -> Verdict:
         if runs < self.min_runs:
             return "undecided"
-        return self._decision(triggers, runs - triggers)
+        if runs > self.max_runs:  # more runs than the rule makes (a caller's own): Wald's
+            return _wald_decision(self, triggers, runs - triggers)
+        return self.bounds.verdict(triggers, runs)
 
     def next_runs(self, triggers: int, misses: int) -> int:
         done = triggers + misses
         if done >= self.max_runs or self.verdict(triggers, done) != "undecided":
             return 0
-        left = self.max_runs - done
-        up, down, bound = self._steps
-        llr = triggers * up + misses * down
-        # the fewest further runs after which each bound could be crossed (all triggers, or
-        # all misses); none when it cannot be reached before max_runs (borderline now)
-        to_up = max(0, math.ceil((bound - 1e-9 - llr) / up))
-        to_down = max(0, math.ceil((-bound + 1e-9 - llr) / down))
-        first = min(to_up, to_down)
-        if first > left:
-            return 0
-        return min(left, max(first, self.min_runs - done, 1))
+        bounds = self.bounds
+        # the fewest further runs after which a bound could be crossed (all of them triggers,
+        # or all misses); none when neither can be before max_runs (borderline now)
+        for more in range(max(1, self.min_runs - done), self.max_runs - done + 1):
+            n = done + more
+            if triggers + more >= bounds.up[n] or triggers <= bounds.down[n]:
+                return more
+        return 0
 
     def interval(self, triggers: int, runs: int) -> tuple[float, float]:
         return wilson(triggers, runs, self.confidence)
@@ -213,10 +213,98 @@ class SequentialRule:
         return {"kind": self.kind, **asdict(self)}
 
     def describe(self) -> str:
+        wald = "" if self.calibrated else ", Wald's bounds"
         return (
             f"sequential at {self.confidence:.0%} (threshold {self.threshold:g} ± "
-            f"{self.margin:g}, {self.min_runs} to {self.max_runs} runs per query)"
+            f"{self.margin:g}, {self.min_runs} to {self.max_runs} runs per query{wald})"
         )
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A truncated sequential test written out: after ``n`` runs (``n >= min_runs``) the
+    query triggers with at least ``up[n]`` triggers and does not with at most ``down[n]``
+    (``up[n] = n + 1`` and ``down[n] = -1`` where a look cannot settle)."""
+
+    up: tuple[int, ...]
+    down: tuple[int, ...]
+    min_runs: int
+
+    def verdict(self, triggers: int, runs: int) -> Verdict:
+        if runs < self.min_runs:
+            return "undecided"
+        if triggers >= self.up[runs]:
+            return "triggered"
+        if triggers <= self.down[runs]:
+            return "not_triggered"
+        return "undecided"
+
+    def settles(self, rate: float) -> tuple[float, float]:
+        """The exact chance of each verdict (triggered, not triggered) for a true ``rate``,
+        one run at a time (the same as in waves, which never overshoot a look)."""
+        undecided = [1.0]  # undecided[t]: the chance of t triggers so far and no verdict
+        up = down = 0.0
+        for n in range(1, len(self.up)):
+            step = [0.0] * (n + 1)
+            for t, mass in enumerate(undecided):
+                step[t] += mass * (1 - rate)
+                step[t + 1] += mass * rate
+            if n >= self.min_runs:
+                up += sum(step[max(0, self.up[n]) :])
+                down += sum(step[: self.down[n] + 1])
+                step = [m if self.down[n] < t < self.up[n] else 0.0 for t, m in enumerate(step)]
+            undecided = step
+        return up, down
+
+
+def _wald_decision(rule: SequentialRule, triggers: int, misses: int) -> Verdict:
+    """Wald's test: the log-likelihood ratio against ``log(confidence / (1 - confidence))``."""
+    p0 = min(max(rule.threshold - rule.margin, _EDGE), 1 - 2 * _EDGE)
+    p1 = min(max(rule.threshold + rule.margin, p0 + _EDGE), 1 - _EDGE)
+    bound = math.log(rule.confidence / (1 - rule.confidence))
+    llr = triggers * math.log(p1 / p0) + misses * math.log((1 - p1) / (1 - p0))
+    if llr >= bound - 1e-9:
+        return "triggered"
+    if llr <= -bound + 1e-9:
+        return "not_triggered"
+    return "undecided"
+
+
+@lru_cache(maxsize=64)
+def _bounds(threshold: float, confidence: float, margin: float, min_runs: int, max_runs: int,
+            calibrated: bool) -> Bounds:  # fmt: skip
+    """Wald's bounds at each look, then (``calibrated``) moved toward the middle from the
+    first look on while the exact error rates at ``threshold ± margin`` stay within
+    ``1 - confidence``; a verdict never goes against the rate its own runs show."""
+    wald = SequentialRule(threshold, confidence, margin, min_runs, max_runs, calibrated=False)
+    up, down = [0] * (max_runs + 1), [0] * (max_runs + 1)
+    for n in range(max_runs + 1):
+        said = [_wald_decision(wald, t, n - t) for t in range(n + 1)]
+        up[n] = next((t for t in range(n + 1) if said[t] == "triggered"), n + 1)
+        down[n] = max((t for t in range(n + 1) if said[t] == "not_triggered"), default=-1)
+    if not calibrated:
+        return Bounds(tuple(up), tuple(down), min_runs)
+    alpha = 1 - confidence
+    low, high = threshold - margin, threshold + margin
+
+    def within() -> bool:
+        test = Bounds(tuple(up), tuple(down), min_runs)
+        return test.settles(low)[0] <= alpha and test.settles(high)[1] <= alpha
+
+    def moved(side: list[int], n: int, step: int) -> bool:
+        side[n] += step
+        if within():
+            return True
+        side[n] -= step
+        return False
+
+    for n in range(max(1, min_runs), max_runs + 1):
+        while True:
+            nearer_up = up[n] - 1 > down[n] and up[n] - 1 >= threshold * n - 1e-9
+            nearer_down = down[n] + 1 < up[n] and down[n] + 1 < threshold * n - 1e-9
+            if not ((nearer_up and moved(up, n, -1)) | (nearer_down and moved(down, n, 1))):
+                break
+    return Bounds(tuple(up), tuple(down), min_runs)
 
 
 Rule = FixedRule | SequentialRule

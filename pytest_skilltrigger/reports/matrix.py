@@ -81,7 +81,7 @@ def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
 
 
 def rate_cell(result: QueryResult) -> str:
-    """A model's cell in the side-by-side table: ``fail 0.00 (0/5, 95% interval 0.00–0.43)``."""
+    """A model's cell in the side-by-side table: ``fail 0.00 (0/4, 95% interval 0.00–0.49)``."""
     rate = format_ratio(result.trigger_rate)
     interval = format_interval(result.interval, result.rule.confidence)
     return f"{verdict_word(result)} {rate} ({result.triggers}/{result.runs}, {interval})"

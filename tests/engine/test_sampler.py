@@ -303,12 +303,12 @@ def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
 
 
 def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: Path) -> None:
-    """The sequential rule over the store: three stored triggers need two more runs to settle
-    (five in a row); the rerun finds five that settle it and makes no call. Stored runs past
+    """The sequential rule over the store: two stored triggers need two more runs to settle
+    (four in a row); the rerun finds four that settle it and makes no call. Stored runs past
     the point where the rule would have stopped are not read."""
     store = ResultStore(str(tmp_path / "s.sqlite"))
     key = CONTEXT.key(backend="scripted")
-    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 3)
+    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 2)
     recorded: list[int] = []
 
     def record(k: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
@@ -321,12 +321,12 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
         result = sampler.submit(CONTEXT, "merge", True, plan).result()
         sampler.close()
         assert backend.calls == expected_calls
-        assert (result.verdict, result.runs, result.passed) == ("triggered", 5, True)
+        assert (result.verdict, result.runs, result.passed) == ("triggered", 4, True)
     assert recorded == [2, 0]
-    # ten stored runs, settled at the fifth: a rerun reads five, as a fresh sampling would
-    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 5)
+    # ten stored runs, settled at the fourth: a rerun reads four, as a fresh sampling would
+    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 6)
     sampler = Sampler(ScriptedBackend(), store=store)
-    assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 5
+    assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 4
     sampler.close()
 
 

@@ -77,7 +77,8 @@ def test_the_reference_verdict() -> None:
 
 
 # -- the sequential rule ---------------------------------------------------------------------
-RULE = SequentialRule()  # 0.95, margin 0.15, 3 to 15 runs, threshold 0.5
+RULE = SequentialRule()  # 0.95, margin 0.15, 3 to 15 runs, threshold 0.5, calibrated
+WALD = SequentialRule(calibrated=False)  # the same test with Wald's bounds
 
 
 def one_at_a_time(rule: SequentialRule, sequence: tuple[int, ...]) -> tuple[str, int]:
@@ -99,18 +100,32 @@ def in_waves(rule: SequentialRule, sequence: tuple[int, ...]) -> tuple[str, int]
     return rule.verdict(k, k + m), k + m
 
 
-def test_at_half_the_bound_is_five_more_triggers_than_misses() -> None:
-    assert RULE.verdict(5, 5) == "triggered" and RULE.verdict(4, 4) == "undecided"
-    assert RULE.verdict(6, 7) == "triggered" and RULE.verdict(5, 7) == "undecided"
-    assert RULE.verdict(0, 5) == "not_triggered" and RULE.verdict(5, 15) == "not_triggered"
-    assert RULE.verdict(7, 15) == "undecided"
+def test_at_half_walds_bound_is_five_more_triggers_than_misses() -> None:
+    assert WALD.verdict(5, 5) == "triggered" and WALD.verdict(4, 4) == "undecided"
+    assert WALD.verdict(6, 7) == "triggered" and WALD.verdict(5, 7) == "undecided"
+    assert WALD.verdict(0, 5) == "not_triggered" and WALD.verdict(5, 15) == "not_triggered"
+    assert WALD.verdict(7, 15) == "undecided"
     # fewer runs than the minimum decide nothing, however clear
     assert SequentialRule(confidence=0.6, min_runs=3).verdict(2, 2) == "undecided"
 
 
-def test_waves_reach_exactly_the_verdict_and_runs_of_one_run_at_a_time() -> None:
+def test_calibrated_at_half_is_four_more_within_eight_runs_five_after() -> None:
+    """The default's bounds: four more triggers than misses settle up to eight runs, five
+    after, and the same the other way; never before the minimum of three runs."""
+    for runs in range(RULE.max_runs + 1):
+        for triggers in range(runs + 1):
+            lead = triggers - (runs - triggers)
+            need = 4 if runs <= 8 else 5
+            settled = runs >= 3 and abs(lead) >= need
+            want = ("triggered" if lead > 0 else "not_triggered") if settled else "undecided"
+            assert RULE.verdict(triggers, runs) == want, (triggers, runs)
+
+
+@pytest.mark.parametrize("rule", [RULE, WALD])
+def test_waves_reach_exactly_the_verdict_and_runs_of_one_run_at_a_time(
+    rule: SequentialRule,
+) -> None:
     """Every possible sequence of 15 runs: sampling in waves never overshoots."""
-    rule = SequentialRule()
     for sequence in itertools.product((0, 1), repeat=rule.max_runs):
         waves = in_waves(rule, sequence)
         single = one_at_a_time(rule, sequence)
@@ -122,19 +137,25 @@ def test_waves_reach_exactly_the_verdict_and_runs_of_one_run_at_a_time() -> None
 
 
 def test_a_query_that_can_no_longer_be_decided_stops_as_borderline() -> None:
-    assert RULE.next_runs(6, 6) == 0  # 12 runs, 3 left: five more of one kind cannot happen
-    assert RULE.verdict(6, 12) == "undecided"
-    assert RULE.next_runs(5, 6) == 4  # 11 runs: four misses in a row would decide
-    assert RULE.next_runs(5, 5) == 5  # 10 runs: five triggers (or misses) in a row would do
-    assert RULE.next_runs(0, 0) == 5  # nothing can be decided before five runs
+    assert WALD.next_runs(6, 6) == 0  # 12 runs, 3 left: five more of one kind cannot happen
+    assert WALD.verdict(6, 12) == "undecided"
+    assert WALD.next_runs(5, 6) == 4  # 11 runs: four misses in a row would decide
+    assert WALD.next_runs(5, 5) == 5  # 10 runs: five triggers (or misses) in a row would do
+    assert WALD.next_runs(0, 0) == 5  # nothing can be decided before five runs
+    # calibrated: four more settle up to eight runs, so a new query's first wave is four
+    assert RULE.next_runs(0, 0) == 4 and RULE.next_runs(2, 1) == 3  # 5 of 6 would do
+    assert RULE.next_runs(5, 2) == 1  # 7 runs: a sixth trigger at the eighth run settles
+    assert RULE.next_runs(6, 6) == 0 and RULE.verdict(6, 12) == "undecided"
+    assert RULE.next_runs(5, 6) == 4  # 11 runs: four misses in a row reach 5 of 15
 
 
+@pytest.mark.parametrize("calibrated", [True, False])
 @pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
 @pytest.mark.parametrize("margin", [0.1, 0.15, 0.2])
 def test_outside_the_margin_a_verdict_is_wrong_at_most_one_minus_the_confidence(
-    confidence: float, margin: float
+    confidence: float, margin: float, calibrated: bool
 ) -> None:
-    rule = SequentialRule(confidence=confidence, margin=margin)
+    rule = SequentialRule(confidence=confidence, margin=margin, calibrated=calibrated)
     for step in range(0, 101):
         rate = step / 100
         if abs(rate - 0.5) < margin:
@@ -171,5 +192,6 @@ def test_the_fixed_rule_is_the_reference_one() -> None:
 
 
 def test_rules_cross_as_json() -> None:
-    for rule in (FixedRule(5, 0.6, False), SequentialRule(0.4, 0.9, 0.2, 4, 12)):
+    for rule in (FixedRule(5, 0.6, False), SequentialRule(0.4, 0.9, 0.2, 4, 12),
+                 SequentialRule(0.4, 0.9, 0.2, 4, 12, calibrated=False)):
         assert rule_from_dict(json.loads(json.dumps(rule.to_dict()))) == rule

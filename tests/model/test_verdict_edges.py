@@ -10,6 +10,7 @@ import pytest
 
 from pytest_skilltrigger.model.stats import wilson
 from pytest_skilltrigger.model.verdict import (
+    Bounds,
     FixedRule,
     SequentialRule,
     operating,
@@ -82,7 +83,7 @@ def test_a_log_ratio_exactly_on_the_bound_settles() -> None:
     """The confidence whose bound is exactly five triggers' worth (or five misses'): five
     settle it, four do not."""
     ratio = (0.65 / 0.35) ** 5
-    rule = SequentialRule(confidence=ratio / (1 + ratio), min_runs=1)
+    rule = SequentialRule(confidence=ratio / (1 + ratio), min_runs=1, calibrated=False)
     assert rule.verdict(5, 5) == "triggered" and rule.verdict(4, 4) == "undecided"
     assert rule.verdict(0, 5) == "not_triggered" and rule.verdict(0, 4) == "undecided"
     assert rule.next_runs(4, 0) == 1 and rule.next_runs(5, 0) == 0
@@ -90,10 +91,11 @@ def test_a_log_ratio_exactly_on_the_bound_settles() -> None:
 
 @pytest.mark.parametrize(
     "rule",
-    [SequentialRule(), SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12),
-     SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9)],
+    [SequentialRule(calibrated=False),
+     SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12, calibrated=False),
+     SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9, calibrated=False)],
 )  # fmt: skip
-def test_the_sequential_rule_from_every_state(rule: SequentialRule) -> None:
+def test_walds_rule_from_every_state(rule: SequentialRule) -> None:
     """Against the test written out: settled when the log-likelihood ratio reaches the
     bound (not before min_runs); the next wave the fewest runs after which a bound could be
     reached, at least up to min_runs, none when no bound is in reach before max_runs."""
@@ -121,13 +123,81 @@ def test_the_sequential_rule_from_every_state(rule: SequentialRule) -> None:
     assert rule.interval(3, 5) == wilson(3, 5, rule.confidence)
 
 
+CALIBRATED = [
+    SequentialRule(),
+    SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12),
+    SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9),
+]
+
+
+@pytest.mark.parametrize("rule", CALIBRATED)
+def test_the_calibrated_rule_from_every_state(rule: SequentialRule) -> None:
+    """Against its bounds written out: settled at a look with at least ``up[n]`` triggers or
+    at most ``down[n]`` (not before min_runs); the next wave the fewest runs after which a
+    bound could be crossed, none when none can before max_runs."""
+    up, down = rule.bounds.up, rule.bounds.down
+    for t in range(rule.max_runs + 1):
+        for m in range(rule.max_runs + 1 - t):
+            n = t + m
+            settled = n >= rule.min_runs and (t >= up[n] or t <= down[n])
+            want = ("triggered" if t >= up[n] else "not_triggered") if settled else "undecided"
+            assert rule.verdict(t, n) == want, (t, m)
+            reach = [k for k in range(max(1, rule.min_runs - n), rule.max_runs - n + 1)
+                     if t + k >= up[n + k] or t <= down[n + k]]  # fmt: skip
+            expected = 0 if settled or not reach else reach[0]
+            assert rule.next_runs(t, m) == expected, (t, m)
+
+
+@pytest.mark.parametrize("rule", CALIBRATED)
+def test_the_calibration_spends_the_error_allowed_and_no_more(rule: SequentialRule) -> None:
+    """The exact error rates at threshold ± margin are within 1 - confidence; moving any one
+    look's bound one more step toward the middle would break that (or settle against the
+    runs' own rate); and no bound is further out than Wald's."""
+    alpha = 1 - rule.confidence
+    low, high = rule.threshold - rule.margin, rule.threshold + rule.margin
+    assert operating(rule, low).triggered <= alpha
+    assert operating(rule, high).not_triggered <= alpha
+    wald = SequentialRule(rule.threshold, rule.confidence, rule.margin, rule.min_runs,
+                          rule.max_runs, calibrated=False).bounds  # fmt: skip
+    up, down = list(rule.bounds.up), list(rule.bounds.down)
+    for n in range(rule.min_runs, rule.max_runs + 1):
+        assert up[n] <= wald.up[n] and down[n] >= wald.down[n], n
+        assert up[n] >= rule.threshold * n - 1e-9 and down[n] < rule.threshold * n, n
+        for side, step in ((up, -1), (down, 1)):
+            side[n] += step
+            test = Bounds(tuple(up), tuple(down), rule.min_runs)
+            rate = rule.threshold * n
+            against_rate = up[n] < rate - 1e-9 or down[n] >= rate - 1e-9
+            assert (against_rate or down[n] >= up[n] or test.settles(low)[0] > alpha
+                    or test.settles(high)[1] > alpha), (n, step)  # fmt: skip
+            side[n] -= step
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.2, 0.35, 0.5, 0.62, 0.65, 0.9, 1.0])
+def test_the_bounds_exact_chances_are_the_sampled_ones(rate: float) -> None:
+    """``Bounds.settles`` (one run at a time) equals ``operating`` (in waves)."""
+    rule = SequentialRule()
+    got, waves = rule.bounds.settles(rate), operating(rule, rate)
+    assert got[0] == pytest.approx(waves.triggered) and got[1] == pytest.approx(waves.not_triggered)
+
+
+def test_runs_past_the_maximum_are_judged_by_walds_bound() -> None:
+    """A caller's own count beyond max_runs (no look is calibrated there)."""
+    rule = SequentialRule(max_runs=10)
+    assert rule.verdict(11, 16) == "triggered" and rule.verdict(10, 16) == "undecided"
+    assert rule.verdict(5, 16) == "not_triggered" and rule.verdict(6, 16) == "undecided"
+
+
 def test_the_operating_characteristic_at_the_extremes() -> None:
     """A query that always triggers settles in the fewest runs with certainty; one that
     never does, likewise the other way; the reference rule's verdict is certain too."""
-    rule = SequentialRule()
+    rule = SequentialRule(calibrated=False)
     always, never = operating(rule, 1.0), operating(rule, 0.0)
     assert always.triggered == pytest.approx(1.0) and always.runs == pytest.approx(5.0)
     assert never.not_triggered == pytest.approx(1.0) and never.runs == pytest.approx(5.0)
+    always, never = operating(SequentialRule(), 1.0), operating(SequentialRule(), 0.0)
+    assert always.triggered == pytest.approx(1.0) and always.runs == pytest.approx(4.0)
+    assert never.not_triggered == pytest.approx(1.0) and never.runs == pytest.approx(4.0)
     fixed = operating(FixedRule(runs=3, curtail=False), 0.5)
     assert fixed.runs == pytest.approx(3.0) and fixed.undecided == 0.0
     assert fixed.triggered == pytest.approx(0.5)  # 2 or 3 of 3 at rate 0.5

@@ -46,13 +46,13 @@ def test_items_settle_at_the_confidence_and_borderline_fails_saying_so(
         f"{SKILL}: 2 passed, 1 failed (1 borderline), 0 errors | queries passed 2/3 (0.67), "
         "95% interval 0.21–0.94*",
     ])  # fmt: skip
-    # five runs settle each clear query; the split one goes on while a bound is in reach
-    assert fake_api.stats["trigger_calls"] == 5 + 5 + 13
+    # four runs settle each clear query; the split one goes on while a bound is in reach
+    assert fake_api.stats["trigger_calls"] == 4 + 4 + 13
     rows = json.loads(out.read_text())["skills"][0]["results"]
     assert [(r["runs"], r["decided"], r["borderline"], r["pass"]) for r in rows] == [
-        (5, True, False, True), (5, True, False, True), (13, False, True, False),
+        (4, True, False, True), (4, True, False, True), (13, False, True, False),
     ]  # fmt: skip
-    assert rows[0]["interval"] == [0.5655, 1.0] and rows[1]["interval"] == [0.0, 0.4345]
+    assert rows[0]["interval"] == [0.5101, 1.0] and rows[1]["interval"] == [0.0, 0.4899]
     summary = json.loads(out.read_text())["skills"][0]["summary"]
     assert summary["borderline"] == 1 and summary["query_pass_interval"] == [0.2077, 0.9385]
     assert json.loads(out.read_text())["verdict_rule"]["kind"] == "sequential"
@@ -83,6 +83,7 @@ def test_the_reference_rule_is_one_option_away(
         (["--trigger-confidence=1"], "--trigger-confidence: must be above 0.5 and below 1"),
         (["--trigger-margin=0.6"], "--trigger-margin: must be above 0 and below 0.5"),
         (["--max-runs-per-query=2"], "--max-runs-per-query: must be at least --runs-per-query"),
+        (["--max-runs-per-query=101"], "--max-runs-per-query: must be at most 100, got 101"),
         (["--trigger-confidence=0.9", "--no-early-stop"], "--no-early-stop: makes every run"),
     ],
 )
@@ -103,7 +104,7 @@ def test_the_fixture_follows_the_sessions_rule(
     pytester.makepyfile(test_checks=f"""
         def test_clear(skill_trigger):
             check = skill_trigger({str(skills)!r}, {CLEAR!r})
-            assert check.triggered and check.decided and check.runs == 5
+            assert check.triggered and check.decided and check.runs == 4
             assert check.interval[0] > 0.5
 
         def test_split(skill_trigger):
