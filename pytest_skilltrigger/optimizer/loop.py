@@ -161,6 +161,13 @@ class _Rounds:
         folder = run.folder
         self.cross_train = [c.entry for c in folder.train]
         self.cross_test = [c.entry for c in folder.test]
+        # the best's train side as its races extended it (by iteration): an iteration once
+        # published keeps the results it was reported with
+        self.extended: dict[int, list[QueryResult]] = {}
+
+    def train_side(self, it: Iteration) -> list[QueryResult]:
+        """An iteration's train side with every run its races added since."""
+        return self.extended.get(it.iteration, it.train_side)
 
     def iterate(self, max_iterations: int, measured: Mapping[int, QueryResult]) -> None:
         run = self.run
@@ -174,7 +181,7 @@ class _Rounds:
             if self.on_iteration:
                 self.on_iteration(run, it)
             best = run.best()
-            if all(r.passed for r in best.train_side):
+            if all(r.passed for r in self.train_side(best)):
                 # its siblings' train queries too: a best that takes them is no end point
                 run.exit_reason = f"all_passed (iteration {best.iteration})"
                 return
@@ -221,10 +228,10 @@ class _Rounds:
                       for i, d in enumerate(proposal.descriptions)]  # fmt: skip
         description = proposal.descriptions[winner]
         train_side = self.racer.measure(description, train_entries)
-        race = self.racer.race(train_entries, (best.description, best.train_side),
+        race = self.racer.race(train_entries, (best.description, self.train_side(best)),
                                (description, train_side))  # fmt: skip
         own = len(run.train_entries)
-        best.train, best.cross_train = race.incumbent[:own], race.incumbent[own:]
+        self.extended[best.iteration] = race.incumbent
         held_out = self.racer.measure(description, run.test_entries + self.cross_test)
         test, cross_test = held_out[: len(run.test_entries)], held_out[len(run.test_entries) :]
         results = race.challenger + test + cross_test
@@ -239,14 +246,15 @@ class _Rounds:
         run = self.run
         target = run.target
         attempts = [Attempt(it.description, tuple(it.train)) for it in run.evaluated()]
+        side, own = self.train_side(best), len(run.train_entries)
         return build_prompt(
             target.name,
             target.skill.raw.decode("utf-8", "replace"),
             best.description,
-            best.train,
+            side[:own],
             attempts,
             when_to_use=target.skill.when_to_use,
-            folder_lines=taken_lines(target.name, run.folder.train, best.cross_train),
+            folder_lines=taken_lines(target.name, run.folder.train, side[own:]),
             count=self.candidates,
             competition=self.competition,
         )

@@ -48,6 +48,10 @@ class Iteration:
     candidates: list[Candidate] = field(default_factory=list)
     race: Race | None = None  # against the best so far, on train
     became_best: bool = False  # the race found it better: later rounds improve from it
+    # its scores, computed once: an iteration's results do not change once it is published,
+    # and every report of every later round shows them again
+    _scores: dict[tuple[str, float], Score] = field(default_factory=dict, init=False,
+                                                   repr=False, compare=False)  # fmt: skip
 
     @property
     def evaluated(self) -> bool:
@@ -63,10 +67,14 @@ class Iteration:
         return self.test + self.cross_test
 
     def train_score(self, confidence: float) -> Score:
-        return score(self.train_side, confidence)
+        if ("train", confidence) not in self._scores:
+            self._scores["train", confidence] = score(self.train_side, confidence)
+        return self._scores["train", confidence]
 
     def test_score(self, confidence: float) -> Score:
-        return score(self.test_side, confidence)
+        if ("test", confidence) not in self._scores:
+            self._scores["test", confidence] = score(self.test_side, confidence)
+        return self._scores["test", confidence]
 
     @property
     def note(self) -> str | None:

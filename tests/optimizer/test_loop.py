@@ -1,0 +1,63 @@
+"""The improvement loop driven directly (no pytest run): what a published iteration reports
+never changes afterwards, while the races against the best carry every run they added."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.optimizer.loop import optimize
+from pytest_skilltrigger.optimizer.proposer import Proposal
+from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
+from pytest_skilltrigger.skills.catalog import load_targets
+from tests.fake_messages_api import FakeMessagesAPI
+from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
+
+WANTED = ["tidy csv one", "tidy csv two", "tidy csv three", "tidy csv four"]
+UNWANTED = ["bake bread", "paint walls", "fold laundry", "water plants"]
+
+
+class Proposer:
+    """A new description each round (the runs do not depend on it: every race is even)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def propose(self, prompt: str, count: int = 1, tried: Sequence[str] = ()) -> Proposal:
+        self.asked += 1
+        return Proposal(prompt, "", [f"Tidy csv files, take {self.asked}."])
+
+
+def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    for query in WANTED:  # every wanted request is a coin flip: each race has runs to add
+        fake_api.script(query, ["skill:alpha", "text"])
+    for query in UNWANTED:
+        fake_api.script(query, ["text"])
+    entries = [entry(q, True) for q in WANTED] + [entry(q, False) for q in UNWANTED]
+    (target,) = load_targets([str(make_skill(tmp_path, "alpha", entries, "Tidy csv."))])
+    published: dict[int, list[tuple[str, int]]] = {}
+
+    def on_iteration(run: Optimization, it: Iteration) -> None:
+        published[it.iteration] = [(r.query, r.runs) for r in it.train_side]
+
+    session = TriggerSession(Settings(cache_mode="off"))
+    try:
+        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3,
+                       candidates=1, race_runs=24, on_iteration=on_iteration)  # fmt: skip
+    finally:
+        session.close()
+    start, second, third = run.iterations
+    assert not second.became_best and not third.became_best  # even races: the start stays
+    for it in run.iterations:  # as reported when published, whatever raced them later
+        assert [(r.query, r.runs) for r in it.train_side] == published[it.iteration]
+    assert second.race is not None and third.race is not None
+    assert second.race.extra_runs > 0 and third.race.extra_runs > 0
+    # the third round's race went on from the start's runs as the second race left them
+    start_runs = sum(r.runs for r in start.train_side)
+    assert sum(r.runs for r in second.race.incumbent) > start_runs
+    assert sum(r.runs for r in third.race.incumbent) > sum(r.runs for r in second.race.incumbent)
+    assert start.train_score(0.95) is start.train_score(0.95)  # computed once
