@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.skills.catalog import Target, load_context
 from pytest_skilltrigger.skills.drafted_set import (
@@ -34,21 +35,26 @@ MAX_AT_ONCE = 4  # drafts asked at the same time (each is one long answer)
 
 @dataclass(frozen=True)
 class DraftJob:
-    """One skill to draft for, where the draft goes, and the queries it must not repeat."""
+    """One skill to draft for, what is listed beside it, where the draft goes, and the
+    queries it must not repeat."""
 
     skill: Skill
+    context: TriggerContext
     path: str
     avoid: tuple[str, ...] = ()
 
     @classmethod
-    def missing(cls, skill: Skill) -> DraftJob:
+    def missing(cls, skill: Skill, installed: tuple[ListedSkill, ...] = ()) -> DraftJob:
         """A skill without an eval set: the first name the plugin looks for."""
-        return cls(skill, os.path.join(skill.path, "evals", DRAFTED_NAME))
+        return cls(skill, load_context(skill.path, installed),
+                   os.path.join(skill.path, "evals", DRAFTED_NAME))  # fmt: skip
 
     @classmethod
-    def extra(cls, skill: Skill, queries: Sequence[str]) -> DraftJob:
+    def extra(cls, target: Target) -> DraftJob:
         """More entries for a skill that has an eval set (``--draft-eval-set=also``)."""
-        return cls(skill, os.path.join(skill.path, "evals", EXTRA_NAME), tuple(queries))
+        return cls(target.skill, target.context(),
+                   os.path.join(target.skill.path, "evals", EXTRA_NAME),
+                   tuple(e.query for e in target.eval_set.entries))  # fmt: skip
 
 
 @dataclass
@@ -78,7 +84,7 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
     result = Draft(job)
     description = job.skill.description
     try:
-        prompt = draft_prompt(job.skill, load_context(job.skill.path), job.avoid)
+        prompt = draft_prompt(job.skill, job.context, job.avoid)
         answer, usage = session.ask(prompt, model=model, phase="draft")
         result.usage = usage
         result.entries, result.problems = check_answer(parse_answer(answer), description)
@@ -94,14 +100,16 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
 
 
 def draft_jobs(
-    mode: str, missing: Sequence[Skill], targets: Sequence[Target]
-) -> list[DraftJob]:
+    mode: str, missing: Sequence[Skill], targets: Sequence[Target],
+    installed: tuple[ListedSkill, ...] = (),
+) -> list[DraftJob]:  # fmt: skip
     """What to draft: every skill without an eval set; with ``also`` more entries for every
-    skill that has one and no drafted extra set yet (a rerun drafts nothing)."""
-    jobs = [DraftJob.missing(skill) for skill in missing]
+    skill that has one and no drafted extra set yet (a rerun drafts nothing). ``installed``
+    are listed beside a skill without one (a target's context has them already)."""
+    jobs = [DraftJob.missing(skill, installed) for skill in missing]
     if mode == "also":
         for target in targets:
-            job = DraftJob.extra(target.skill, [e.query for e in target.eval_set.entries])
+            job = DraftJob.extra(target)
             if not os.path.exists(job.path):
                 jobs.append(job)
     return jobs

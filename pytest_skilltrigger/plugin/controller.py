@@ -69,7 +69,7 @@ class Controller(Role):
 
         undrafted: list[Skill] = []
         targets = super().load_targets(paths, undrafted)
-        jobs = draft_jobs(self.draft, undrafted, targets)
+        jobs = draft_jobs(self.draft, undrafted, targets, self.installed)
         if not jobs:
             return targets
         model = options.improve_model(self.config)

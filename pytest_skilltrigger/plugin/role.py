@@ -23,7 +23,7 @@ from pytest_skilltrigger.plugin.selection import adjust_args, select
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, Settings
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.routing_set import RoutingSet
@@ -64,7 +64,7 @@ class Role:
     def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
         """The skills in play with their eval sets. With ``--draft-eval-set`` a skill that
         has none is left out (into ``missing``: the controller drafts one for it)."""
-        from pytest_skilltrigger.skills.catalog import load_installed, load_targets
+        from pytest_skilltrigger.skills.catalog import load_targets
 
         if missing is None and self.draft:
             missing = []
@@ -73,8 +73,16 @@ class Role:
             eval_set=self.config.getoption("eval_set"),
             description=self.config.getoption("skill_description"),
             missing=missing,
-            installed=load_installed(options.extra_skill_paths(self.config)),
+            installed=self.installed,
         )
+
+    @cached_property
+    def installed(self) -> tuple[ListedSkill, ...]:
+        """The ``--trigger-extra-skills`` skills, listed before the project's in every
+        context: the items', the fixture's and a draft's."""
+        from pytest_skilltrigger.skills.catalog import load_installed
+
+        return load_installed(options.extra_skill_paths(self.config))
 
     @cached_property
     def gates(self) -> Gates:

@@ -147,7 +147,7 @@ class ItemRunner(Role):
         context = self._contexts.get(full)
         if context is None:  # read once a session: a suite may check many queries of a skill
             try:
-                context = self._contexts[full] = load_context(full)
+                context = self._contexts[full] = load_context(full, self.installed)
             except InputError as exc:
                 raise ValueError(str(exc)) from None
         entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})

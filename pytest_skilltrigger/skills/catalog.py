@@ -243,14 +243,15 @@ def with_drafted_extra(evals: EvalSet, skill_path: str) -> EvalSet:
     return replace(evals, entries=tuple(entries))
 
 
-def load_context(path: str) -> TriggerContext:
-    """The trigger context of the skill at ``path`` (no eval set needed): for ad-hoc checks."""
+def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerContext:
+    """The trigger context of the skill at ``path`` (no eval set needed: ad-hoc checks and
+    drafts), with the ``installed`` skills listed before the project's as in every other."""
     skills = discover_skills(path)
     if len(skills) != 1:
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]
     siblings, _warnings = _siblings(skill)
-    return context_of(skill, skill.description, siblings)
+    return context_of(skill, skill.description, siblings, installed)
 
 
 def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[RoutingSet]:

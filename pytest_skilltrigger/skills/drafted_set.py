@@ -50,6 +50,9 @@ def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = (
     siblings = [s for s in context.siblings if s.name != skill.name]
     others = "\n".join(f"- {s.name}: {s.description}" for s in siblings) or "(none)"
     competitors = ", ".join(s.name for s in context.generic_competitors) or "(none)"
+    if context.installed:  # --trigger-extra-skills: they compete in every listing
+        competitors += "\nSkills the user has installed, listed beside it too:\n" + "\n".join(
+            f"- {s.name}: {s.description}" for s in context.installed)  # fmt: skip
     known = ""
     if avoid:
         known = "\nThe skill's eval set already has these; write different ones:\n" + "\n".join(

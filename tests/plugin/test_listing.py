@@ -65,6 +65,34 @@ def test_an_extra_skill_named_like_a_tested_one_is_refused(
     assert fake_api.stats["calls"] == 0
 
 
+def test_the_fixture_and_a_draft_list_the_extra_skills_too(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A ``skill_trigger`` check and a drafted eval set's request see the same listing as the
+    items: the installed skills first (the draft prompt names them with their descriptions)."""
+    project = pytester.path / "skills"
+    write_skill(project, "sheets", "Tidy spreadsheet columns and rows.")
+    installed = pytester.path / "home-skills"
+    write_skill(installed, "zz-tidy", "Tidy spreadsheet columns, rows and cells quickly.")
+    pytester.makepyfile(test_check=f"""
+        def test_sheets(skill_trigger):
+            check = skill_trigger({str(project / "sheets")!r}, "tidy spreadsheet columns", runs=1)
+            assert check.runs == 1
+    """)  # fmt: skip
+    extra = f"--trigger-extra-skills={installed}"
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_check.py", extra)
+    result.assert_outcomes(passed=1)
+    (check,) = fake_api.requests
+    assert [name for name, _ in parse_listing(check)][:2] == ["zz-tidy", "sheets"]
+    result = pytester.runpytest_subprocess(*plugin_args(project), "--draft-eval-set", extra)
+    drafts = [b for b in fake_api.requests if "trigger eval set" in json.dumps(b)]
+    assert len(drafts) == 1
+    prompt = drafts[0]["messages"][0]["content"]
+    assert "- zz-tidy: Tidy spreadsheet columns, rows and cells quickly." in prompt
+    runs = [b for b in fake_api.requests[1:] if b not in drafts]
+    assert runs and all(parse_listing(b)[0][0] == "zz-tidy" for b in runs)
+
+
 def write_ten_skills(folder: Path) -> str:
     """Ten project skills of ~300 characters, the last one with an eval set: on
     claude-haiku-4-5 Claude Code lists the first five in full and the last five by name."""
