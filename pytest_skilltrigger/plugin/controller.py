@@ -22,6 +22,7 @@ from pytest_skilltrigger.plugin.role import Role, warn_at
 from pytest_skilltrigger.plugin.running import ItemRunner
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.conclusion.outputs import Outputs
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
     from pytest_skilltrigger.engine.batch_waves import BatchProgress
     from pytest_skilltrigger.model.outcome import QueryResult
@@ -72,26 +73,38 @@ class Controller(Role):
         jobs = draft_jobs(self.draft, undrafted, targets, self.installed)
         if not jobs:
             return targets
+        # a bad output path or baseline is an error before any draft is paid for (the
+        # checks that need every skill's eval set come after, in check_inputs)
+        self.outputs.check()
+        if self.gates.baseline_path:
+            from pytest_skilltrigger.reports.baseline import load_baseline
+
+            load_baseline(self.gates.baseline_path)
         model = options.improve_model(self.config)
         self.drafted = tuple(draft_and_write(self.engine, jobs, model))
         return super().load_targets(paths)
 
     @cached_property
-    def end(self) -> SessionEnd:
-        """The end of the session, made with the skills (or when the fixture first reports)."""
+    def outputs(self) -> Outputs:
+        """The files this session writes (only a controller writes)."""
         from pytest_skilltrigger.conclusion.outputs import Outputs
-        from pytest_skilltrigger.conclusion.session_end import SessionEnd
 
-        outputs = Outputs(
+        return Outputs(
             json_path=options.json_path(self.config),
             report_path=options.report_path(self.config),
             results_dir=options.results_dir(self.config),
             step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             store_path=self.settings.active_store,
         )
+
+    @cached_property
+    def end(self) -> SessionEnd:
+        """The end of the session, made with the skills (or when the fixture first reports)."""
+        from pytest_skilltrigger.conclusion.session_end import SessionEnd
+
         return SessionEnd(
             self.targets, self.routing_sets, self.settings, optimizer=self.optimize,
-            gates=self.gates, outputs=outputs, base=str(self.config.invocation_params.dir),
+            gates=self.gates, outputs=self.outputs, base=str(self.config.invocation_params.dir),
         )  # fmt: skip
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml, pytest-html and users' hooks read it

@@ -148,6 +148,25 @@ def test_drafting_respects_the_budget(pytester: pytest.Pytester, fake_api: FakeM
     assert not (folder / "csv-tidy" / "evals").exists()
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [("--trigger-json", "a-folder"), ("--trigger-baseline", "no-such-report.json")],
+)
+def test_a_bad_output_path_or_baseline_is_refused_before_any_draft(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, bad: tuple[str, str]
+) -> None:
+    """Nothing is paid for, and nothing written, when the run could not finish anyway."""
+    folder = make_skills(pytester.path, ("csv-tidy",))
+    option, value = bad
+    if option == "--trigger-json":
+        (pytester.path / value).mkdir()  # a folder where the report file should go
+    result = run(pytester, folder, "--draft-eval-set", f"{option}={pytester.path / value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: *{value}*"])
+    assert fake_api.stats["calls"] == 0 and fake_api.stats["improve_calls"] == 0
+    assert not (folder / "csv-tidy" / "evals").exists()
+
+
 def test_a_value_that_is_a_path_is_refused_with_one_line(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
