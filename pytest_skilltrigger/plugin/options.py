@@ -105,8 +105,18 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
 def models(config: pytest.Config) -> dict[str, Any]:
     """``model`` and ``models`` (the matrix) from ``--trigger-model=a,b`` or
-    ``trigger_models``: one model is no matrix."""
-    raw = _raw(config, "--trigger-model") or _raw(config, "--trigger-models")
+    ``--trigger-models`` (or their ini keys): one model is no matrix. The command line wins
+    over the ini file, as for every option; both names at the same level are an error, since
+    which one was meant cannot be told."""
+    flags = ("--trigger-model", "--trigger-models")
+    given = {f: config.getoption(f.lstrip("-").replace("-", "_")) for f in flags}
+    if not any(given.values()):
+        given = {f: config.getini(f.lstrip("-").replace("-", "_")) for f in flags}
+    if all(given.values()):
+        where = "on the command line" if config.getoption("trigger_model") else "in the ini file"
+        raise InputError("--trigger-models", f"given with --trigger-model {where}: name the "
+                         "models once (either takes several, comma-separated)")  # fmt: skip
+    raw = given["--trigger-model"] or given["--trigger-models"] or None
     if raw is None:
         return {"model": None, "models": ()}
     names = tuple(dict.fromkeys(n for n in str(raw).replace(",", " ").split() if n))

@@ -133,3 +133,29 @@ def test_routing_items_run_on_every_model_of_the_matrix(
     tables = {t["model"]: t for t in report["routing"]}
     assert set(tables) == set(MODELS)
     result.stdout.fnmatch_lines([f"routing in * on {MODELS[1]}: routing items 1/2 passed*"])
+
+
+def test_the_command_line_model_wins_over_an_ini_matrix_and_two_names_at_once_are_refused(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """``trigger_models`` in the ini file is the matrix; ``--trigger-model`` on the command
+    line runs one model instead (as any option overrides its ini key); the two names given
+    at the same level are a usage error before any call, since which was meant is unclear."""
+    folder = make_skills(pytester.path)
+    pytester.makeini(f"[pytest]\ntrigger_models = {' '.join(MODELS)}\n")
+    collected = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q")
+    assert sum(MODELS[1] in line for line in collected.stdout.lines) == 4  # the matrix
+    one = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q",
+                                        f"--trigger-model={MODELS[1]}")  # fmt: skip
+    assert "4 tests collected" in one.stdout.str()
+    both = pytester.runpytest_subprocess(*plugin_args(folder), f"--trigger-model={MODELS[0]}",
+                                         f"--trigger-models={MODELS[1]}")  # fmt: skip
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    both.stderr.fnmatch_lines(["ERROR: --trigger-models: given with --trigger-model on the "
+                               "command line: name the models once*"])  # fmt: skip
+    pytester.makeini(f"[pytest]\ntrigger_models = {MODELS[0]}\ntrigger_model = {MODELS[1]}\n")
+    in_ini = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q")
+    assert in_ini.ret == pytest.ExitCode.USAGE_ERROR
+    in_ini.stderr.fnmatch_lines(["ERROR: --trigger-models: given with --trigger-model in the "
+                                 "ini file*"])  # fmt: skip
+    assert fake_api.stats["calls"] == 0
