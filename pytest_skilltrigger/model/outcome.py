@@ -206,6 +206,19 @@ class QueryResult:
             return False
         return (self.verdict == "triggered") == self.should_trigger
 
+    @property
+    def status(self) -> str:
+        """One word for the result, the same in every report: ``skipped`` or ``error`` (no
+        verdict, and neither is a miss; a skip first, as the item reports it), then
+        ``borderline``, ``pass`` or ``fail``; ``none`` for a query that made no run."""
+        if self.skipped:
+            return "skipped"
+        if self.errors:
+            return "error"
+        if self.borderline:
+            return "borderline"
+        return {True: "pass", False: "fail", None: "none"}[self.passed]
+
     @cached_property
     def right_probability(self) -> float:
         """How likely the query's true rate is on the side it should be, given its runs (the

@@ -76,25 +76,23 @@ class Cell:
     interval: str = ""
 
 
+# a result's status (QueryResult.status): its mark in a cell, and its label
+MARKS = {"skipped": ("–", "skipped"), "error": ("!", "error"), "borderline": ("≈", "borderline"),
+         "pass": ("✓", "pass"), "fail": ("✗", "fail"), "none": ("?", "no verdict")}  # fmt: skip
+
+
 def cell_of(result: QueryResult | None) -> Cell | None:
     """A result's cell (None: the query did not run). A skip or an error comes before the
     verdict, as neither is a miss."""
     if result is None:
         return None
-    if result.skipped:
-        kind, mark, label, detail = "skipped", "–", "skipped", f"skipped: {result.skipped}"
-    elif result.errors:
-        error = result.error or "unknown error"
-        kind, mark, label, detail = "error", "!", "error", f"errors: {result.errors}; {error}"
-    elif result.borderline:
-        kind, mark, label = "borderline", "≈", "borderline"
-        detail = "sampled to the end without settling: chance decides this request"
-    elif result.passed is True:
-        kind, mark, label, detail = "pass", "✓", "pass", None
-    elif result.passed is False:
-        kind, mark, label, detail = "fail", "✗", "fail", None
-    else:
-        kind, mark, label, detail = "none", "?", "no verdict", None
+    kind = result.status
+    mark, label = MARKS[kind]
+    detail = {
+        "skipped": f"skipped: {result.skipped}",
+        "error": f"errors: {result.errors}; {result.error or 'unknown error'}",
+        "borderline": "sampled to the end without settling: chance decides this request",
+    }.get(kind)
     rate = format_ratio(round(result.trigger_rate, 4), "—")
     interval = format_interval(result.interval, result.rule.confidence)
     tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs} runs), {interval}"]

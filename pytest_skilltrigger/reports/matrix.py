@@ -29,7 +29,7 @@ class Disagreement:
     def line(self) -> str:
         """``pdf: 'merge these' (should trigger): claude-opus-5-5 pass 5/5, ... fail 0/5``."""
         kind = "should trigger" if self.should_trigger else "should not trigger"
-        cells = ", ".join(f"{model} {verdict_word(r)} {r.triggers}/{r.runs}"
+        cells = ", ".join(f"{model} {r.status} {r.triggers}/{r.runs}"
                           for model, r in self.by_model)  # fmt: skip
         return f"{self.skill}: {self.query!r} ({kind}): {cells}"
 
@@ -39,23 +39,12 @@ class Disagreement:
             "query": self.query,
             "should_trigger": self.should_trigger,
             "by_model": {
-                model: {"pass": r.passed, "verdict": verdict_word(r), "triggers": r.triggers,
+                model: {"pass": r.passed, "verdict": r.status, "triggers": r.triggers,
                         "runs": r.runs, "trigger_rate": round(r.trigger_rate, 4),
                         "interval": [round(x, 4) for x in r.interval]}
                 for model, r in self.by_model
             },
         }  # fmt: skip
-
-
-def verdict_word(result: QueryResult) -> str:
-    """pass, fail, borderline, error or skipped."""
-    if result.errors:
-        return "error"
-    if result.skipped:
-        return "skipped"
-    if result.borderline:
-        return "borderline"
-    return "pass" if result.passed else "fail"
 
 
 def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
@@ -73,7 +62,7 @@ def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
         for index in indices:
             cells = [(s.model or "", s.results.rows[index]) for s in group
                      if index in s.results.rows]  # fmt: skip
-            if len(cells) > 1 and len({verdict_word(r) for _, r in cells}) > 1:
+            if len(cells) > 1 and len({r.status for _, r in cells}) > 1:
                 first = cells[0][1]
                 found.append(Disagreement(group[0].name, first.query, first.should_trigger,
                                           tuple(cells)))  # fmt: skip
@@ -84,4 +73,4 @@ def rate_cell(result: QueryResult) -> str:
     """A model's cell in the side-by-side table: ``fail 0.00 (0/4, 95% interval 0.00–0.49)``."""
     rate = format_ratio(result.trigger_rate)
     interval = format_interval(result.interval, result.rule.confidence)
-    return f"{verdict_word(result)} {rate} ({result.triggers}/{result.runs}, {interval})"
+    return f"{result.status} {rate} ({result.triggers}/{result.runs}, {interval})"
