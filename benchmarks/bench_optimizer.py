@@ -11,6 +11,12 @@ It prints, per run, the start's and the best's true quality, whether SKILL.md wo
 written and with what gain on fresh test runs, and the calls by phase; then the totals: how
 often a write was a true gain, how often a true gain went unwritten, and the calls.
 
+The same runs are made with the reference loop replayed (``reference`` in ``--accept-on``):
+each description evaluated on train and test with 3 runs a query (no early stopping), one
+proposal a round from the newest description, the best the one with the most test passes
+(the first on ties), and "written" whenever that best is not the start (its user pastes it
+into SKILL.md). It uses the same stand-in proposer, through the project's prompt.
+
     .venv/bin/python benchmarks/bench_optimizer.py [--seeds 3] [--candidates 3] [--quick]
 """
 
@@ -82,14 +88,70 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
                 target.eval_set.entries) * 3}  # fmt: skip
 
 
+def reference_run(api, name: str, seed: int, iterations: int) -> dict:
+    """The reference loop replayed on one skill with one seed of the stand-in (see the
+    module docstring): its row printed, its figures back in :func:`one_run`'s shape."""
+    from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.model.settings import Settings
+    from pytest_skilltrigger.optimizer.proposer import Attempt, DescriptionProposer, build_prompt
+    from pytest_skilltrigger.optimizer.split import split_entries
+    from pytest_skilltrigger.skills.catalog import load_targets
+    from tests.graded_model import GradedModel
+
+    folder = Path(tempfile.mkdtemp()) / name
+    shutil.copytree(ROOT / "example_skills" / name, folder)
+    (target,) = load_targets([str(folder)])
+    api.graded = model = GradedModel(seed=100 + seed)
+    session = TriggerSession(Settings(cache_mode="off", concurrency=16, confidence=None,
+                                      runs_per_query=3, curtail=False))  # fmt: skip
+    proposer = DescriptionProposer(lambda prompt: session.ask(prompt))
+    train, test = split_entries(target.eval_set.entries, 0.4, 42)
+    history: list[tuple[str, list, list]] = []
+    description = target.description
+    try:
+        for number in range(1, iterations + 1):
+            results = session.evaluate(target.context(description), train + test)
+            own = results[: len(train)]
+            history.append((description, own, results[len(train) :]))
+            if all(r.passed for r in own) or number == iterations:
+                break
+            attempts = [Attempt(d, tuple(t)) for d, t, _ in history]
+            prompt = build_prompt(target.name, target.skill.raw.decode("utf-8", "replace"),
+                                  description, own, attempts,
+                                  when_to_use=target.skill.when_to_use)  # fmt: skip
+            proposal = proposer.propose(prompt, 1, [d for d, _, _ in history])
+            if not proposal.descriptions:
+                break
+            description = proposal.descriptions[0]
+        spent = session.spending()
+    finally:
+        session.close()
+    passes = [sum(bool(r.passed) for r in tested) for _, _, tested in history]
+    chosen = history[passes.index(max(passes))][0]
+    start = true_quality(model, target, target.description)
+    best = true_quality(model, target, chosen)
+    test_right = [true_quality(model, target, d, test)[0] for d in (target.description, chosen)]
+    written = chosen != target.description
+    calls = [sum(s.calls for p, s in spent.items() if p != "improve"),
+             spent["improve"].calls if "improve" in spent else 0]  # fmt: skip
+    print(f"reference | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
+          f"{best[1]:.1f} | {test_right[0]} -> {test_right[1]} | {'yes' if written else 'no'} | "
+          f"test passes {passes[0]} -> {max(passes)} | {calls[0]} / {calls[1]} / 0",
+          flush=True)  # fmt: skip
+    return {"start": start, "best": best, "written": written, "calls": sum(calls),
+            "acceptance_calls": 0, "reference_calls": iterations * len(
+                target.eval_set.entries) * 3}  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--candidates", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one seed, three iterations")
-    parser.add_argument("--accept-on", nargs="+", default=["all", "test"],
-                        help="the acceptance rules to compare (default: all and test)")
+    parser.add_argument("--accept-on", nargs="+", default=["all", "test", "reference"],
+                        help="the acceptance rules to compare, and the reference loop "
+                        "replayed (default: all, test and reference)")
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     iterations = 3 if args.quick else args.iterations
@@ -110,7 +172,8 @@ def main() -> int:
         for rule in args.accept_on:
             for seed in range(seeds):
                 for name in ("csv-cleaner", "release-notes", "spreadsheet-charts"):
-                    row = one_run(api, name, seed, rule, iterations, args.candidates)
+                    row = (reference_run(api, name, seed, iterations) if rule == "reference"
+                           else one_run(api, name, seed, rule, iterations, args.candidates))
                     t = totals[rule]
                     t["runs"] += 1
                     t["calls"] += row["calls"]
@@ -127,7 +190,8 @@ def main() -> int:
     for rule, t in totals.items():
         runs, written = int(t["runs"]), int(t["written"])
         per = max(written, 1)
-        print(f"--accept-on={rule}: {runs} runs, written {written}, of them truly worse than "
+        name = "the reference loop replayed" if rule == "reference" else f"--accept-on={rule}"
+        print(f"{name}: {runs} runs, written {written}, of them truly worse than "
               f"the start {int(t['false_writes'])}; mean true gain of what was written "
               f"{t['gain_written'] / per:+.1f} right, {t['expected_written'] / per:+.2f} "
               f"expected passes of 20 (the best seen: {t['best_gain'] / runs:+.2f} on "
@@ -137,6 +201,12 @@ def main() -> int:
               f"a reference run of its iterations (each description x the queries x 3 runs): "
               f"{t['reference_calls'] / runs:.0f} "
               f"calls, so {t['calls'] / t['reference_calls']:.2f}x")  # fmt: skip
+    replayed = totals.get("reference")
+    for rule, t in totals.items():
+        if replayed and rule != "reference" and replayed["calls"]:
+            print(f"--accept-on={rule}: {t['calls'] / replayed['calls']:.2f}x the calls of the "
+                  f"reference loop replayed ({t['calls'] / t['runs']:.0f} against "
+                  f"{replayed['calls'] / replayed['runs']:.0f} a run)")  # fmt: skip
     return 0
 
 
