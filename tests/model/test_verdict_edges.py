@@ -127,6 +127,7 @@ CALIBRATED = [
     SequentialRule(),
     SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12),
     SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9),
+    SequentialRule(max_runs=10),  # its last look is calibrated past Wald's (7 of 10 settles)
 ]
 
 
@@ -179,6 +180,22 @@ def test_the_bounds_exact_chances_are_the_sampled_ones(rate: float) -> None:
     rule = SequentialRule()
     got, waves = rule.bounds.settles(rate), operating(rule, rate)
     assert got[0] == pytest.approx(waves.triggered) and got[1] == pytest.approx(waves.not_triggered)
+
+
+def test_bounds_settle_nothing_before_their_minimum_and_rules_say_what_they_are() -> None:
+    """A test written out settles no look before ``min_runs``, even one Wald's bound would
+    (at 60% two triggers of two reach it); the header names the rule and its bounds."""
+    loose = SequentialRule(confidence=0.6, min_runs=3, calibrated=False)
+    bounds = loose.bounds
+    assert bounds.up[2] == 2 and bounds.verdict(2, 2) == "undecided"
+    assert Bounds(bounds.up, bounds.down, 1).verdict(2, 2) == "triggered"
+    assert SequentialRule().describe() == (
+        "sequential at 95% (threshold 0.5 ± 0.15, 3 to 15 runs per query)")  # fmt: skip
+    wald = SequentialRule(0.4, 0.9, 0.1, 4, 12, calibrated=False)
+    assert wald.describe() == ("sequential at 90% (threshold 0.4 ± 0.1, 4 to 12 runs per "
+                               "query, Wald's bounds)")  # fmt: skip
+    last = SequentialRule(max_runs=10)  # its last look is calibrated, not Wald's
+    assert last.verdict(7, 10) == "triggered" and last.verdict(3, 10) == "not_triggered"
 
 
 def test_runs_past_the_maximum_are_judged_by_walds_bound() -> None:
