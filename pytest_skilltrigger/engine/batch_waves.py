@@ -34,10 +34,11 @@ from typing import Any
 
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchError, BatchRequest
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
-from pytest_skilltrigger.engine.sampler import Recorder
+from pytest_skilltrigger.engine.sampler import Recorder, Sampler
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
@@ -125,6 +126,27 @@ class BatchWork:
             )
         )
         self.carried, self.carried_requests = Usage(), 0
+
+
+def works_of(
+    sampler: Sampler, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
+    context_key: Callable[[TriggerContext], str | None],
+) -> list[BatchWork]:  # fmt: skip
+    """The batch work of one lane's requests: one per sampling not made or joined yet, with
+    the runs stored for it. A context that cannot be prepared (no key) or an unlisted skill
+    gets none: submitting it says so without a call."""
+    works, seen = [], set()
+    for context, entry, plan in requests:
+        key = context_key(context)
+        if key is None or not context.model_invocable:
+            continue
+        ident = sampler.ident(key, entry.query, plan, context.skill_name)
+        if ident in seen or sampler.sampled(ident):
+            continue
+        seen.add(ident)
+        stored = sampler.stored(key, entry.query, plan, context.skill_name)
+        works.append(BatchWork(ident, context, entry.query, plan, stored))
+    return works
 
 
 class BatchRunner:

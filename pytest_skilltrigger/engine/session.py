@@ -29,7 +29,7 @@ from pytest_skilltrigger.engine.batch_waves import (
     BatchedRuns,
     BatchProgress,
     BatchRunner,
-    BatchWork,
+    works_of,
 )
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.lanes import Lane, Lanes
@@ -39,14 +39,14 @@ from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import Spend, load_prices
-from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.engine.estimate import Estimate, Sampling
 
 UNLISTED = (
     "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill to the "
@@ -154,19 +154,21 @@ class TriggerSession:
         except Exception:  # a capture that failed: submit() has made it an error result
             return None
 
-    def estimate(
-        self, targets: Sequence[Target], optimizer: OptimizerSettings | None = None
-    ) -> Estimate | None:
-        """What the targets' items (and with ``optimizer`` the rounds) may cost on every
-        model, before any call; None without a backend or a request that cannot be sized."""
+    def estimate(self, samplings: Sequence[Sampling]) -> Estimate | None:
+        """What these samplings (each a context on its model, and a query) may cost, each in
+        its model's lane, before any call; None without a backend or when a request cannot
+        be sized."""
         from pytest_skilltrigger.engine.estimate import combined, estimate_session
 
         if self.lanes is None or self.guard is None:
             return None
+        by_lane: dict[int, list[Sampling]] = {id(lane): [] for lane in self.lanes}
+        for context, query in samplings:
+            by_lane[id(self.lanes.of(context))].append((context, query))
         try:
             return combined([
-                estimate_session(targets, self.settings, lane.backend, self.guard.price(
-                    lane.backend.model), optimizer, lane.model if self.settings.models else None)
+                estimate_session(by_lane[id(lane)], self.settings, lane.backend,
+                                 self.guard.price(lane.backend.model))
                 for lane in self.lanes
             ])  # fmt: skip
         except Exception:
@@ -252,17 +254,7 @@ class TriggerSession:
         """One lane's part of :meth:`run_batches`: its model's batches."""
         backend, sampler = lane.backend, lane.sampler
         assert isinstance(backend, BatchingBackend)
-        works, seen = [], set()
-        for context, entry, plan in requests:
-            key = self.context_key(context)
-            if key is None or not context.model_invocable:
-                continue  # an error or an unlisted skill: submit() says so without a call
-            ident = sampler.ident(key, entry.query, plan, context.skill_name)
-            if ident in seen or sampler.sampled(ident):
-                continue
-            seen.add(ident)
-            stored = sampler.stored(key, entry.query, plan, context.skill_name)
-            works.append(BatchWork(ident, context, entry.query, plan, stored))
+        works = works_of(sampler, requests, self.context_key)
         if not works:
             return []
         runner = self._batches.get(lane.model)

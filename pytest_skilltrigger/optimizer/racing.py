@@ -28,6 +28,7 @@ from pytest_skilltrigger.skills.evalset import EvalEntry
 
 RACE_STEP = 2  # more runs a race gives a pair at a time, each side
 RACE_PAIRS = 6  # the most pairs a race step adds runs to
+FIRST_LOOK_RUNS = 3  # a race's first sampling of each side: at most three runs a query
 
 
 @dataclass
@@ -64,8 +65,8 @@ class Racer:
         they settle the verdict (two when they agree). The race then spends its runs only on
         the pairs that differ or are unsettled, so runs that would settle a query both sides
         agree on are not made."""
-        return SamplingPlan(FixedRule(3, self.session.plan.threshold, curtail=True,
-                                      confidence=self.confidence))  # fmt: skip
+        return SamplingPlan(FixedRule(FIRST_LOOK_RUNS, self.session.plan.threshold,
+                                      curtail=True, confidence=self.confidence))  # fmt: skip
 
     def measure(
         self, description: str, entries: Sequence[EvalEntry], plan: SamplingPlan | None = None,

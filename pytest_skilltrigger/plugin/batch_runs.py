@@ -60,6 +60,13 @@ def requests_of_ids(role: Role, ids: Sequence[str], plan: SamplingPlan) -> list[
     return requests
 
 
+def requests_of_session(role: Role, plan: SamplingPlan) -> list[Request]:
+    """What every item of the session will sample, known before collection (the header's
+    estimate): each skill's entries and each routing entry, once per model of a matrix."""
+    paths = [*role.by_skill_md, *role.by_routing_path]
+    return [request for path in paths for request in _named_requests(role, path, plan).values()]
+
+
 def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Request]:
     models = role.settings.models or (None,)  # a matrix's items are one per model
     target = role.by_skill_md.get(path)

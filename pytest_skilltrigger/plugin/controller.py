@@ -176,7 +176,15 @@ class Controller(Role):
         engine = self.started_engine  # made at session start (not when only collecting)
         if engine is None or engine.unavailable:
             return header_lines(len(self.targets), self.settings, None)
-        estimate = engine.estimate(self.targets, self.optimize)
+        from pytest_skilltrigger.plugin.batch_runs import requests_of_session
+
+        requests = requests_of_session(self, engine.plan)
+        estimate = engine.estimate([(context, entry.query) for context, entry, _ in requests])
+        if estimate is not None and self.optimize is not None:
+            from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
+
+            estimate = estimate.with_rounds(*rounds_bound(
+                self.targets, self.routing_sets, self.settings, self.optimize))  # fmt: skip
         return header_lines(len(self.targets), self.settings, engine.context_label, estimate,
                             self.drafted)  # fmt: skip
 

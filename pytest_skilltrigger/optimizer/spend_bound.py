@@ -1,0 +1,59 @@
+"""The most the improvement rounds may spend, known before any call: the header's estimate.
+
+Each skill's rounds are bounded from what :mod:`.loop` does, with every sampling at its most:
+
+- iteration 1 reuses the items' results, and samples the folder's queries (its siblings' and
+  its routing entries, :mod:`.folder`) for the starting description, by the session's rule;
+- each later round screens its candidates on the train side (own and folder train queries)
+  by successive halving, measures the survivor on it by the rule, races it against the best
+  (at most ``race_runs`` more runs, and one race step past it) and measures it on the
+  held-out side by the rule;
+- the acceptance race samples the start and the best afresh on its queries (all of them, or
+  the held-out ones with ``accept_on="test"``) with a first look of three runs, then races
+  them; with a model matrix the same race runs again on every other model.
+
+Every round also asks the improve model once, and once more to repair an answer: those
+requests are counted apart (their size depends on the answers, so they are priced when made).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+from pytest_skilltrigger.optimizer.folder import folder_of
+from pytest_skilltrigger.optimizer.racing import FIRST_LOOK_RUNS, RACE_PAIRS, RACE_STEP
+from pytest_skilltrigger.optimizer.split import split_entries
+from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.routing_set import RoutingSet
+
+ASKS_A_ROUND = 2  # a proposal, and one repair request
+
+
+def rounds_bound(
+    targets: Sequence[Target], routing_sets: Sequence[RoutingSet], settings: Settings,
+    opt: OptimizerSettings,
+) -> tuple[int, int]:  # fmt: skip
+    """(the trigger calls, the requests to the improve model) the rounds may make at most."""
+    most = settings.rule.max_runs
+    race = opt.race_runs + 2 * RACE_STEP * RACE_PAIRS  # a race's last step may pass its budget
+    screen = 0  # runs per train-side query over the screening's stages
+    alive, runs = opt.candidates_per_round, 1
+    while alive > 1:
+        screen += alive * runs
+        alive, runs = (alive + 1) // 2, runs * 2
+    calls = asks = 0
+    for target in targets:
+        if not target.context().model_invocable:
+            continue
+        train, test = split_entries(target.eval_set.entries, opt.holdout, opt.seed)
+        folder = folder_of(target, targets, routing_sets, opt.holdout, opt.seed)
+        train_side, test_side = len(train) + len(folder.train), len(test) + len(folder.test)
+        rounds = max(0, opt.max_iterations - 1)
+        start = (len(folder.train) + len(folder.test)) * most
+        per_round = train_side * (screen + most) + race + test_side * most
+        raced = test_side if opt.accept_on == "test" and test_side else train_side + test_side
+        acceptance = (2 * raced * FIRST_LOOK_RUNS + race) * len(settings.lane_models)
+        calls += start + per_round * rounds + acceptance
+        asks += ASKS_A_ROUND * rounds
+    return calls, asks

@@ -1,0 +1,112 @@
+"""The header's estimate, before any call: every item it will sample (trigger and routing
+entries, once per model), the rounds' most on top; checked against what the server saw."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.backends.base import TriggerBackend
+from pytest_skilltrigger.engine.estimate import estimate_session
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.prices import cost_usd, price_of
+from pytest_skilltrigger.model.settings import Settings
+from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import plugin_args
+
+LINE = re.compile(r"estimate for (\d+) queries: up to ([\d,]+) calls \(([\d,]+) if every query "
+                  r"is clear-cut\), about \$[\d.]+ to \$[\d.]+ on ([^;]+)"
+                  r"(?:; the improvement rounds up to ([\d,]+) more calls \(at most \$[\d.]+\) "
+                  r"and (\d+) requests to the improve model)?")  # fmt: skip
+
+
+def make_folder(root: Path) -> Path:
+    """Two skills of one folder, four entries each, and a routing set of three entries."""
+    folder = root / "skills"
+    for name, words in (("sheets", "spreadsheet columns"), ("notes", "meeting notes")):
+        (folder / name / "evals").mkdir(parents=True)
+        (folder / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Tidy {words} for the team.\n---\n\n# {name}\n")
+        entries = [{"query": f"tidy the {words} {i}", "should_trigger": True} for i in range(2)]
+        entries += [{"query": f"bake bread {name} {i}", "should_trigger": False} for i in range(2)]
+        (folder / name / "evals" / "trigger-eval.json").write_text(json.dumps(entries))
+    (folder / "routing-eval.json").write_text(json.dumps([
+        {"query": "tidy the spreadsheet columns please", "expected_skill": "sheets"},
+        {"query": "write up the meeting notes now", "expected_skill": "notes"},
+        {"query": "paint the garden fence", "expected_skill": None},
+    ]))  # fmt: skip
+    return folder
+
+
+def header(result: pytest.RunResult) -> re.Match[str]:
+    found = next((LINE.search(line) for line in result.stdout.lines if LINE.search(line)), None)
+    assert found is not None, result.stdout.str()
+    return found
+
+
+def test_the_estimate_counts_every_item_and_bounds_the_calls_made(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_folder(pytester.path)
+    result = pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-confidence=0.95"))
+    found = header(result)
+    queries, most, fewest = (int(found.group(i).replace(",", "")) for i in (1, 2, 3))
+    assert (queries, most, fewest) == (11, 11 * 15, 11 * 4)  # 8 entries and 3 routing ones
+    assert fewest <= fake_api.stats["trigger_calls"] <= most
+
+
+def test_a_matrix_counts_each_model_and_the_rounds_once(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Each model samples every item; the rounds run on the first model (their acceptance
+    race on each), and what they made stays within their bound."""
+    folder = make_folder(pytester.path)
+    models = "claude-opus-5-5,claude-haiku-4-5"
+    one = header(pytester.runpytest_subprocess(*plugin_args(folder)))
+    result = pytester.runpytest_subprocess(*plugin_args(
+        folder, f"--trigger-model={models}", "--optimize-description", "--max-iterations=2",
+        "--trigger-confidence=off"))  # fmt: skip
+    found = header(result)
+    assert int(found.group(2)) == 2 * int(one.group(2))
+    assert found.group(4).startswith("claude-opus-5-5 and claude-haiku-4-5")
+    rounds, asks = int(found.group(5).replace(",", "")), int(found.group(6))
+    assert asks == 2 * 1 * 2  # two skills, one round each, a proposal and a repair at most
+    made = fake_api.stats["trigger_calls"]
+    assert made <= int(found.group(2)) + rounds
+    assert fake_api.stats["improve_calls"] <= asks
+
+
+class Sized(TriggerBackend):
+    """A backend whose every request is the same size (only ``estimate`` is used)."""
+
+    model = "claude-opus-5-5"
+
+    def estimate(self, context: TriggerContext, query: str) -> Usage:
+        return Usage(input_tokens=1000, output_tokens=500)
+
+    def run(self, context, query):  # type: ignore[no-untyped-def]
+        raise AssertionError("an estimate makes no call")
+
+
+def test_the_dollars_follow_the_cache_and_the_runs() -> None:
+    """The low end: every run reads the prefix from the cache, each context writes it once,
+    at most 100 output tokens; the high end: every run uncached at the rule's most."""
+    price = price_of("claude-opus-5-5")
+    assert price is not None
+    first, second = TriggerContext("a", "A."), TriggerContext("b", "B.")
+    samplings = [(first, "q1"), (first, "q2"), (second, "q3")]
+    got = estimate_session(samplings, Settings(), Sized(), price)
+    own = len(b"q1") // 3 + 1
+    read = Usage(input_tokens=own, output_tokens=100, cache_read_input_tokens=1000 - own)
+    write = Usage(cache_creation_input_tokens=1000 - own)
+    assert got.fewest_usd == pytest.approx(3 * 4 * cost_usd(read, price)
+                                           + 2 * cost_usd(write, price))  # fmt: skip
+    assert got.most_usd == pytest.approx(3 * 15 * cost_usd(Usage(1000, 500), price))
+    assert (got.queries, got.fewest_calls, got.most_calls) == (3, 12, 45)
+    assert got.call_usd == pytest.approx(cost_usd(Usage(1000, 500), price))
+    hidden = TriggerContext("c", "C.", model_invocable=False)  # never listed: no call
+    assert estimate_session([(hidden, "q")], Settings(), Sized(), price).most_calls == 0
