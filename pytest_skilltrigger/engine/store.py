@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS runs (
     input_tokens INTEGER NOT NULL DEFAULT 0,
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0
+    cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
 CREATE TABLE IF NOT EXISTS captures (
@@ -55,6 +56,22 @@ class ResultStore:
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self._conn().executescript(SCHEMA)
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """Bring a store an earlier version made up to this schema: the 1-hour cache writes
+        (its old rows count none, as they were priced then). Another process may add the
+        column at the same moment; that is not an error."""
+        conn = self._conn()
+        have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
+        if "cache_creation_1h_input_tokens" in have:
+            return
+        try:
+            conn.execute("ALTER TABLE runs ADD COLUMN cache_creation_1h_input_tokens "
+                         "INTEGER NOT NULL DEFAULT 0")  # fmt: skip
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):
+                raise
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -77,8 +94,8 @@ class ResultStore:
             self._conn()
             .execute(
                 "SELECT status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                " cache_read_input_tokens FROM runs WHERE context_key = ? AND query = ?"
-                " ORDER BY id DESC LIMIT ?",
+                " cache_read_input_tokens, cache_creation_1h_input_tokens FROM runs"
+                " WHERE context_key = ? AND query = ? ORDER BY id DESC LIMIT ?",
                 (context_key, query, limit),
             )
             .fetchall()
@@ -110,6 +127,7 @@ class ResultStore:
                 o.usage.output_tokens,
                 o.usage.cache_creation_input_tokens,
                 o.usage.cache_read_input_tokens,
+                o.usage.cache_creation_1h_input_tokens,
             )
             for o in outcomes
             if o.status != "error" and not o.from_store
@@ -123,7 +141,8 @@ class ResultStore:
                 conn.executemany(
                     "INSERT INTO runs (created, backend, model, context_key, query, status,"
                     " chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                    " cache_read_input_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " cache_read_input_tokens, cache_creation_1h_input_tokens)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.execute("COMMIT")

@@ -74,3 +74,31 @@ def test_what_the_model_chose_is_redacted_before_it_is_stored(tmp_path: Path) ->
     store.close()
     rows = sqlite3.connect(str(tmp_path / "s.sqlite")).execute("SELECT chosen FROM runs").fetchall()
     assert secret not in repr(rows)
+
+
+def test_one_hour_cache_writes_are_kept_and_an_older_store_is_brought_up_to_date(
+    tmp_path: Path,
+) -> None:
+    """A stored run shown again is priced as it was paid: its 1-hour cache writes are kept.
+    A store an earlier version made (no such column) gains it, its old rows counting none."""
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript(
+        "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created REAL NOT NULL, "
+        "backend TEXT NOT NULL, model TEXT NOT NULL, context_key TEXT NOT NULL, query TEXT NOT "
+        "NULL, status TEXT NOT NULL, chosen TEXT, input_tokens INTEGER NOT NULL DEFAULT 0, "
+        "output_tokens INTEGER NOT NULL DEFAULT 0, cache_creation_input_tokens INTEGER NOT NULL "
+        "DEFAULT 0, cache_read_input_tokens INTEGER NOT NULL DEFAULT 0);"
+        "INSERT INTO runs (created, backend, model, context_key, query, status, chosen, "
+        "input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens) "
+        "VALUES (0, 'anthropic', 'm', 'ctx', 'q', 'triggered', 'skill:pdf', 10, 2, 3, 4);"
+    )
+    old.close()
+    store = ResultStore(str(path))
+    again = ResultStore(str(path))  # a second process opening it after: nothing to add
+    hour = RunOutcome("triggered", chosen="skill:pdf", usage=Usage(10, 2, 300, 4, 200))
+    assert store.record("anthropic", "m", "ctx", "q", [hour]) == 1
+    found = again.lookup("ctx", "q", 5)
+    assert [o.usage for o in found] == [Usage(10, 2, 3, 4), Usage(10, 2, 300, 4, 200)]
+    store.close()
+    again.close()
