@@ -25,13 +25,23 @@ from dataclasses import dataclass
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
-if TYPE_CHECKING:
-    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+
+class CapturingCli(Protocol):
+    """What the captures need of the Claude Code backend (a Protocol, so that this module,
+    which that backend uses, names nothing of it)."""
+
+    cli_version: str
+    key_model: str
+
+    def capture(self, context: TriggerContext) -> CapturedRequest: ...
+
+    def close(self) -> None: ...
+
 
 MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
 # Request headers that describe the request, not the caller: replayed as they were.
@@ -189,7 +199,7 @@ class Captures:
 
     def __init__(
         self,
-        make_cli: Callable[[], ClaudeCodeBackend],
+        make_cli: Callable[[], CapturingCli],
         shelf: CaptureShelf | None = None,
     ) -> None:
         self._make_cli = make_cli
@@ -200,7 +210,7 @@ class Captures:
         self._failed: dict[TriggerContext, CaptureError] = {}
 
     @cached_property
-    def backend(self) -> ClaudeCodeBackend:
+    def backend(self) -> CapturingCli:
         """The CLI backend whose workspace, isolation and binary the captures use."""
         return self._make_cli()
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilltrigger.backends.api.errors import describe_error
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
@@ -32,7 +32,19 @@ from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+    from pytest_skilltrigger.backends.api.sdk_client import SdkClient
+
+
+class BatchingHost(Protocol):
+    """What message batches need of the API backend: its SDK connection, model and live
+    request (a Protocol, so that this module, which that backend uses, names nothing of it)."""
+
+    connection: SdkClient
+    model: str
+
+    def request_parts(
+        self, context: TriggerContext, query: str
+    ) -> tuple[bytes, str, dict[str, str]]: ...
 
 # Output a decision needs: a short preamble and one tool call fit with room to spare.
 DECISION_MAX_TOKENS = 2048
@@ -72,7 +84,7 @@ def batch_params(body: bytes, capped: bool = True) -> dict[str, Any]:
 class MessageBatches:
     """The API backend's :class:`~pytest_skilltrigger.backends.base.BatchClient`."""
 
-    def __init__(self, backend: AnthropicBackend) -> None:
+    def __init__(self, backend: BatchingHost) -> None:
         self.backend = backend
         self._beta: dict[str, bool] = {}  # batch id -> made on the beta resource
         self._uncapped: set[str] = set()  # custom ids sent with the live max_tokens
