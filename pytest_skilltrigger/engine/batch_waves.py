@@ -27,8 +27,10 @@ the sampler (and, under xdist, to the workers as JSON), and progress as
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -58,12 +60,14 @@ class BatchProgress:
     errored: int  # errored, expired and canceled requests
     elapsed: float
     ended: bool
+    model: str | None = None  # a matrix's model (its batches run beside the others')
 
     def line(self) -> str:
         minutes, seconds = divmod(int(self.elapsed), 60)
         state = "ended" if self.ended else "in progress"
+        on = f" on {self.model}" if self.model else ""
         return (
-            f"batch {self.batch_id} (wave {self.wave}, {state}): {self.succeeded} succeeded, "
+            f"batch {self.batch_id}{on} (wave {self.wave}, {state}): {self.succeeded} succeeded, "
             f"{self.processing} processing, {self.errored} errored, {minutes}m{seconds:02d}s"
         )
 
@@ -128,6 +132,30 @@ class BatchWork:
         self.carried, self.carried_requests = Usage(), 0
 
 
+def run_together(jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]]) -> None:
+    """Run each model's batches at once, so that a matrix's models do not wait for each other
+    (one thread each when there are several). Ctrl-C, which reaches the calling thread, stops
+    every runner (each cancels its batches in flight and records what it read) and then
+    propagates; otherwise the first runner's failure is raised once all have ended."""
+    if len(jobs) <= 1:
+        for runner, works in jobs:
+            runner.run(works)
+        return
+    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="batches") as pool:
+        futures = [pool.submit(runner.run, works) for runner, works in jobs]
+        pending = set(futures)
+        try:
+            while pending:
+                pending = wait(pending, timeout=0.5).not_done
+        except KeyboardInterrupt:
+            for runner, _works in jobs:
+                runner.stop()
+            wait(futures)
+            raise
+    for future in futures:
+        future.result()
+
+
 def works_of(
     sampler: Sampler, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
     context_key: Callable[[TriggerContext], str | None],
@@ -182,6 +210,13 @@ class BatchRunner:
         self.fatal: str | None = None
         self._started = 0.0  # this run's start (the elapsed time progress shows)
         self._first: float | None = None  # when the first batch was sent (the deadline's start)
+        self._stopping = threading.Event()  # Ctrl-C seen by the thread that runs the models
+
+    def stop(self) -> None:
+        """Stop as Ctrl-C would (from another thread): at the next pause, the batches in
+        flight are cancelled and what was read is recorded; :meth:`run` then raises
+        KeyboardInterrupt."""
+        self._stopping.set()
 
     def run(self, works: Sequence[BatchWork]) -> None:
         """Decide every work (its ``outcomes`` grow); KeyboardInterrupt cancels what is in
@@ -227,6 +262,8 @@ class BatchRunner:
                 owners[custom_id] = (work, reserved / runs)
         if not requests:
             return
+        if self._stopping.is_set():
+            raise KeyboardInterrupt
         if self._left() <= 0:
             self._fail(owners, self.timeout_reason())
             return
@@ -296,7 +333,8 @@ class BatchRunner:
             left = until - time.monotonic()
             if left <= 0:
                 return False
-            time.sleep(min(pause, left))
+            if self._stopping.wait(min(pause, left)):
+                raise KeyboardInterrupt
             pause = max(self.poll, min(pause * 2, MAX_POLL))
             try:
                 status = self.client.status(batch_id)

@@ -29,6 +29,8 @@ from pytest_skilltrigger.engine.batch_waves import (
     BatchedRuns,
     BatchProgress,
     BatchRunner,
+    BatchWork,
+    run_together,
     works_of,
 )
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
@@ -239,39 +241,40 @@ class TriggerSession:
         flight as Ctrl-C does, instead of leaving them to run unread."""
         if not self.settings.batch or self.lanes is None:
             return []
-        made: list[BatchedRuns] = []
+        jobs: list[tuple[Lane, BatchRunner, list[BatchWork]]] = []
         for lane in self.lanes:
             mine = [r for r in requests if self.lanes.of(r[0]) is lane]
             if mine and isinstance(lane.backend, BatchingBackend) and not lane.sampler.fatal:
-                made += self._run_lane_batches(lane, mine)
+                works = works_of(lane.sampler, mine, self.context_key)
+                if works:
+                    jobs.append((lane, self._runner(lane, lane.backend), works))
+        try:
+            # (a library caller's own SIGTERM handler is left alone)
+            with sigterm_as_interrupt(only_if_default=True):
+                run_together([(runner, works) for _, runner, works in jobs])
+        finally:
+            for lane, runner, _ in jobs:
+                lane.sampler.fatal = lane.sampler.fatal or runner.fatal
+        made = [BatchedRuns(w.ident, w.outcomes, w.skipped, lane.model)
+                for lane, _, works in jobs for w in works]  # fmt: skip
         if keep:
             self.use_batch_runs(made)
         return made
 
-    def _run_lane_batches(
-        self, lane: Lane, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]]
-    ) -> list[BatchedRuns]:
-        """One lane's part of :meth:`run_batches`: its model's batches."""
-        backend, sampler = lane.backend, lane.sampler
-        assert isinstance(backend, BatchingBackend)
-        works = works_of(sampler, requests, self.context_key)
-        if not works:
-            return []
+    def _runner(self, lane: Lane, backend: BatchingBackend) -> BatchRunner:
+        """The lane's batch runner, made on first use (its deadline runs from its first
+        batch, for the whole session)."""
         runner = self._batches.get(lane.model)
         if runner is None:
+            progress, show = self.progress, self.progress
+            if show is not None and self.settings.models:  # say whose batch it is
+                progress = lambda p: show(replace(p, model=lane.model))  # noqa: E731
             runner = self._batches[lane.model] = BatchRunner(
                 backend.batches(), guard=self.guard, estimate=backend.estimate,
                 poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
-                progress=self.progress, record=self._store_runs, model=backend.model,
+                progress=progress, record=self._store_runs, model=backend.model,
             )  # fmt: skip
-        try:
-            # (a library caller's own SIGTERM handler is left alone)
-            with sigterm_as_interrupt(only_if_default=True):
-                runner.run(works)
-        finally:
-            if runner.fatal:
-                sampler.fatal = sampler.fatal or runner.fatal
-        return [BatchedRuns(w.ident, w.outcomes, w.skipped, lane.model) for w in works]
+        return runner
 
     def use_batch_runs(self, batched: Sequence[BatchedRuns]) -> None:
         """Take runs made by message batches (here, or by the xdist controller)."""

@@ -12,6 +12,7 @@ writes files.
 from __future__ import annotations
 
 import os
+import threading
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.skills.skill import Skill
 
 HTML_PLUGIN = "skilltrigger-html"
+_LOG_LOCK = threading.Lock()
 
 
 class Controller(Role):
@@ -162,11 +164,12 @@ class Controller(Role):
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is None:
             return
-        # after the last progress mark (``[100%]``) the cursor is still on that line, which
-        # write_line does not know under -q: start a line of our own
-        if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
-            reporter.write("\n")
-        reporter.write_line(line)
+        with _LOG_LOCK:  # a matrix's batches report from a thread each
+            # after the last progress mark (``[100%]``) the cursor is still on that line,
+            # which write_line does not know under -q: start a line of our own
+            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+                reporter.write("\n")
+            reporter.write_line(line)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.targets:

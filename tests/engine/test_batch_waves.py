@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.batch_waves import BatchedRuns
+from pytest_skilltrigger.engine.batch_waves import BatchedRuns, BatchProgress
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -285,3 +286,11 @@ def test_a_batch_run_goes_to_its_own_models_lane_only(fake_api: FakeMessagesAPI)
         assert not session.lanes.of_model(models[0]).sampler.fatal
     finally:
         session.close()
+
+
+def test_a_batchs_progress_names_its_model_in_a_matrix() -> None:
+    progress = BatchProgress("msgbatch_1", 2, 5, 3, 1, 75.0, False)
+    assert progress.line() == ("batch msgbatch_1 (wave 2, in progress): 5 succeeded, "
+                               "3 processing, 1 errored, 1m15s")  # fmt: skip
+    named = replace(progress, model="claude-haiku-4-5", ended=True)
+    assert named.line().startswith("batch msgbatch_1 on claude-haiku-4-5 (wave 2, ended): ")

@@ -262,6 +262,37 @@ def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path, signum: int) -> 
     assert not list(tmp_path.rglob("*.tmp"))
 
 
+def test_a_matrix_runs_its_models_batches_at_once_and_ctrl_c_cancels_them_all(
+    tmp_path: Path,
+) -> None:
+    """Each model's batches run beside the others' (batches that never end: the second
+    model's is created all the same), and Ctrl-C cancels every batch in flight."""
+    folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
+    with FakeMessagesAPI() as api:
+        api.batch_polls = 10_000
+        env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
+        proc = subprocess.Popen(
+            [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider", "--trigger-cache=off",
+             *BATCH, "--trigger-model=claude-opus-5-5,claude-haiku-4-5"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=interruptible,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while (api.stats["batches_created"] < 2 or api.stats["batch_polls"] < 4) and (
+            time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+        created = api.stats["batches_created"]
+        proc.send_signal(signal.SIGINT)
+        output, _ = proc.communicate(timeout=30)
+        assert created == 2, output  # the second while the first was still in progress
+        assert api.stats["batch_cancels"] == 2, output
+        models = {body["model"] for body in api.batch_requests_log}
+        assert models == {"claude-opus-5-5", "claude-haiku-4-5"}
+    assert proc.returncode == 2, output
+    assert "Traceback" not in output
+
+
 def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> None:
     """The first wave's runs are paid and read: they are stored as soon as the wave is read,
     so Ctrl-C while the second wave waits keeps them, and a rerun makes only the run the
