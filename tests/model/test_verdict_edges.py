@@ -228,3 +228,23 @@ def test_a_fixture_call_that_names_its_runs_gets_the_reference_rule() -> None:
     assert with_runs(session, 5, 0.7) == FixedRule(5, 0.7, True, 0.9)
     assert with_runs(session, None, 0.7) == SequentialRule(0.7, 0.9, 0.2)
     assert with_runs(session, None) == session
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_no_look_settles_against_the_rate_its_runs_show(calibrated: bool) -> None:
+    """Near 0 or 1 a margin is lopsided, and Wald's bound alone would settle against the
+    runs' own rate (threshold 0.79, margin 0.2: 12 of 15 is 0.80, yet its log-ratio says
+    below); no look of either kind of bounds does, nor a count past the maximum."""
+    lopsided = SequentialRule(0.79, 0.95, 0.2, calibrated=calibrated)
+    assert lopsided.verdict(12, 15) != "not_triggered"
+    assert lopsided.verdict(12, 20) != "triggered"  # past the maximum: 0.60
+    for threshold in (0.1, 0.2, 0.3, 0.5, 0.7, 0.79, 0.85):
+        for margin in (0.05, 0.1, 0.15, 0.2):
+            if not margin < threshold < 1 - margin:
+                continue
+            rule = SequentialRule(threshold, 0.95, margin, calibrated=calibrated)
+            for n in range(rule.min_runs, rule.max_runs + 1):
+                for t in range(n + 1):
+                    said = rule.verdict(t, n)
+                    assert said != "triggered" or t >= threshold * n - 1e-9, (rule, t, n)
+                    assert said != "not_triggered" or t < threshold * n - 1e-9, (rule, t, n)
