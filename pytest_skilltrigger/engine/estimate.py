@@ -11,7 +11,9 @@ What is sized is every sampling the items will make, as the pytest layer lists t
 trigger entry and each routing entry, once per model of a matrix, each in its model's lane
 (its backend sizes the request, its model's price prices it). With ``--optimize-description``
 the rounds' own upper bound (:mod:`pytest_skilltrigger.optimizer.spend_bound`) is added with
-:meth:`Estimate.with_rounds`, priced at the dearest call of the first model, which runs them.
+:meth:`Estimate.with_rounds`: the rounds run on the first model, their acceptance race on every
+model, each call priced as the dearest of its model's with the longest description a round
+may propose (1,024 characters).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ Sampling = tuple[TriggerContext, str]  # a context (on its model) and the query 
 # stream is read only until the decision shows), for the low end; the high end keeps the
 # backend's budgeting figure.
 TYPICAL_OUTPUT_TOKENS = 100
+LONGEST_DESCRIPTION = 1024  # characters: the most a proposed description may have
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,8 @@ class Estimate:
     round_calls: int = 0  # the improvement rounds' most, on top
     round_usd: float | None = None
     asks: int = 0  # the rounds' most requests to the improve model (priced when made)
-    # the dearest call of the model the rounds run on (the first), to price them
-    call_usd: float | None = None
+    # each model's dearest call with the longest description a round may try (model order)
+    call_usd: tuple[float | None, ...] = ()
 
     def line(self) -> str:
         """``up to 610 calls (146 if every query is clear-cut), about $0.55 to $2.30 on M``."""
@@ -69,10 +72,15 @@ class Estimate:
             text += rounds + f" and {self.asks:,} requests to the improve model"
         return text
 
-    def with_rounds(self, calls: int, asks: int) -> Estimate:
-        """This estimate with the improvement rounds' most on top."""
-        usd = self.call_usd * calls if self.call_usd is not None else None
-        return replace(self, round_calls=calls, round_usd=usd, asks=asks)
+    def with_rounds(self, first: int, each_other: int, asks: int) -> Estimate:
+        """This estimate with the improvement rounds' most on top: ``first`` calls on the
+        first model, ``each_other`` on each other model of a matrix, ``asks`` requests to
+        the improve model."""
+        counts = [first] + [each_other] * max(0, len(self.call_usd) - 1)
+        usd = None
+        if self.call_usd and None not in self.call_usd:
+            usd = sum(u * n for u, n in zip(self.call_usd, counts, strict=True))  # type: ignore[operator]
+        return replace(self, round_calls=sum(counts), round_usd=usd, asks=asks)
 
 
 def combined(estimates: Sequence[Estimate]) -> Estimate:
@@ -88,7 +96,7 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
         " and ".join(e.model for e in estimates), first.queries,
         sum(e.fewest_calls for e in estimates), sum(e.most_calls for e in estimates),
         total([e.fewest_usd for e in estimates]), total([e.most_usd for e in estimates]),
-        call_usd=first.call_usd,
+        call_usd=tuple(usd for e in estimates for usd in e.call_usd),
     )  # fmt: skip
 
 
@@ -112,7 +120,7 @@ def estimate_session(
     low_runs, high_runs = fewest_runs(rule), rule.max_runs
     rate = rate_of(settings.batch)
     queries = 0
-    low_usd = high_usd = 0.0
+    low_usd = high_usd = dearest = 0.0
     written: set[TriggerContext] = set()
     for context, query in samplings:
         if not context.model_invocable:  # never listed: its items make no call
@@ -130,9 +138,11 @@ def estimate_session(
             written.add(context)
             low_usd += cost_usd(Usage(cache_creation_input_tokens=prefix), price) * rate
         high_usd += cost_usd(whole, price) * high_runs * rate
-    most_calls = high_runs * queries
+        longer = max(0, LONGEST_DESCRIPTION - len(context.description.encode("utf-8"))) // 3
+        grown = replace(whole, input_tokens=whole.input_tokens + longer)
+        dearest = max(dearest, cost_usd(grown, price) * rate)
     return Estimate(
-        backend.model, queries, low_runs * queries, most_calls,
+        backend.model, queries, low_runs * queries, high_runs * queries,
         low_usd if price else None, high_usd if price else None,
-        call_usd=high_usd / most_calls if price and most_calls else None,
+        call_usd=(dearest if price else None,),
     )  # fmt: skip

@@ -2,8 +2,10 @@
 
 Each skill's rounds are bounded from what :mod:`.loop` does, with every sampling at its most:
 
-- iteration 1 reuses the items' results, and samples the folder's queries (its siblings' and
-  its routing entries, :mod:`.folder`) for the starting description, by the session's rule;
+- iteration 1 samples the folder's queries (its siblings' and its routing entries,
+  :mod:`.folder`) for the starting description by the session's rule, and the skill's own
+  too where the items' results cannot be reused (an error, a skip, or a sibling rewritten
+  before it: counted in full);
 - each later round screens its candidates on the train side (own and folder train queries)
   by successive halving, measures the survivor on it by the rule, races it against the best
   (at most ``race_runs`` more runs, and one race step past it) and measures it on the
@@ -33,8 +35,9 @@ ASKS_A_ROUND = 2  # a proposal, and one repair request
 def rounds_bound(
     targets: Sequence[Target], routing_sets: Sequence[RoutingSet], settings: Settings,
     opt: OptimizerSettings,
-) -> tuple[int, int]:  # fmt: skip
-    """(the trigger calls, the requests to the improve model) the rounds may make at most."""
+) -> tuple[int, int, int]:  # fmt: skip
+    """The most the rounds may make: trigger calls on the first model, trigger calls on each
+    other model of a matrix (the acceptance race), requests to the improve model."""
     most = settings.rule.max_runs
     race = opt.race_runs + 2 * RACE_STEP * RACE_PAIRS  # a race's last step may pass its budget
     screen = 0  # runs per train-side query over the screening's stages
@@ -42,7 +45,7 @@ def rounds_bound(
     while alive > 1:
         screen += alive * runs
         alive, runs = (alive + 1) // 2, runs * 2
-    calls = asks = 0
+    calls = others = asks = 0
     for target in targets:
         if not target.context().model_invocable:
             continue
@@ -50,10 +53,13 @@ def rounds_bound(
         folder = folder_of(target, targets, routing_sets, opt.holdout, opt.seed)
         train_side, test_side = len(train) + len(folder.train), len(test) + len(folder.test)
         rounds = max(0, opt.max_iterations - 1)
-        start = (len(folder.train) + len(folder.test)) * most
+        # the items' results are reused, but not those that errored or were skipped, nor any
+        # once a sibling of the folder was rewritten: then every query is sampled again
+        start = (len(train) + len(test) + len(folder.train) + len(folder.test)) * most
         per_round = train_side * (screen + most) + race + test_side * most
         raced = test_side if opt.accept_on == "test" and test_side else train_side + test_side
-        acceptance = (2 * raced * FIRST_LOOK_RUNS + race) * len(settings.lane_models)
+        acceptance = 2 * raced * FIRST_LOOK_RUNS + race
         calls += start + per_round * rounds + acceptance
+        others += acceptance
         asks += ASKS_A_ROUND * rounds
-    return calls, asks
+    return calls, others if len(settings.lane_models) > 1 else 0, asks

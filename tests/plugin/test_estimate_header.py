@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltrigger.backends.base import TriggerBackend
-from pytest_skilltrigger.engine.estimate import estimate_session
+from pytest_skilltrigger.engine.estimate import combined, estimate_session
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import cost_usd, price_of
@@ -107,6 +107,19 @@ def test_the_dollars_follow_the_cache_and_the_runs() -> None:
                                            + 2 * cost_usd(write, price))  # fmt: skip
     assert got.most_usd == pytest.approx(3 * 15 * cost_usd(Usage(1000, 500), price))
     assert (got.queries, got.fewest_calls, got.most_calls) == (3, 12, 45)
-    assert got.call_usd == pytest.approx(cost_usd(Usage(1000, 500), price))
+    # the dearest call, with the longest description a round may propose (1,024 characters)
+    longest = Usage(1000 + (1024 - len(b"A.")) // 3, 500)
+    assert got.call_usd == pytest.approx((cost_usd(longest, price),))
+    rounds = got.with_rounds(100, 0, 8)
+    assert (rounds.round_calls, rounds.asks) == (100, 8)
+    assert rounds.round_usd == pytest.approx(100 * cost_usd(longest, price))
+    # a matrix: the rounds on the first model, the acceptance race on each, at its own price
+    small = price_of("claude-haiku-4-5")
+    assert small is not None and small != price
+    both = combined([got, estimate_session(samplings, Settings(), Sized(), small)])
+    priced = both.with_rounds(100, 10, 8)
+    assert priced.round_calls == 110
+    assert priced.round_usd == pytest.approx(100 * cost_usd(longest, price)
+                                             + 10 * cost_usd(longest, small))  # fmt: skip
     hidden = TriggerContext("c", "C.", model_invocable=False)  # never listed: no call
     assert estimate_session([(hidden, "q")], Settings(), Sized(), price).most_calls == 0
