@@ -11,7 +11,8 @@ It prints, per run, the start's and the best's true quality, whether SKILL.md wo
 written and with what gain on fresh test runs, and the calls by phase; then the totals: how
 often a write was a true gain, how often a true gain went unwritten, and the calls.
 
-The same runs are made with the reference loop replayed (``reference`` in ``--accept-on``):
+The same skills and stand-in seeds (so the same true rates; every run draws afresh) are run
+with the reference loop replayed (``reference`` in ``--accept-on``):
 each description evaluated on train and test with 3 runs a query (no early stopping), one
 proposal a round from the newest description, the best the one with the most test passes
 (the first on ties), and "written" whenever that best is not the start (its user pastes it
@@ -84,6 +85,7 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
           f"{best[1]:.1f} | {test[0]} -> {test[1]} | {'yes' if run.improved else 'no'} | "
           f"{gain} | {calls[0]} / {calls[1]} / {calls[2]}", flush=True)  # fmt: skip
     return {"start": start, "best": best, "written": run.improved, "calls": sum(calls),
+            "trigger_calls": calls[0] + calls[2],
             "acceptance_calls": calls[2], "reference_calls": iterations * len(
                 target.eval_set.entries) * 3}  # fmt: skip
 
@@ -139,6 +141,7 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
           f"test passes {passes[0]} -> {max(passes)} | {calls[0]} / {calls[1]} / 0",
           flush=True)  # fmt: skip
     return {"start": start, "best": best, "written": written, "calls": sum(calls),
+            "trigger_calls": calls[0],
             "acceptance_calls": 0, "reference_calls": iterations * len(
                 target.eval_set.entries) * 3}  # fmt: skip
 
@@ -165,7 +168,8 @@ def main() -> int:
           "improve / acceptance)")  # fmt: skip
     totals = {rule: dict.fromkeys(("written", "false_writes", "runs", "calls", "gain_written",
                                    "expected_written", "best_gain", "truly_better",
-                                   "acceptance_calls", "reference_calls"), 0.0)
+                                   "acceptance_calls", "reference_calls", "trigger_calls"),
+                                  0.0)
               for rule in args.accept_on}  # fmt: skip
     with FakeMessagesAPI(awkward=False) as api:
         os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
@@ -177,6 +181,7 @@ def main() -> int:
                     t = totals[rule]
                     t["runs"] += 1
                     t["calls"] += row["calls"]
+                    t["trigger_calls"] += row["trigger_calls"]
                     t["best_gain"] += row["best"][1] - row["start"][1]
                     t["truly_better"] += row["best"][1] > row["start"][1]
                     t["acceptance_calls"] += row["acceptance_calls"]
@@ -200,7 +205,9 @@ def main() -> int:
               f"runs; the acceptance race's calls per run {t['acceptance_calls'] / runs:.0f}; "
               f"a reference run of its iterations (each description x the queries x 3 runs): "
               f"{t['reference_calls'] / runs:.0f} "
-              f"calls, so {t['calls'] / t['reference_calls']:.2f}x")  # fmt: skip
+              f"trigger calls, so {t['trigger_calls'] / t['reference_calls']:.2f}x its trigger "
+              f"calls ({t['calls'] / t['reference_calls']:.2f}x with the improve model's "
+              "requests)")  # fmt: skip
     replayed = totals.get("reference")
     for rule, t in totals.items():
         if replayed and rule != "reference" and replayed["calls"]:
