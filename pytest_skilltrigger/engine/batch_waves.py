@@ -30,17 +30,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchError, BatchRequest
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
-from pytest_skilltrigger.engine.sampler import Recorder, Sampler
+from pytest_skilltrigger.engine.sampler import Recorder
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan
-from pytest_skilltrigger.skills.evalset import EvalEntry
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch
@@ -132,51 +130,6 @@ class BatchWork:
         self.carried, self.carried_requests = Usage(), 0
 
 
-def run_together(jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]]) -> None:
-    """Run each model's batches at once, so that a matrix's models do not wait for each other
-    (one thread each when there are several). Ctrl-C, which reaches the calling thread, stops
-    every runner (each cancels its batches in flight and records what it read) and then
-    propagates; otherwise the first runner's failure is raised once all have ended."""
-    if len(jobs) <= 1:
-        for runner, works in jobs:
-            runner.run(works)
-        return
-    with ThreadPoolExecutor(max_workers=len(jobs), thread_name_prefix="batches") as pool:
-        futures = [pool.submit(runner.run, works) for runner, works in jobs]
-        pending = set(futures)
-        try:
-            while pending:
-                pending = wait(pending, timeout=0.5).not_done
-        except KeyboardInterrupt:
-            for runner, _works in jobs:
-                runner.stop()
-            wait(futures)
-            raise
-    for future in futures:
-        future.result()
-
-
-def works_of(
-    sampler: Sampler, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
-    context_key: Callable[[TriggerContext], str | None],
-) -> list[BatchWork]:  # fmt: skip
-    """The batch work of one lane's requests: one per sampling not made or joined yet, with
-    the runs stored for it. A context that cannot be prepared (no key) or an unlisted skill
-    gets none: submitting it says so without a call."""
-    works, seen = [], set()
-    for context, entry, plan in requests:
-        key = context_key(context)
-        if key is None or not context.model_invocable:
-            continue
-        ident = sampler.ident(key, entry.query, plan, context.skill_name)
-        if ident in seen or sampler.sampled(ident):
-            continue
-        seen.add(ident)
-        stored = sampler.stored(key, entry.query, plan, context.skill_name)
-        works.append(BatchWork(ident, context, entry.query, plan, stored))
-    return works
-
-
 class BatchRunner:
     """Runs waves of batches until every work is decided, failed or out of budget.
 
@@ -210,17 +163,14 @@ class BatchRunner:
         self.fatal: str | None = None
         self._started = 0.0  # this run's start (the elapsed time progress shows)
         self._first: float | None = None  # when the first batch was sent (the deadline's start)
-        self._stopping = threading.Event()  # Ctrl-C seen by the thread that runs the models
-
-    def stop(self) -> None:
-        """Stop as Ctrl-C would (from another thread): at the next pause, the batches in
-        flight are cancelled and what was read is recorded; :meth:`run` then raises
-        KeyboardInterrupt."""
-        self._stopping.set()
+        # set from another thread, it stops the runner as Ctrl-C would: at its next pause the
+        # batches in flight are cancelled, what was read is recorded, and run() raises
+        # KeyboardInterrupt (cleared by whoever starts a run)
+        self.stopping = threading.Event()
 
     def run(self, works: Sequence[BatchWork]) -> None:
-        """Decide every work (its ``outcomes`` grow); KeyboardInterrupt cancels what is in
-        flight and propagates, once the runs already read are recorded."""
+        """Decide every work (its ``outcomes`` grow); KeyboardInterrupt (or ``stopping``)
+        cancels what is in flight and propagates, once the runs already read are recorded."""
         self._started = time.monotonic()
         wave = 0
         while not self.fatal:
@@ -248,6 +198,8 @@ class BatchRunner:
         )
 
     def _wave(self, wave: int, todo: list[tuple[BatchWork, int]]) -> None:
+        if self.stopping.is_set():  # before anything is reserved against the budget
+            raise KeyboardInterrupt
         requests: list[BatchRequest] = []
         owners: dict[str, tuple[BatchWork, float]] = {}
         for number, (work, runs) in enumerate(todo):
@@ -262,8 +214,6 @@ class BatchRunner:
                 owners[custom_id] = (work, reserved / runs)
         if not requests:
             return
-        if self._stopping.is_set():
-            raise KeyboardInterrupt
         if self._left() <= 0:
             self._fail(owners, self.timeout_reason())
             return
@@ -311,6 +261,8 @@ class BatchRunner:
         for attempt in range(RESULT_READS):
             try:
                 for answer in self.client.results(batch_id, skills):
+                    if self.stopping.is_set():  # what was read so far is recorded
+                        raise KeyboardInterrupt
                     if answer.custom_id in answered:
                         continue
                     if timed_out and answer.outcome.requests == 0:
@@ -333,7 +285,7 @@ class BatchRunner:
             left = until - time.monotonic()
             if left <= 0:
                 return False
-            if self._stopping.wait(min(pause, left)):
+            if self.stopping.wait(min(pause, left)):
                 raise KeyboardInterrupt
             pause = max(self.poll, min(pause * 2, MAX_POLL))
             try:

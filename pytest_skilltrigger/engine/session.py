@@ -30,10 +30,9 @@ from pytest_skilltrigger.engine.batch_waves import (
     BatchProgress,
     BatchRunner,
     BatchWork,
-    run_together,
-    works_of,
 )
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.lane_batches import run_together, works_of
 from pytest_skilltrigger.engine.lanes import Lane, Lanes
 from pytest_skilltrigger.engine.sampler import Sampler
 from pytest_skilltrigger.engine.store import ResultStore

@@ -1,0 +1,65 @@
+"""Running a matrix's lanes' batches at once: the models do not wait for each other, and one
+model's failure stops its own lane only."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from pytest_skilltrigger.engine.lane_batches import run_together
+
+
+class Runner:
+    """A stand-in for a lane's BatchRunner: how long its batches take, or what breaks it."""
+
+    def __init__(self, model: str, takes: float = 0.0, breaks: Exception | None = None) -> None:
+        self.model = model
+        self.takes = takes
+        self.breaks = breaks
+        self.fatal: str | None = None
+        self.stopping = threading.Event()
+        self.started: float | None = None
+        self.ended: float | None = None
+
+    def run(self, works: object) -> None:
+        self.started = time.monotonic()
+        if self.breaks is not None:
+            raise self.breaks
+        if self.stopping.wait(self.takes):
+            raise KeyboardInterrupt
+        self.ended = time.monotonic()
+
+
+def test_the_lanes_run_at_once_and_a_failure_stops_its_own_lane_only() -> None:
+    slow, other = Runner("opus", takes=0.4), Runner("haiku", takes=0.4)
+    broken = Runner("sonnet", breaks=OSError("database or disk is full"))
+    broken.stopping.set()  # a stop left over from an earlier run is cleared
+    began = time.monotonic()
+    run_together([(slow, []), (other, []), (broken, [])])  # type: ignore[list-item]
+    assert time.monotonic() - began < 0.75  # at once, not one after another (0.8 s)
+    assert slow.ended is not None and other.ended is not None
+    assert broken.fatal == "the message batches failed: database or disk is full"
+    assert slow.fatal is None and other.fatal is None
+
+
+def test_a_single_lane_fails_the_same_way() -> None:
+    broken = Runner("opus", breaks=RuntimeError("boom"))
+    run_together([(broken, [])])  # type: ignore[list-item]
+    assert broken.fatal == "the message batches failed: boom"
+
+
+def test_ctrl_c_stops_every_lane_and_is_raised() -> None:
+    """Ctrl-C reaches the calling thread only: every runner is told to stop (each cancels
+    and records at its next pause), and the interrupt is raised once they have."""
+    import _thread
+
+    import pytest
+
+    lanes = [Runner("opus", takes=30.0), Runner("haiku", takes=30.0)]
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run_together([(runner, []) for runner in lanes])  # type: ignore[misc]
+    assert time.monotonic() - began < 5
+    assert all(r.stopping.is_set() and r.ended is None for r in lanes)
