@@ -12,8 +12,8 @@ trigger entry and each routing entry, once per model of a matrix, each in its mo
 (its backend sizes the request, its model's price prices it). With ``--optimize-description``
 the rounds' own upper bound (:mod:`pytest_skilltrigger.optimizer.spend_bound`) is added with
 :meth:`Estimate.with_rounds`: the rounds run on the first model, their acceptance race on every
-model, each call priced as the dearest of its model's with the longest description a round
-may propose (1,024 characters).
+model, each call priced as the dearest of its model's with every description of its listing
+that a round may rewrite at the longest allowed (1,024 characters).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import Price, cost_usd, format_usd, rate_of
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.model.verdict import Rule
+from pytest_skilltrigger.skills.skill import MAX_DESCRIPTION
 
 Sampling = tuple[TriggerContext, str]  # a context (on its model) and the query sampled in it
 
@@ -34,7 +35,6 @@ Sampling = tuple[TriggerContext, str]  # a context (on its model) and the query 
 # stream is read only until the decision shows), for the low end; the high end keeps the
 # backend's budgeting figure.
 TYPICAL_OUTPUT_TOKENS = 100
-LONGEST_DESCRIPTION = 1024  # characters: the most a proposed description may have
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,18 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
     )  # fmt: skip
 
 
+def _room_to_grow(context: TriggerContext) -> int:
+    """The tokens a request may gain in the rounds: the description tested, and each sibling
+    already improved before it, may be proposed up to the longest allowed (in characters,
+    each as wide in bytes as the description's own are on average)."""
+    extra = 0
+    for description in [context.description, *(s.description for s in context.siblings)]:
+        size = len(description.encode("utf-8"))
+        width = size / len(description) if description else 1.0
+        extra += max(0, int(MAX_DESCRIPTION * max(width, 1.0)) - size) // 3
+    return extra
+
+
 def fewest_runs(rule: Rule) -> int:
     """The runs a clear-cut query takes: every run the same, until the rule stops."""
     runs = 0
@@ -138,8 +150,7 @@ def estimate_session(
             written.add(context)
             low_usd += cost_usd(Usage(cache_creation_input_tokens=prefix), price) * rate
         high_usd += cost_usd(whole, price) * high_runs * rate
-        longer = max(0, LONGEST_DESCRIPTION - len(context.description.encode("utf-8"))) // 3
-        grown = replace(whole, input_tokens=whole.input_tokens + longer)
+        grown = replace(whole, input_tokens=whole.input_tokens + _room_to_grow(context))
         dearest = max(dearest, cost_usd(grown, price) * rate)
     return Estimate(
         backend.model, queries, low_runs * queries, high_runs * queries,

@@ -11,7 +11,7 @@ import pytest
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.estimate import combined, estimate_session
-from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import cost_usd, price_of
 from pytest_skilltrigger.model.settings import Settings
@@ -109,6 +109,11 @@ def test_the_dollars_follow_the_cache_and_the_runs() -> None:
     assert (got.queries, got.fewest_calls, got.most_calls) == (3, 12, 45)
     # the dearest call, with the longest description a round may propose (1,024 characters)
     longest = Usage(1000 + (1024 - len(b"A.")) // 3, 500)
+    sibling = ListedSkill("s", "Schön.")  # already improved: as long too, as wide in bytes
+    wide = estimate_session([(TriggerContext("a", "A.", (sibling,)), "q")], Settings(), Sized(),
+                            price).call_usd[0]  # fmt: skip
+    grown = 1000 + (1024 - 2) // 3 + (int(1024 * 7 / 6) - 7) // 3
+    assert wide == pytest.approx(cost_usd(Usage(grown, 500), price))
     assert got.call_usd == pytest.approx((cost_usd(longest, price),))
     rounds = got.with_rounds(100, 0, 8)
     assert (rounds.round_calls, rounds.asks) == (100, 8)
