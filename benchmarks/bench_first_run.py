@@ -3,7 +3,7 @@
 The example skills are run with the default rule and model against the local fake Messages
 API with graded trigger rates (``tests/graded_model.py``, seed 7: most rates near 0 or 1, as in
 real eval sets), in a throw-away copy and a throw-away home (so the default store is new, as
-on a first run). It prints the two header lines the README shows (the estimate is made before
+on a first run). It prints the header lines the README shows (the estimate is made before
 any call, from the requests the plugin would send) and the calls the server saw.
 
     .venv/bin/python benchmarks/bench_first_run.py
@@ -24,7 +24,8 @@ def main() -> int:
     calls = []
     for repeat in range(3):  # the stand-in draws afresh: the calls differ a little each time
         with temp_dir() as tmp, fake_api(awkward=False) as api:
-            api.graded = GradedModel(seed=7)
+            api.graded = model = GradedModel(seed=7)  # the same true rates each time
+            model.reseed(1000 + repeat)  # fresh draws
             shutil.copytree(ROOT / "example_skills", tmp / "example_skills")
             os.environ.pop("XDG_CACHE_HOME", None)
             os.environ["HOME"] = str(tmp)  # the child's default store: a new one under it

@@ -137,8 +137,10 @@ def _print_expected(repeats: int, rules: Sequence[tuple[str, Rule]],
                     truth: dict[tuple[str, int], tuple[float, bool, str]]) -> None:  # fmt: skip
     """The exact expectation over fresh draws of what part 2 measures: for each query's true
     rate, the chance of each verdict (``operating``), combined over ``repeats`` runs. A query
-    in two skills' eval sets is one request (the folder's listing is the same), so its runs
-    are shared: its calls are counted once, as the most either skill's verdict takes."""
+    in two skills' eval sets is one request (the folder's listing is the same), and the skills
+    are evaluated one after another, so the second reuses the first's runs: its calls are
+    counted once, at the larger of the two skills' expected runs (a lower bound of what they
+    share, within 0.01 calls a query here: the exact figure needs their joint stopping)."""
     print(f"Part 2, expected (exact, from the fake's true rates of the {len(truth)} queries, "
           f"over {repeats} fresh runs of each)")  # fmt: skip
     print(f"rule | {MEASURED_HEADER}")
