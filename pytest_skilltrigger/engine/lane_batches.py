@@ -46,15 +46,19 @@ def works_of(
     return works
 
 
-def run_together(jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]]) -> None:
-    """Run every lane's batches at once (see the module)."""
+def run_together(
+    jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]],
+    thread_done: Callable[[], None] | None = None,
+) -> None:  # fmt: skip
+    """Run every lane's batches at once (see the module); ``thread_done`` is called by each
+    lane's thread as it ends (to close what it opened: its store connection)."""
     for runner, _works in jobs:
         runner.stopping.clear()  # a stop of an earlier run is over
     if len(jobs) == 1:
         _run(*jobs[0])
         return
     threads = [
-        threading.Thread(target=_run, args=(runner, works, True), daemon=True,
+        threading.Thread(target=_run, args=(runner, works, True, thread_done), daemon=True,
                          name=f"batches-{runner.model}")
         for runner, works in jobs
     ]  # fmt: skip
@@ -73,7 +77,8 @@ def run_together(jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]]) -> Non
         raise
 
 
-def _run(runner: BatchRunner, works: Sequence[BatchWork], in_thread: bool = False) -> None:
+def _run(runner: BatchRunner, works: Sequence[BatchWork], in_thread: bool = False,
+         done: Callable[[], None] | None = None) -> None:  # fmt: skip
     """One lane's batches; a failure other than an interrupt becomes the lane's fatal error.
     In a thread of its own a stop ends the thread quietly: the caller raises it."""
     try:
@@ -83,3 +88,6 @@ def _run(runner: BatchRunner, works: Sequence[BatchWork], in_thread: bool = Fals
             raise
     except Exception as exc:  # reported on every item of the lane
         runner.fatal = runner.fatal or f"the message batches failed: {exc}"
+    finally:
+        if in_thread and done is not None:
+            done()

@@ -250,7 +250,8 @@ class TriggerSession:
         try:
             # (a library caller's own SIGTERM handler is left alone)
             with sigterm_as_interrupt(only_if_default=True):
-                run_together([(runner, works) for _, runner, works in jobs])
+                run_together([(runner, works) for _, runner, works in jobs],
+                             self.store.release if self.store is not None else None)
         finally:
             for lane, runner, _ in jobs:
                 lane.sampler.fatal = lane.sampler.fatal or runner.fatal

@@ -167,6 +167,17 @@ class ResultStore:
     def count(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM runs").fetchone()[0])
 
+    def release(self) -> None:
+        """Close the calling thread's connection, if it has one: a short-lived thread (a
+        model's batches) must not leave one open for the rest of the session."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            return
+        with self._lock:
+            self._connections = [c for c in self._connections if c is not conn]
+        conn.close()
+        self._local.conn = None
+
     def close(self) -> None:
         """Close every thread's connection (not only the caller's), releasing their files."""
         with self._lock:

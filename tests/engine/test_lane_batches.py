@@ -35,11 +35,15 @@ def test_the_lanes_run_at_once_and_a_failure_stops_its_own_lane_only() -> None:
     broken = Runner("sonnet", breaks=OSError("database or disk is full"))
     broken.stopping.set()  # a stop left over from an earlier run is cleared
     began = time.monotonic()
-    run_together([(slow, []), (other, []), (broken, [])])  # type: ignore[list-item]
+    ended: list[str] = []
+    run_together([(slow, []), (other, []), (broken, [])],  # type: ignore[list-item]
+                 lambda: ended.append(threading.current_thread().name))  # fmt: skip
     assert time.monotonic() - began < 0.75  # at once, not one after another (0.8 s)
     assert slow.ended is not None and other.ended is not None
     assert broken.fatal == "the message batches failed: database or disk is full"
     assert slow.fatal is None and other.fatal is None
+    # each lane's thread closes what it opened as it ends (its store connection)
+    assert sorted(ended) == ["batches-haiku", "batches-opus", "batches-sonnet"]
 
 
 def test_a_single_lane_fails_the_same_way() -> None:

@@ -102,3 +102,27 @@ def test_one_hour_cache_writes_are_kept_and_an_older_store_is_brought_up_to_date
     assert [o.usage for o in found] == [Usage(10, 2, 3, 4), Usage(10, 2, 300, 4, 200)]
     store.close()
     again.close()
+
+
+def test_a_short_lived_thread_releases_its_connection(tmp_path: Path) -> None:
+    """A model's batches run in a thread of their own each time: its connection is closed
+    when it ends, so a long session does not pile up open files."""
+    import os
+
+    store = ResultStore(str(tmp_path / "s.sqlite"))
+    store.record("anthropic", "m", "ctx", "q0", [run("triggered")])  # this thread's own
+    before = len(os.listdir("/proc/self/fd"))
+
+    def write(n: int) -> None:
+        store.record("anthropic", "m", "ctx", f"q{n}", [run("triggered")])
+        store.release()
+        store.release()  # nothing left to close: no error
+
+    for n in range(1, 21):
+        thread = threading.Thread(target=write, args=(n,))
+        thread.start()
+        thread.join()
+    # (one file SQLite keeps beside the database may open on the way; a leak is 40)
+    assert len(os.listdir("/proc/self/fd")) <= before + 1
+    assert store.count() == 21 and len(store.lookup("ctx", "q20", 5)) == 1
+    store.close()
