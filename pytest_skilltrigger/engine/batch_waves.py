@@ -227,8 +227,8 @@ class BatchRunner:
             for batch_id in ids:
                 self._collect(batch_id, wave, owners, answered)
         except KeyboardInterrupt:
+            self._record(todo)  # first, what was read is paid: a rerun reuses it
             self._cancel(ids)
-            self._record(todo)  # what was read is paid: a rerun reuses it
             raise
         except Exception as exc:  # a BatchError, or anything the SDK let through
             failure = (f"the batch failed: {exc}", isinstance(exc, BatchError) and exc.fatal)
@@ -261,8 +261,6 @@ class BatchRunner:
         for attempt in range(RESULT_READS):
             try:
                 for answer in self.client.results(batch_id, skills):
-                    if self.stopping.is_set():  # what was read so far is recorded
-                        raise KeyboardInterrupt
                     if answer.custom_id in answered:
                         continue
                     if timed_out and answer.outcome.requests == 0:

@@ -101,9 +101,10 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
 
 
 def _room_to_grow(context: TriggerContext) -> int:
-    """The tokens a request may gain in the rounds: the description tested, and each sibling
-    already improved before it, may be proposed up to the longest allowed (in characters,
-    each as wide in bytes as the description's own are on average)."""
+    """The tokens a request may gain in the rounds: the description tested may be proposed
+    up to the longest allowed (in characters, as wide in bytes as its own are on average),
+    and so may a sibling improved before it. Every sibling is counted, whatever the order:
+    the bound stays an upper one, if a loose one in a large folder."""
     extra = 0
     for description in [context.description, *(s.description for s in context.siblings)]:
         size = len(description.encode("utf-8"))

@@ -2,18 +2,19 @@
 requests need, and every lane's runner run at once, so that a matrix's models do not wait
 for each other (each with its own deadline, from its own first batch).
 
-With several lanes each runner runs in a daemon thread of its own. Ctrl-C (and SIGTERM, which
-the session turns into one) reaches only the calling thread: it stops every runner, which
-cancels its batches in flight and records what it read at its next pause, waits for them a
-bounded time, and is raised. A runner that fails otherwise (a store that cannot be written,
-say) stops its own model's lane only: the reason becomes that lane's fatal error, which its
-items report, and the other models go on.
+One lane runs in the calling thread, as always. With several, each runner runs in a daemon
+thread of its own. Ctrl-C (and SIGTERM, which the session turns into one) reaches only the
+calling thread: it stops every runner, which records what it read and cancels its batches in
+flight at its next pause, waits for them a bounded time, and is raised. A runner thread that
+fails otherwise (a store that cannot be written, say) stops its own model's lane only: the
+reason becomes that lane's fatal error, which its items report, and the other models go on.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 
 from pytest_skilltrigger.engine.batch_waves import CANCEL_GRACE, BatchRunner, BatchWork
@@ -23,6 +24,8 @@ from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 STOP_WAIT = CANCEL_GRACE + 30.0  # how long Ctrl-C waits for the stopped runners to cancel
+# the thread each runner last ran in (a runner is kept for the session, a thread is not)
+_THREADS: weakref.WeakKeyDictionary[BatchRunner, threading.Thread] = weakref.WeakKeyDictionary()
 
 
 def works_of(
@@ -51,43 +54,58 @@ def run_together(
     thread_done: Callable[[], None] | None = None,
 ) -> None:  # fmt: skip
     """Run every lane's batches at once (see the module); ``thread_done`` is called by each
-    lane's thread as it ends (to close what it opened: its store connection)."""
+    lane's thread as it ends (to close what it opened: its store connection). One lane runs
+    in the calling thread, exactly as a session of one model always has."""
     for runner, _works in jobs:
-        runner.stopping.clear()  # a stop of an earlier run is over
+        _settle(runner)
     if len(jobs) == 1:
-        _run(*jobs[0])
+        runner, works = jobs[0]
+        runner.run(works)
         return
-    threads = [
-        threading.Thread(target=_run, args=(runner, works, True, thread_done), daemon=True,
-                         name=f"batches-{runner.model}")
-        for runner, works in jobs
-    ]  # fmt: skip
+    started: list[threading.Thread] = []
     try:
-        for thread in threads:
+        for runner, works in jobs:
+            thread = threading.Thread(target=_run, args=(runner, works, thread_done),
+                                      daemon=True, name=f"batches-{runner.model}")  # fmt: skip
+            _THREADS[runner] = thread
             thread.start()
-        for thread in threads:
+            started.append(thread)
+        for thread in started:
             while thread.is_alive():
                 thread.join(0.5)
     except KeyboardInterrupt:
         for runner, _works in jobs:
             runner.stopping.set()
         deadline = time.monotonic() + STOP_WAIT
-        for thread in threads:
+        for thread in started:
             thread.join(max(0.0, deadline - time.monotonic()))
         raise
 
 
-def _run(runner: BatchRunner, works: Sequence[BatchWork], in_thread: bool = False,
+def _settle(runner: BatchRunner) -> None:
+    """Make ``runner`` ready for a run: a thread of an interrupted earlier run that is still
+    cancelling is waited for (a runner never has two), then the stop is over."""
+    earlier = _THREADS.get(runner)
+    if earlier is not None and earlier.is_alive():
+        earlier.join(STOP_WAIT)
+        if earlier.is_alive():
+            runner.fatal = runner.fatal or "an interrupted batch run is still cancelling"
+    runner.stopping.clear()
+
+
+def _run(runner: BatchRunner, works: Sequence[BatchWork],
          done: Callable[[], None] | None = None) -> None:  # fmt: skip
-    """One lane's batches; a failure other than an interrupt becomes the lane's fatal error.
-    In a thread of its own a stop ends the thread quietly: the caller raises it."""
+    """One lane's batches in a thread of its own. A stop ends the thread quietly (the calling
+    thread raises the interrupt); any other failure becomes the lane's fatal error, which its
+    items report, as the exception cannot reach the caller from here."""
     try:
         runner.run(works)
     except KeyboardInterrupt:
-        if not in_thread:
-            raise
-    except Exception as exc:  # reported on every item of the lane
+        pass
+    except Exception as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # failed while stopping
+            return
         runner.fatal = runner.fatal or f"the message batches failed: {exc}"
     finally:
-        if in_thread and done is not None:
+        if done is not None:
             done()

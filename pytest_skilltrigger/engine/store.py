@@ -158,8 +158,9 @@ class ResultStore:
 
     def save_capture(self, key: str, request: str) -> None:
         """Keep a captured CLI request, so a later session starts no CLI for it."""
+        conn = self._conn()  # first: opening a connection takes the lock too
         with self._lock:
-            self._conn().execute(
+            conn.execute(
                 "INSERT OR REPLACE INTO captures (key, created, request) VALUES (?, ?, ?)",
                 (key, time.time(), request),
             )
@@ -173,10 +174,16 @@ class ResultStore:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             return
+        self._local.conn = None
         with self._lock:
             self._connections = [c for c in self._connections if c is not conn]
         conn.close()
-        self._local.conn = None
+
+    @property
+    def open_connections(self) -> int:
+        """How many threads' connections are open (each thread opens its own on first use)."""
+        with self._lock:
+            return len(self._connections)
 
     def close(self) -> None:
         """Close every thread's connection (not only the caller's), releasing their files."""
