@@ -134,7 +134,7 @@ def estimate_session(
     rate = rate_of(settings.batch)
     queries = 0
     low_usd = high_usd = dearest = 0.0
-    written: set[TriggerContext] = set()
+    room: dict[TriggerContext, int] = {}  # each context seen: its room to grow, once
     for context, query in samplings:
         if not context.model_invocable:  # never listed: its items make no call
             continue
@@ -147,11 +147,11 @@ def estimate_session(
         output = min(whole.output_tokens, TYPICAL_OUTPUT_TOKENS)
         cached = Usage(input_tokens=own, output_tokens=output, cache_read_input_tokens=prefix)
         low_usd += cost_usd(cached, price) * low_runs * rate
-        if context not in written:
-            written.add(context)
+        if context not in room:  # its first request writes the shared prefix to the cache
+            room[context] = _room_to_grow(context)
             low_usd += cost_usd(Usage(cache_creation_input_tokens=prefix), price) * rate
         high_usd += cost_usd(whole, price) * high_runs * rate
-        grown = replace(whole, input_tokens=whole.input_tokens + _room_to_grow(context))
+        grown = replace(whole, input_tokens=whole.input_tokens + room[context])
         dearest = max(dearest, cost_usd(grown, price) * rate)
     return Estimate(
         backend.model, queries, low_runs * queries, high_runs * queries,

@@ -10,9 +10,9 @@ which lane it runs in (``TriggerContext.model``; None: the first).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_skilltrigger.backends import TriggerBackend, make_backend
 from pytest_skilltrigger.engine.cost_guard import CostGuard
@@ -20,6 +20,8 @@ from pytest_skilltrigger.engine.sampler import Recorder, Sampler
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.settings import Settings
+
+T = TypeVar("T", bound=tuple)  # an item whose first value is a TriggerContext
 
 DEFAULT_API_CONCURRENCY = 10
 
@@ -79,6 +81,14 @@ class Lanes:
 
     def __iter__(self) -> Iterator[Lane]:
         return iter(self._lanes)
+
+    def split(self, items: Sequence[T]) -> list[tuple[Lane, list[T]]]:
+        """Items whose first value is a context, by the lane it runs in: every lane in order,
+        with its items (maybe none)."""
+        by_lane: dict[int, list[T]] = {id(lane): [] for lane in self._lanes}
+        for item in items:
+            by_lane[id(self.of(item[0]))].append(item)
+        return [(lane, by_lane[id(lane)]) for lane in self._lanes]
 
     @property
     def fatal(self) -> str | None:

@@ -21,6 +21,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
@@ -48,6 +49,12 @@ from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate, Sampling
+
+def _named(show: Callable[[BatchProgress], None], model: str | None,
+           progress: BatchProgress) -> None:  # fmt: skip
+    """Show a batch's progress with the model of the matrix it runs on."""
+    show(replace(progress, model=model))
+
 
 UNLISTED = (
     "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill to the "
@@ -163,14 +170,11 @@ class TriggerSession:
 
         if self.lanes is None or self.guard is None:
             return None
-        by_lane: dict[int, list[Sampling]] = {id(lane): [] for lane in self.lanes}
-        for context, query in samplings:
-            by_lane[id(self.lanes.of(context))].append((context, query))
         try:
             return combined([
-                estimate_session(by_lane[id(lane)], self.settings, lane.backend,
+                estimate_session(mine, self.settings, lane.backend,
                                  self.guard.price(lane.backend.model))
-                for lane in self.lanes
+                for lane, mine in self.lanes.split(samplings)
             ])  # fmt: skip
         except Exception:
             return None
@@ -241,8 +245,7 @@ class TriggerSession:
         if not self.settings.batch or self.lanes is None:
             return []
         jobs: list[tuple[Lane, BatchRunner, list[BatchWork]]] = []
-        for lane in self.lanes:
-            mine = [r for r in requests if self.lanes.of(r[0]) is lane]
+        for lane, mine in self.lanes.split(requests):
             if mine and isinstance(lane.backend, BatchingBackend) and not lane.sampler.fatal:
                 works = works_of(lane.sampler, mine, self.context_key)
                 if works:
@@ -266,9 +269,9 @@ class TriggerSession:
         batch, for the whole session)."""
         runner = self._batches.get(lane.model)
         if runner is None:
-            progress, show = self.progress, self.progress
-            if show is not None and self.settings.models:  # say whose batch it is
-                progress = lambda p: show(replace(p, model=lane.model))  # noqa: E731
+            progress = self.progress
+            if progress is not None and self.settings.models:  # say whose batch it is
+                progress = partial(_named, progress, lane.model)
             runner = self._batches[lane.model] = BatchRunner(
                 backend.batches(), guard=self.guard, estimate=backend.estimate,
                 poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,

@@ -31,6 +31,17 @@ RACE_PAIRS = 6  # the most pairs a race step adds runs to
 FIRST_LOOK_RUNS = 3  # a race's first sampling of each side: at most three runs a query
 
 
+def halving_stages(candidates: int) -> list[tuple[int, int]]:
+    """Successive halving's stages for ``candidates`` descriptions: (how many are sampled, the
+    runs per query each gets); the better half goes on with twice the runs, until one is
+    left (which is then sampled by the session's rule)."""
+    stages, alive, runs = [], candidates, 1
+    while alive > 1:
+        stages.append((alive, runs))
+        alive, runs = math.ceil(alive / 2), runs * 2
+    return stages
+
+
 @dataclass
 class Race:
     """A paired comparison of two descriptions on the same queries."""
@@ -105,8 +116,7 @@ class Racer:
         each description the runs per query it reached (the stage it was dropped at)."""
         alive = list(range(len(descriptions)))
         reached: dict[int, int] = {}
-        runs = 1
-        while len(alive) > 1:
+        for _size, runs in halving_stages(len(descriptions)):
             plan = SamplingPlan(FixedRule(runs, self.session.plan.threshold, curtail=False,
                                           confidence=self.confidence))  # fmt: skip
             measured = self.measure_all([descriptions[i] for i in alive], entries, plan)
@@ -116,7 +126,6 @@ class Racer:
                 reached[index] = runs
             alive.sort(key=lambda i: (-scores[i], i))
             alive = alive[: math.ceil(len(alive) / 2)]
-            runs *= 2
         return alive[0], reached
 
     def race(

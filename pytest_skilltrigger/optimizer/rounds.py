@@ -67,14 +67,15 @@ class Iteration:
         return self.test + self.cross_test
 
     def train_score(self, confidence: float) -> Score:
-        if ("train", confidence) not in self._scores:
-            self._scores["train", confidence] = score(self.train_side, confidence)
-        return self._scores["train", confidence]
+        return self._score("train", self.train_side, confidence)
 
     def test_score(self, confidence: float) -> Score:
-        if ("test", confidence) not in self._scores:
-            self._scores["test", confidence] = score(self.test_side, confidence)
-        return self._scores["test", confidence]
+        return self._score("test", self.test_side, confidence)
+
+    def _score(self, side: str, results: list[QueryResult], confidence: float) -> Score:
+        if (side, confidence) not in self._scores:
+            self._scores[side, confidence] = score(results, confidence)
+        return self._scores[side, confidence]
 
     @property
     def note(self) -> str | None:

@@ -24,7 +24,12 @@ from collections.abc import Sequence
 
 from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
 from pytest_skilltrigger.optimizer.folder import folder_of
-from pytest_skilltrigger.optimizer.racing import FIRST_LOOK_RUNS, RACE_PAIRS, RACE_STEP
+from pytest_skilltrigger.optimizer.racing import (
+    FIRST_LOOK_RUNS,
+    RACE_PAIRS,
+    RACE_STEP,
+    halving_stages,
+)
 from pytest_skilltrigger.optimizer.split import split_entries
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
@@ -40,11 +45,9 @@ def rounds_bound(
     other model of a matrix (the acceptance race), requests to the improve model."""
     most = settings.rule.max_runs
     race = opt.race_runs + 2 * RACE_STEP * RACE_PAIRS  # a race's last step may pass its budget
-    screen = 0  # runs per train-side query over the screening's stages
-    alive, runs = opt.candidates_per_round, 1
-    while alive > 1:
-        screen += alive * runs
-        alive, runs = (alive + 1) // 2, runs * 2
+    # runs per train-side query over the screening's stages
+    screen = sum(size * runs for size, runs in halving_stages(opt.candidates_per_round))
+    rounds = max(0, opt.max_iterations - 1)
     calls = others = asks = 0
     for target in targets:
         if not target.context().model_invocable:
@@ -52,10 +55,9 @@ def rounds_bound(
         train, test = split_entries(target.eval_set.entries, opt.holdout, opt.seed)
         folder = folder_of(target, targets, routing_sets, opt.holdout, opt.seed)
         train_side, test_side = len(train) + len(folder.train), len(test) + len(folder.test)
-        rounds = max(0, opt.max_iterations - 1)
         # the items' results are reused, but not those that errored or were skipped, nor any
         # once a sibling of the folder was rewritten: then every query is sampled again
-        start = (len(train) + len(test) + len(folder.train) + len(folder.test)) * most
+        start = (train_side + test_side) * most
         per_round = train_side * (screen + most) + race + test_side * most
         raced = test_side if opt.accept_on == "test" and test_side else train_side + test_side
         acceptance = 2 * raced * FIRST_LOOK_RUNS + race

@@ -24,8 +24,7 @@ def add_options(parser: pytest.Parser) -> None:
     """Register the options and their ini keys."""
     group = parser.getgroup(GROUP, "skill trigger tests")
     for flag, ini, kind, _default, help_text in OPTIONS:
-        dest = flag.lstrip("-").replace("-", "_")
-        kwargs: dict[str, Any] = {"dest": dest, "help": help_text, "default": None}
+        kwargs: dict[str, Any] = {"dest": _dest(flag), "help": help_text, "default": None}
         if kind in ("append", "paths"):
             kwargs["action"] = "append"
         elif kind == "bool":
@@ -42,11 +41,17 @@ def add_options(parser: pytest.Parser) -> None:
     )
 
 
+def _dest(flag: str) -> str:
+    """The attribute an option is read from: ``--trigger-model`` is ``trigger_model`` (also
+    its ini key's name where it has one)."""
+    return flag.lstrip("-").replace("-", "_")
+
+
 def _raw(config: pytest.Config, flag: str) -> Any:
     """The option's value: command line, else ini key, else the default."""
     for name, ini, _kind, default, _help in OPTIONS:
         if name == flag:
-            value = config.getoption(flag.lstrip("-").replace("-", "_"))
+            value = config.getoption(_dest(flag))
             if value in (None, False) and ini:
                 value = config.getini(ini) or value
             return default if value in (None, "") else value
@@ -109,9 +114,9 @@ def models(config: pytest.Config) -> dict[str, Any]:
     over the ini file, as for every option; both names at the same level are an error, since
     which one was meant cannot be told."""
     flags = ("--trigger-model", "--trigger-models")
-    given = {f: config.getoption(f.lstrip("-").replace("-", "_")) for f in flags}
+    given = {f: config.getoption(_dest(f)) for f in flags}
     if not any(given.values()):
-        given = {f: config.getini(f.lstrip("-").replace("-", "_")) for f in flags}
+        given = {f: config.getini(_dest(f)) for f in flags}
     if all(given.values()):
         where = "on the command line" if config.getoption("trigger_model") else "in the ini file"
         raise InputError("--trigger-models", f"given with --trigger-model {where}: name the "

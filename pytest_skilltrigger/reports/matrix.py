@@ -27,10 +27,14 @@ class Disagreement:
     by_model: tuple[tuple[str, QueryResult], ...]  # in the matrix's order
 
     def line(self) -> str:
-        """``pdf: 'merge these' (should trigger): claude-opus-5-5 pass 5/5, ... fail 0/5``."""
+        """``pdf: 'merge these' (should trigger): claude-opus-5-5 pass 4/4 (95% interval
+        0.51–1.00), ... fail 0/4 (...)``."""
         kind = "should trigger" if self.should_trigger else "should not trigger"
-        cells = ", ".join(f"{model} {r.status} {r.triggers}/{r.runs}"
-                          for model, r in self.by_model)  # fmt: skip
+        cells = ", ".join(
+            f"{model} {r.status} {r.triggers}/{r.runs} "
+            f"({format_interval(r.interval, r.rule.confidence)})"
+            for model, r in self.by_model
+        )  # fmt: skip
         return f"{self.skill}: {self.query!r} ({kind}): {cells}"
 
     def to_dict(self) -> dict[str, Any]:
