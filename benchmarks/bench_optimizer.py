@@ -52,11 +52,9 @@ def true_quality(model, target, description: str, entries=None) -> tuple[int, fl
     return right, expected
 
 
-def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: int) -> dict:
-    """One skill improved with one seed of the stand-in: its row printed, its figures back."""
-    from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
-    from pytest_skilltrigger.optimizer.driver import OptimizationDriver
+def fresh_skill(api, name: str, seed: int) -> tuple:
+    """A throw-away copy of an example skill, and the stand-in (this seed's true rates) set
+    on the fake API."""
     from pytest_skilltrigger.skills.catalog import load_targets
     from tests.graded_model import GradedModel
 
@@ -64,6 +62,16 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
     shutil.copytree(ROOT / "example_skills" / name, folder)
     (target,) = load_targets([str(folder)])
     api.graded = model = GradedModel(seed=100 + seed)
+    return target, model
+
+
+def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: int) -> dict:
+    """One skill improved with one seed of the stand-in: its row printed, its figures back."""
+    from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+    from pytest_skilltrigger.optimizer.driver import OptimizationDriver
+
+    target, model = fresh_skill(api, name, seed)
     session = TriggerSession(Settings(cache_mode="off", concurrency=16))
     options = OptimizerSettings(max_iterations=iterations, candidates_per_round=candidates,
                                 accept_on=rule)  # fmt: skip
@@ -97,13 +105,8 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
     from pytest_skilltrigger.model.settings import Settings
     from pytest_skilltrigger.optimizer.proposer import Attempt, DescriptionProposer, build_prompt
     from pytest_skilltrigger.optimizer.split import split_entries
-    from pytest_skilltrigger.skills.catalog import load_targets
-    from tests.graded_model import GradedModel
 
-    folder = Path(tempfile.mkdtemp()) / name
-    shutil.copytree(ROOT / "example_skills" / name, folder)
-    (target,) = load_targets([str(folder)])
-    api.graded = model = GradedModel(seed=100 + seed)
+    target, model = fresh_skill(api, name, seed)
     session = TriggerSession(Settings(cache_mode="off", concurrency=16, confidence=None,
                                       runs_per_query=3, curtail=False))  # fmt: skip
     proposer = DescriptionProposer(lambda prompt: session.ask(prompt))
