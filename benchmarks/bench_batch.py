@@ -119,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     def output_per_query(batch: bool) -> float:
         out = [figures[(batch, n)][4]["output_tokens"] for n in (small, large)]
         return (out[1] - out[0]) / margin
+
     print(f"batches: {small} and {large} queries, 3 runs each, early stopping on")
     for batch in (False, True):
         label = "batched" if batch else "live   "

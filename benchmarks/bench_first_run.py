@@ -30,8 +30,9 @@ def main() -> int:
             os.environ.pop("XDG_CACHE_HOME", None)
             os.environ["HOME"] = str(tmp)  # the child's default store: a new one under it
             # -v undoes the helper's -q: the header is shown at the default verbosity
-            result = run_pytest(["--skill-path=example_skills", "-p", "no:randomly", "-v"],
-                                tmp, api)  # fmt: skip
+            result = run_pytest(
+                ["--skill-path=example_skills", "-p", "no:randomly", "-v"], tmp, api
+            )
         if repeat == 0:
             for line in result.output.splitlines():
                 if line.startswith("skilltrigger: "):
@@ -39,8 +40,10 @@ def main() -> int:
                     if "estimate for" in line:
                         break
         calls.append(result.calls)
-    print(f"the first run made {', '.join(map(str, calls))} calls in three fresh runs (server "
-          f"side): {sum(calls) / len(calls):.0f} on average")  # fmt: skip
+    print(
+        f"the first run made {', '.join(map(str, calls))} calls in three fresh runs (server "
+        f"side): {sum(calls) / len(calls):.0f} on average"
+    )
     return 0
 
 

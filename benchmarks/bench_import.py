@@ -30,8 +30,12 @@ def cpu_of(statement: str, repeats: int) -> float:
     """The median CPU seconds of ``statement`` in a fresh interpreter."""
     times = []
     for _ in range(repeats):
-        done = subprocess.run([sys.executable, "-c", PROBE.format(statement=statement)],
-                              capture_output=True, text=True, check=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE.format(statement=statement)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         times.append(float(done.stdout.strip()))
     return statistics.median(times)
 

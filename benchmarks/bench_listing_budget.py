@@ -28,9 +28,19 @@ if str(ROOT) not in sys.path:
 from _common import bench_parser  # noqa: E402
 
 CLI = ROOT / ".tools" / "claude-code" / "node_modules" / ".bin" / "claude"
-MODELS = ("claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-5", "claude-opus-4-6",
-          "claude-opus-4-7", "claude-opus-4-8", "claude-opus-5-5", "claude-sonnet-5-5",
-          "claude-haiku-5-5", "claude-sonnet-4-6[1m]", "a-model-the-cli-does-not-know")  # fmt: skip
+MODELS = (
+    "claude-haiku-4-5",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+    "claude-opus-4-7",
+    "claude-opus-4-8",
+    "claude-opus-5-5",
+    "claude-sonnet-5-5",
+    "claude-haiku-5-5",
+    "claude-sonnet-4-6[1m]",
+    "a-model-the-cli-does-not-know",
+)
 LINE = re.compile(r"^- ([\w.:-]+)(: .*)?$")
 
 
@@ -52,16 +62,23 @@ def listing(model: str, sizes: list[int]) -> tuple[int, list[str]]:
                 f"---\nname: skill-{i:03d}\ndescription: {json.dumps(text_of(size))}\n---\n"
             )
         config.mkdir()
-        env = {"PATH": os.environ["PATH"], "HOME": str(Path(tmp, "home")),
-               "CLAUDE_CONFIG_DIR": str(config), "ANTHROPIC_API_KEY": "sk-bench",
-               "ANTHROPIC_MODEL": model,
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}  # fmt: skip
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(Path(tmp, "home")),
+            "CLAUDE_CONFIG_DIR": str(config),
+            "ANTHROPIC_API_KEY": "sk-bench",
+            "ANTHROPIC_MODEL": model,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        }
         command = [str(CLI), "-p", "--output-format", "json", "--max-turns", "1"]
         captured = record_cli_request(command, project, env, 120, "", str(project))
-    texts = [b.get("text", "") for m in captured.body["messages"]
-             for b in (m["content"] if isinstance(m["content"], list) else [])]  # fmt: skip
+    texts = [
+        b.get("text", "")
+        for m in captured.body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+    ]
     block = next(t for t in texts if "- skill-000" in t)
-    part = block[block.index("- skill-000"):]
+    part = block[block.index("- skill-000") :]
     part = re.split(r"\n\s*\n|\n</system-reminder>", part)[0]
     bare = [m.group(1) for m in map(LINE.match, part.split("\n")) if m and not m.group(2)]
     return len(part), bare
@@ -114,17 +131,27 @@ def main() -> int:
         skills = [ListedSkill(f"skill-{i:03d}", text_of(300)) for i in range(10)]
         context = TriggerContext(skills[0].name, skills[0].description, tuple(skills[1:]))
         ours = sorted(n for n in fit_of(context, model, {}).bare if n.startswith("skill-"))
-        print(f"ten skills of 300 characters on {model}: the CLI lists {len(bare)} bare "
-              f"({', '.join(bare)}); the rule says {', '.join(ours) or 'none'}")  # fmt: skip
-    for model, sizes in (("claude-haiku-4-5", [882, 882]), ("claude-haiku-4-5", [883, 882]),
-                         ("claude-opus-5-5", [382] * 60), ("claude-opus-5-5", [780] * 30)):
+        print(
+            f"ten skills of 300 characters on {model}: the CLI lists {len(bare)} bare "
+            f"({', '.join(bare)}); the rule says {', '.join(ours) or 'none'}"
+        )
+    for model, sizes in (
+        ("claude-haiku-4-5", [882, 882]),
+        ("claude-haiku-4-5", [883, 882]),
+        ("claude-opus-5-5", [382] * 60),
+        ("claude-opus-5-5", [780] * 30),
+    ):
         size, bare = listing(model, sizes)
-        print(f"{len(sizes)} skills of {sizes[0]} characters on {model}: listing {size:,} "
-              f"characters, bare: {', '.join(bare) or 'none'}")  # fmt: skip
+        print(
+            f"{len(sizes)} skills of {sizes[0]} characters on {model}: listing {size:,} "
+            f"characters, bare: {', '.join(bare) or 'none'}"
+        )
     size, _ = listing("claude-haiku-4-5", [1])
     print(f"the built-in skills' lines with one 1-character project skill: {size:,} characters")
-    print("(the measured figure is in Python's characters: the CLI counts two fewer in its "
-          "own built-in lines, so 8,002 measured is its 8,000)")
+    print(
+        "(the measured figure is in Python's characters: the CLI counts two fewer in its "
+        "own built-in lines, so 8,002 measured is its 8,000)"
+    )
     return 0
 
 

@@ -22,18 +22,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MUTMUT = ROOT / ".venv" / "bin" / "mutmut"
 VERDICT_TESTS = [
-    "tests/model/test_verdict.py", "tests/model/test_verdict_edges.py", "tests/model/test_stats.py",
-    "tests/engine/test_sampler.py", "tests/optimizer/test_scoring.py",
-    "tests/optimizer/test_rounds.py", "tests/optimizer/test_accept.py",
-    "tests/conclusion/test_session_end.py", "tests/plugin/test_wire.py",
-]  # fmt: skip
+    "tests/model/test_verdict.py",
+    "tests/model/test_verdict_edges.py",
+    "tests/model/test_stats.py",
+    "tests/engine/test_sampler.py",
+    "tests/optimizer/test_scoring.py",
+    "tests/optimizer/test_rounds.py",
+    "tests/optimizer/test_accept.py",
+    "tests/conclusion/test_session_end.py",
+    "tests/plugin/test_wire.py",
+]
 MODULES = {  # name: (the module, its tests, mutmut's timeout multiplier)
     "verdict": ("pytest_skilltrigger/model/verdict.py", VERDICT_TESTS, 1.0),
-    "cost_guard": ("pytest_skilltrigger/engine/cost_guard.py",
-                   ["tests/engine/test_cost_guard.py"], 1.0),
+    "cost_guard": (
+        "pytest_skilltrigger/engine/cost_guard.py",
+        ["tests/engine/test_cost_guard.py"],
+        1.0,
+    ),
     "prices": ("pytest_skilltrigger/model/prices.py", ["tests/model/test_prices.py"], 1.0),
     "sampler": ("pytest_skilltrigger/engine/sampler.py", ["tests/engine/test_sampler.py"], 3.0),
-}  # fmt: skip
+}
 
 
 def config(module: str, tests: list[str], multiplier: float) -> str:
@@ -52,22 +60,36 @@ def run(name: str) -> None:
     module, tests, multiplier = MODULES[name]
     with tempfile.TemporaryDirectory(prefix="skilltrigger-mutation-") as tmp:
         copy = Path(tmp) / "tree"
-        shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(
-            ".venv", ".tools", ".git", "mutants", "__pycache__", ".pytest_cache"))  # fmt: skip
+        shutil.copytree(
+            ROOT,
+            copy,
+            ignore=shutil.ignore_patterns(
+                ".venv", ".tools", ".git", "mutants", "__pycache__", ".pytest_cache"
+            ),
+        )
         with open(copy / "pyproject.toml", "a", encoding="utf-8") as toml:
             toml.write(config(module, tests, multiplier))
-        subprocess.run([str(MUTMUT), "run", "--max-children", "2"], cwd=copy,
-                       capture_output=True, check=False)  # fmt: skip
-        listed = subprocess.run([str(MUTMUT), "results", "--all", "true"], cwd=copy,
-                                capture_output=True, text=True, check=False).stdout  # fmt: skip
+        subprocess.run(
+            [str(MUTMUT), "run", "--max-children", "2"], cwd=copy, capture_output=True, check=False
+        )
+        listed = subprocess.run(
+            [str(MUTMUT), "results", "--all", "true"],
+            cwd=copy,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
     states = re.findall(r": (\w[\w ]*)$", listed, flags=re.MULTILINE)
     total = len(states)
     survived = sum(1 for s in states if s in ("survived", "no tests", "not checked"))
     hung = sum(1 for s in states if s == "timeout")
     detected = total - survived
     share = f"{detected / total:.0%}" if total else "—"
-    print(f"{module}: {detected} of {total} mutants detected ({share}; {hung} of them by "
-          f"hanging past the timeout), {survived} survived", flush=True)  # fmt: skip
+    print(
+        f"{module}: {detected} of {total} mutants detected ({share}; {hung} of them by "
+        f"hanging past the timeout), {survived} survived",
+        flush=True,
+    )
 
 
 def main() -> int:

@@ -73,8 +73,9 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
 
     target, model = fresh_skill(api, name, seed)
     session = TriggerSession(Settings(cache_mode="off", concurrency=16))
-    options = OptimizerSettings(max_iterations=iterations, candidates_per_round=candidates,
-                                accept_on=rule)  # fmt: skip
+    options = OptimizerSettings(
+        max_iterations=iterations, candidates_per_round=candidates, accept_on=rule
+    )
     try:
         runs = OptimizationDriver(session, options, lambda _line: None).run([target], {}, [])
         spent = session.spending()
@@ -83,19 +84,31 @@ def one_run(api, name: str, seed: int, rule: str, iterations: int, candidates: i
     (run,) = runs.values()
     start = true_quality(model, target, target.description)
     best = true_quality(model, target, run.best().description)
-    test = [true_quality(model, target, d, run.test_entries)[0]
-            for d in (target.description, run.best().description)]  # fmt: skip
+    test = [
+        true_quality(model, target, d, run.test_entries)[0]
+        for d in (target.description, run.best().description)
+    ]
     gain = run.acceptance.race.gain.text() if run.acceptance else "—"
-    calls = [sum(s.calls for p, s in spent.items() if p in ("items", "rounds")),
-             spent["improve"].calls if "improve" in spent else 0,
-             spent["confirmation"].calls if "confirmation" in spent else 0]  # fmt: skip
-    print(f"{rule} | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
-          f"{best[1]:.1f} | {test[0]} -> {test[1]} | {'yes' if run.improved else 'no'} | "
-          f"{gain} | {calls[0]} / {calls[1]} / {calls[2]}", flush=True)  # fmt: skip
-    return {"start": start, "best": best, "written": run.improved, "calls": sum(calls),
-            "trigger_calls": calls[0] + calls[2],
-            "acceptance_calls": calls[2], "reference_calls": iterations * len(
-                target.eval_set.entries) * 3}  # fmt: skip
+    calls = [
+        sum(s.calls for p, s in spent.items() if p in ("items", "rounds")),
+        spent["improve"].calls if "improve" in spent else 0,
+        spent["confirmation"].calls if "confirmation" in spent else 0,
+    ]
+    print(
+        f"{rule} | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
+        f"{best[1]:.1f} | {test[0]} -> {test[1]} | {'yes' if run.improved else 'no'} | "
+        f"{gain} | {calls[0]} / {calls[1]} / {calls[2]}",
+        flush=True,
+    )
+    return {
+        "start": start,
+        "best": best,
+        "written": run.improved,
+        "calls": sum(calls),
+        "trigger_calls": calls[0] + calls[2],
+        "acceptance_calls": calls[2],
+        "reference_calls": iterations * len(target.eval_set.entries) * 3,
+    }
 
 
 def reference_run(api, name: str, seed: int, iterations: int) -> dict:
@@ -107,8 +120,9 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
     from pytest_skilltrigger.optimizer.split import split_entries
 
     target, model = fresh_skill(api, name, seed)
-    session = TriggerSession(Settings(cache_mode="off", concurrency=16, confidence=None,
-                                      runs_per_query=3, curtail=False))  # fmt: skip
+    session = TriggerSession(
+        Settings(cache_mode="off", concurrency=16, confidence=None, runs_per_query=3, curtail=False)
+    )
     proposer = DescriptionProposer(lambda prompt: session.ask(prompt))
     train, test = split_entries(target.eval_set.entries, 0.4, 42)
     history: list[tuple[str, list, list]] = []
@@ -121,9 +135,14 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
             if all(r.passed for r in own) or number == iterations:
                 break
             attempts = [Attempt(d, tuple(t)) for d, t, _ in history]
-            prompt = build_prompt(target.name, target.skill.raw.decode("utf-8", "replace"),
-                                  description, own, attempts,
-                                  when_to_use=target.skill.when_to_use)  # fmt: skip
+            prompt = build_prompt(
+                target.name,
+                target.skill.raw.decode("utf-8", "replace"),
+                description,
+                own,
+                attempts,
+                when_to_use=target.skill.when_to_use,
+            )
             proposal = proposer.propose(prompt, 1, [d for d, _, _ in history])
             if not proposal.descriptions:
                 break
@@ -137,16 +156,25 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
     best = true_quality(model, target, chosen)
     test_right = [true_quality(model, target, d, test)[0] for d in (target.description, chosen)]
     written = chosen != target.description
-    calls = [sum(s.calls for p, s in spent.items() if p != "improve"),
-             spent["improve"].calls if "improve" in spent else 0]  # fmt: skip
-    print(f"reference | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
-          f"{best[1]:.1f} | {test_right[0]} -> {test_right[1]} | {'yes' if written else 'no'} | "
-          f"test passes {passes[0]} -> {max(passes)} | {calls[0]} / {calls[1]} / 0",
-          flush=True)  # fmt: skip
-    return {"start": start, "best": best, "written": written, "calls": sum(calls),
-            "trigger_calls": calls[0],
-            "acceptance_calls": 0, "reference_calls": iterations * len(
-                target.eval_set.entries) * 3}  # fmt: skip
+    calls = [
+        sum(s.calls for p, s in spent.items() if p != "improve"),
+        spent["improve"].calls if "improve" in spent else 0,
+    ]
+    print(
+        f"reference | {name} | {seed} | {start[0]} -> {best[0]} | {start[1]:.1f} -> "
+        f"{best[1]:.1f} | {test_right[0]} -> {test_right[1]} | {'yes' if written else 'no'} | "
+        f"test passes {passes[0]} -> {max(passes)} | {calls[0]} / {calls[1]} / 0",
+        flush=True,
+    )
+    return {
+        "start": start,
+        "best": best,
+        "written": written,
+        "calls": sum(calls),
+        "trigger_calls": calls[0],
+        "acceptance_calls": 0,
+        "reference_calls": iterations * len(target.eval_set.entries) * 3,
+    }
 
 
 def main() -> int:
@@ -155,32 +183,57 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=3)
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one seed, three iterations")
-    parser.add_argument("--accept-on", nargs="+", default=["all", "test", "reference"],
-                        help="the acceptance rules to compare, and the reference loop "
-                        "replayed (default: all, test and reference)")
+    parser.add_argument(
+        "--accept-on",
+        nargs="+",
+        default=["all", "test", "reference"],
+        help="the acceptance rules to compare, and the reference loop "
+        "replayed (default: all, test and reference)",
+    )
     args = parser.parse_args()
     seeds = 1 if args.quick else args.seeds
     iterations = 3 if args.quick else args.iterations
 
     from tests.fake_messages_api import FakeMessagesAPI
 
-    print(f"{iterations} iterations, {args.candidates} candidates a round, 95%, graded fake; "
-          "true quality: queries right of 20 by the true rates, and expected passes")
-    print("rule | skill | seed | true right, start -> best | expected passes, start -> best | "
-          "of the 8 test queries | written | gain on fresh runs | calls (items+rounds / "
-          "improve / acceptance)")  # fmt: skip
-    totals = {rule: dict.fromkeys(("written", "false_writes", "runs", "calls", "gain_written",
-                                   "expected_written", "best_gain", "truly_better",
-                                   "acceptance_calls", "reference_calls", "trigger_calls"),
-                                  0.0)
-              for rule in args.accept_on}  # fmt: skip
+    print(
+        f"{iterations} iterations, {args.candidates} candidates a round, 95%, graded fake; "
+        "true quality: queries right of 20 by the true rates, and expected passes"
+    )
+    print(
+        "rule | skill | seed | true right, start -> best | expected passes, start -> best | "
+        "of the 8 test queries | written | gain on fresh runs | calls (items+rounds / "
+        "improve / acceptance)"
+    )
+    totals = {
+        rule: dict.fromkeys(
+            (
+                "written",
+                "false_writes",
+                "runs",
+                "calls",
+                "gain_written",
+                "expected_written",
+                "best_gain",
+                "truly_better",
+                "acceptance_calls",
+                "reference_calls",
+                "trigger_calls",
+            ),
+            0.0,
+        )
+        for rule in args.accept_on
+    }
     with FakeMessagesAPI(awkward=False) as api:
         os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key")
         for rule in args.accept_on:
             for seed in range(seeds):
                 for name in ("csv-cleaner", "release-notes", "spreadsheet-charts"):
-                    row = (reference_run(api, name, seed, iterations) if rule == "reference"
-                           else one_run(api, name, seed, rule, iterations, args.candidates))
+                    row = (
+                        reference_run(api, name, seed, iterations)
+                        if rule == "reference"
+                        else one_run(api, name, seed, rule, iterations, args.candidates)
+                    )
                     t = totals[rule]
                     t["runs"] += 1
                     t["calls"] += row["calls"]
@@ -199,24 +252,30 @@ def main() -> int:
         runs, written = int(t["runs"]), int(t["written"])
         per = max(written, 1)
         name = "the reference loop replayed" if rule == "reference" else f"--accept-on={rule}"
-        print(f"{name}: {runs} runs, written {written}, of them truly worse than "
-              f"the start {int(t['false_writes'])}; mean true gain of what was written "
-              f"{t['gain_written'] / per:+.1f} right, {t['expected_written'] / per:+.2f} "
-              f"expected passes of 20 (the best seen: {t['best_gain'] / runs:+.2f} on "
-              f"average over all runs); calls per run {t['calls'] / runs:.0f}")  # fmt: skip
-        print(f"  the best truly better than the start in {int(t['truly_better'])} of {runs} "
-              f"runs; the acceptance race's calls per run {t['acceptance_calls'] / runs:.0f}; "
-              f"a reference run of its iterations (each description x the queries x 3 runs): "
-              f"{t['reference_calls'] / runs:.0f} "
-              f"trigger calls, so {t['trigger_calls'] / t['reference_calls']:.2f}x its trigger "
-              f"calls ({t['calls'] / t['reference_calls']:.2f}x with the improve model's "
-              "requests)")  # fmt: skip
+        print(
+            f"{name}: {runs} runs, written {written}, of them truly worse than "
+            f"the start {int(t['false_writes'])}; mean true gain of what was written "
+            f"{t['gain_written'] / per:+.1f} right, {t['expected_written'] / per:+.2f} "
+            f"expected passes of 20 (the best seen: {t['best_gain'] / runs:+.2f} on "
+            f"average over all runs); calls per run {t['calls'] / runs:.0f}"
+        )
+        print(
+            f"  the best truly better than the start in {int(t['truly_better'])} of {runs} "
+            f"runs; the acceptance race's calls per run {t['acceptance_calls'] / runs:.0f}; "
+            f"a reference run of its iterations (each description x the queries x 3 runs): "
+            f"{t['reference_calls'] / runs:.0f} "
+            f"trigger calls, so {t['trigger_calls'] / t['reference_calls']:.2f}x its trigger "
+            f"calls ({t['calls'] / t['reference_calls']:.2f}x with the improve model's "
+            "requests)"
+        )
     replayed = totals.get("reference")
     for rule, t in totals.items():
         if replayed and rule != "reference" and replayed["calls"]:
-            print(f"--accept-on={rule}: {t['calls'] / replayed['calls']:.2f}x the calls of the "
-                  f"reference loop replayed ({t['calls'] / t['runs']:.0f} against "
-                  f"{replayed['calls'] / replayed['runs']:.0f} a run)")  # fmt: skip
+            print(
+                f"--accept-on={rule}: {t['calls'] / replayed['calls']:.2f}x the calls of the "
+                f"reference loop replayed ({t['calls'] / t['runs']:.0f} against "
+                f"{replayed['calls'] / replayed['runs']:.0f} a run)"
+            )
     return 0
 
 

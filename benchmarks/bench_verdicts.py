@@ -51,13 +51,22 @@ MEASURED = [RULES[0], RULES[1], RULES[2], RULES[4]]
 
 def exact_table(grid: int) -> None:
     print("Part 1, exact: true rates spread evenly over 0..1, threshold 0.5")
-    header = ("rule", "calls/q", "wrong", "wrong outside margin", "error at the margin",
-              "borderline", "flips per pair", "ever flips in 6")  # fmt: skip
+    header = (
+        "rule",
+        "calls/q",
+        "wrong",
+        "wrong outside margin",
+        "error at the margin",
+        "borderline",
+        "flips per pair",
+        "ever flips in 6",
+    )
     print(" | ".join(header))
     for name, rule in RULES:
         margin = getattr(rule, "margin", 0.15)
-        edge = max(operating(rule, 0.5 - margin).triggered,
-                   operating(rule, 0.5 + margin).not_triggered)  # fmt: skip
+        edge = max(
+            operating(rule, 0.5 - margin).triggered, operating(rule, 0.5 + margin).not_triggered
+        )
         calls = wrong = outside = outside_n = border = flips = ever = 0.0
         for i in range(grid):
             rate = (i + 0.5) / grid
@@ -77,8 +86,7 @@ def exact_table(grid: int) -> None:
             f"{edge:.2%} | {border / grid:.1%} | {flips / grid:.1%} | {ever / grid:.1%}"
         )
     for name, rule in RULES:
-        print(f"{name}: a clear-cut query (rate 0 or 1) takes {operating(rule, 1.0).runs:.0f} "
-              f"runs")  # fmt: skip
+        print(f"{name}: a clear-cut query (rate 0 or 1) takes {operating(rule, 1.0).runs:.0f} runs")
     print()
 
 
@@ -107,8 +115,10 @@ def measured_table(repeats: int, rules: Sequence[tuple[str, Rule]]) -> None:
                 rate = model.first_choice_rates(e.query, listing).get(target.name, 0.0)
                 truth[(target.name, e.index)] = (rate, e.should_trigger, e.query)
         _print_expected(repeats, rules, truth)
-        print(f"Part 2, measured: {queries} queries of {len(targets)} example skills, graded "
-              f"rates (seed 7), {repeats} runs of each rule on fresh draws, no store")  # fmt: skip
+        print(
+            f"Part 2, measured: {queries} queries of {len(targets)} example skills, graded "
+            f"rates (seed 7), {repeats} runs of each rule on fresh draws, no store"
+        )
         print(f"rule | {MEASURED_HEADER}")
         for name, rule in rules:
             verdicts: dict[tuple[str, int], list[str]] = {key: [] for key in truth}
@@ -133,17 +143,23 @@ MEASURED_HEADER = (
 )
 
 
-def _print_expected(repeats: int, rules: Sequence[tuple[str, Rule]],
-                    truth: dict[tuple[str, int], tuple[float, bool, str]]) -> None:  # fmt: skip
+def _print_expected(
+    repeats: int,
+    rules: Sequence[tuple[str, Rule]],
+    truth: dict[tuple[str, int], tuple[float, bool, str]],
+) -> None:
     """The exact expectation over fresh draws of what part 2 measures: for each query's true
     rate, the chance of each verdict (``operating``), combined over ``repeats`` runs. A query
     in two skills' eval sets is one request (the folder's listing is the same), and the skills
     are evaluated one after another, so the second reuses the first's runs: its calls are
     counted once, at the larger of the two skills' expected runs (a lower bound of what they
     share, within 0.01 calls a query here: the exact figure needs their joint stopping)."""
-    print(f"Part 2, expected (exact, from the fake's true rates of the {len(truth)} queries, "
-          f"over {repeats} fresh runs of each)")  # fmt: skip
+    print(
+        f"Part 2, expected (exact, from the fake's true rates of the {len(truth)} queries, "
+        f"over {repeats} fresh runs of each)"
+    )
     print(f"rule | {MEASURED_HEADER}")
+
     def shared_calls(rule: Rule) -> float:
         most: dict[str, float] = {}
         for rate, _should, query in truth.values():
@@ -164,19 +180,26 @@ def _print_expected(repeats: int, rules: Sequence[tuple[str, Rule]],
             wrong += n if rate >= 0.5 else t
             border += b
         q = len(truth)
-        print(f"{name} | {ever:.1f} of {q} ({ever / q:.1%}) | {differs:.1f} of {q} "
-              f"({differs / q:.1%}) | {pairs / q:.1%} | {wrong / q:.1%} | {border / q:.1%} | "
-              f"{calls / q:.2f} ({calls / reference:.2f}x the reference's)")  # fmt: skip
+        print(
+            f"{name} | {ever:.1f} of {q} ({ever / q:.1%}) | {differs:.1f} of {q} "
+            f"({differs / q:.1%}) | {pairs / q:.1%} | {wrong / q:.1%} | {border / q:.1%} | "
+            f"{calls / q:.2f} ({calls / reference:.2f}x the reference's)"
+        )
     print()
 
 
 def _settings(rule: Rule) -> Settings:
     if isinstance(rule, FixedRule):
-        return Settings(runs_per_query=rule.runs, confidence=None, cache_mode="off",
-                        concurrency=16)  # fmt: skip
+        return Settings(runs_per_query=rule.runs, confidence=None, cache_mode="off", concurrency=16)
     kind = Settings if rule.calibrated else _WaldSettings
-    return kind(confidence=rule.confidence, margin=rule.margin, runs_per_query=rule.min_runs,
-                max_runs_per_query=rule.max_runs, cache_mode="off", concurrency=16)  # fmt: skip
+    return kind(
+        confidence=rule.confidence,
+        margin=rule.margin,
+        runs_per_query=rule.min_runs,
+        max_runs_per_query=rule.max_runs,
+        cache_mode="off",
+        concurrency=16,
+    )
 
 
 class _WaldSettings(Settings):
@@ -203,9 +226,11 @@ def _print_measured(name: str, verdicts: dict, truth: dict, calls: float) -> Non
         settled += len(decided)
         border += len(seen) - len(decided)
         total += len(seen)
-    print(f"{name} | {ever} of {len(verdicts)} | {differs} of {len(verdicts)} | "
-          f"{flipped / pairs:.1%} | {wrong / total:.1%} | {border / total:.1%} | "
-          f"{calls:.2f}")  # fmt: skip
+    print(
+        f"{name} | {ever} of {len(verdicts)} | {differs} of {len(verdicts)} | "
+        f"{flipped / pairs:.1%} | {wrong / total:.1%} | {border / total:.1%} | "
+        f"{calls:.2f}"
+    )
 
 
 def main() -> int:

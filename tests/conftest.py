@@ -14,7 +14,6 @@ from tests.helpers import PROXY_VARIABLES, UNUSED_PLUGINS
 pytest_plugins = ["pytester"]
 
 
-
 @pytest.fixture
 def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """pytester, whose subprocess runs start without the plugins they never use."""

@@ -51,6 +51,7 @@ BACKTICK_RE = re.compile(r"`([^`\n]+)`")
 COMMAND_WORDS = frozenset(
     {"run", "running", "execute", "install", "grep", "command", "commands", "terminal", "shell"}
 )
+# A word list: rows of words read better than one word a line (the formatter's layout).
 # fmt: off
 STOPWORDS = frozenset(
     {
@@ -277,8 +278,18 @@ def _is_trigger(body: dict[str, Any]) -> bool:
     return _skill_tool(body) is not None and not asks_description
 
 
-_DRAFT_FILLERS = ("today", "for the team", "before friday", "again", "quickly", "for my boss",
-                  "this week", "for the report", "properly", "once more")  # fmt: skip
+_DRAFT_FILLERS = (
+    "today",
+    "for the team",
+    "before friday",
+    "again",
+    "quickly",
+    "for my boss",
+    "this week",
+    "for the report",
+    "properly",
+    "once more",
+)
 
 
 def drafted_set(prompt: str) -> str:
@@ -287,10 +298,17 @@ def drafted_set(prompt: str) -> str:
     words (another skill's territory), in a code fence as models often answer."""
     own = re.search(r"^description:\s*(.+)$", prompt, re.M)
     words = _content_words(own.group(1) if own else "")
-    siblings = re.findall(r"^- ([\w-]+): (.+)$", prompt.split("Skills of the same project", 1)[-1],
-                          re.M)  # fmt: skip
+    siblings = re.findall(
+        r"^- ([\w-]+): (.+)$", prompt.split("Skills of the same project", 1)[-1], re.M
+    )
     other = [w for _name, text in siblings for w in _content_words(text)] or [
-        "poem", "weather", "recipe", "holiday", "football", "garden"]  # fmt: skip
+        "poem",
+        "weather",
+        "recipe",
+        "holiday",
+        "football",
+        "garden",
+    ]
     entries = []
     for i, filler in enumerate(_DRAFT_FILLERS):
         pick = [words[(i + k) % len(words)] for k in range(3)] if words else ["help"]
@@ -930,8 +948,10 @@ class FakeMessagesAPI:
             "input_tokens": max(total - prefix, 0),
             "cache_creation_input_tokens": prefix - read,
             "cache_read_input_tokens": read,
-            "cache_creation": {"ephemeral_5m_input_tokens": prefix - read - hour,
-                               "ephemeral_1h_input_tokens": hour},
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": prefix - read - hour,
+                "ephemeral_1h_input_tokens": hour,
+            },
         }
 
     # -- request handling -----------------------------------------------------------------------
@@ -1091,8 +1111,9 @@ class FakeMessagesAPI:
         """Decide the answer's content blocks (without thinking/preamble decoration)."""
         if not trigger and any("trigger eval set" in t for t in _message_texts(body)):
             with self._lock:
-                scripted = (self.drafts.pop(0) if advance else self.drafts[0]) if (
-                    self.drafts) else None  # fmt: skip
+                scripted = (
+                    (self.drafts.pop(0) if advance else self.drafts[0]) if (self.drafts) else None
+                )
             text = scripted if scripted is not None else drafted_set(_message_texts(body)[-1])
             if advance:
                 self._bump("decisions", "draft")
@@ -1398,9 +1419,11 @@ class FakeMessagesAPI:
         with self._lock:
             hold = self.batch_holds.pop(0) if self.batch_holds else self.batch_polls
             batch = _Batch(
-                f"msgbatch_fake_{len(self._batches) + 1}", requests, datetime.now(timezone.utc),
+                f"msgbatch_fake_{len(self._batches) + 1}",
+                requests,
+                datetime.now(timezone.utc),
                 hold=int(hold),
-            )  # fmt: skip
+            )
             self._batches[batch.id] = batch
             self.stats["batches_created"] += 1
             self.stats["batch_requests"] += len(requests)

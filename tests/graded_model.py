@@ -39,8 +39,15 @@ FAILURE_RE = re.compile(r"^- (?:the request |.*?this request of .*?: )?(['\"])(.
 class GradedModel:
     """Known trigger rates, spread over (0, 1) by a seed; a fresh draw for every request."""
 
-    def __init__(self, seed: int = 0, *, spread: float = 3.0, steepness: float = 1.3,
-                 centre: float = 1.6, unrelated: float = -4.0) -> None:  # fmt: skip
+    def __init__(
+        self,
+        seed: int = 0,
+        *,
+        spread: float = 3.0,
+        steepness: float = 1.3,
+        centre: float = 1.6,
+        unrelated: float = -4.0,
+    ) -> None:
         self.seed = seed
         self.spread = spread
         self.steepness = steepness

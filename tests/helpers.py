@@ -35,8 +35,14 @@ def plugin_args(folder: Path, *more: str) -> list[str]:
     default store unless the test names a store or a cache mode (no runs carried over between
     runs of one test), under the reference rule unless the test names another (see
     :func:`reference_rule`)."""
-    return [f"--skill-path={folder}", "-p", "no:cacheprovider", *no_store(more),
-            *reference_rule(more), *more]  # fmt: skip
+    return [
+        f"--skill-path={folder}",
+        "-p",
+        "no:cacheprovider",
+        *no_store(more),
+        *reference_rule(more),
+        *more,
+    ]
 
 
 def reference_rule(args: tuple[str, ...] | list[str]) -> list[str]:

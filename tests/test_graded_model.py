@@ -58,25 +58,46 @@ def test_the_fake_answers_with_graded_draws_and_reading_proposals() -> None:
     with FakeMessagesAPI(awkward=False) as api:
         api.graded = GradedModel(seed=5)
         listing = f"- pdf: {DESCRIPTION}"
-        body = {"model": "m", "max_tokens": 64, "tools": [{"name": "Skill"}],
-                "messages": [{"role": "user", "content": [
-                    {"type": "text", "text": listing}, {"type": "text", "text": RELATED[9]}]}]}
+        body = {
+            "model": "m",
+            "max_tokens": 64,
+            "tools": [{"name": "Skill"}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": listing},
+                        {"type": "text", "text": RELATED[9]},
+                    ],
+                }
+            ],
+        }
         chosen = [_post(api, body)["content"][-1] for _ in range(60)]
         skills = sum(1 for block in chosen if block.get("name") == "Skill")
         p = api.graded.first_choice_rates(RELATED[9], parse_listing(body))["pdf"]
         assert abs(skills / 60 - p) < 0.25
-        ask = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content":
-               f"<current_description>{DESCRIPTION}</current_description> Requests that SHOULD"
-               " have used the skill but did not:\n- 'stitch invoices': x\nAnswer inside "
-               "<new_description></new_description> tags."}]}  # fmt: skip
+        ask = {
+            "model": "m",
+            "max_tokens": 64,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": f"<current_description>{DESCRIPTION}</current_description>"
+                    " Requests that SHOULD"
+                    " have used the skill but did not:\n- 'stitch invoices': x\nAnswer inside "
+                    "<new_description></new_description> tags.",
+                }
+            ],
+        }
         text = _post(api, ask)["content"][0]["text"]
         assert "<new_description>" in text and "invoices" in text
 
 
 def _post(api: FakeMessagesAPI, body: dict) -> dict:
     request = urllib.request.Request(
-        api.url + "/v1/messages", json.dumps(body).encode(),
+        api.url + "/v1/messages",
+        json.dumps(body).encode(),
         {"x-api-key": "test-key", "content-type": "application/json"},
-    )  # fmt: skip
+    )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.loads(response.read())

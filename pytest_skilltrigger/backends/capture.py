@@ -87,16 +87,26 @@ class CapturedRequest:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"body": self.body, "headers": self.headers, "path": self.path,
-             "cli_version": self.cli_version, "workspace": self.workspace},
+            {
+                "body": self.body,
+                "headers": self.headers,
+                "path": self.path,
+                "cli_version": self.cli_version,
+                "workspace": self.workspace,
+            },
             ensure_ascii=False,
-        )  # fmt: skip
+        )
 
     @classmethod
     def from_json(cls, text: str) -> CapturedRequest:
         data = json.loads(text)
-        return cls(data["body"], dict(data["headers"]), data["path"], data["cli_version"],
-                   data.get("workspace", ""))  # fmt: skip
+        return cls(
+            data["body"],
+            dict(data["headers"]),
+            data["path"],
+            data["cli_version"],
+            data.get("workspace", ""),
+        )
 
 
 def splice(frame: tuple[bytes, bytes], query: str) -> bytes:
@@ -126,19 +136,48 @@ class _RecorderHandler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         server.recorded.append((self.path, headers, raw))
         events = [
-            ("message_start", {"type": "message_start", "message": {
-                "id": "msg_capture", "type": "message", "role": "assistant",
-                "model": "capture", "content": [], "stop_reason": None,
-                "usage": {"input_tokens": 1, "output_tokens": 1}}}),
-            ("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                     "delta": {"type": "text_delta", "text": "OK"}}),
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_capture",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "capture",
+                        "content": [],
+                        "stop_reason": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": "OK"},
+                },
+            ),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-            ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                               "usage": {"output_tokens": 1}}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn"},
+                    "usage": {"output_tokens": 1},
+                },
+            ),
             ("message_stop", {"type": "message_stop"}),
-        ]  # fmt: skip
+        ]
         payload = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events).encode()
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
@@ -148,9 +187,13 @@ class _RecorderHandler(BaseHTTPRequestHandler):
 
 
 def record_cli_request(
-    command: list[str], cwd: Path, env: dict[str, str], timeout: float, cli_version: str,
+    command: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    timeout: float,
+    cli_version: str,
     workspace: str,
-) -> CapturedRequest:  # fmt: skip
+) -> CapturedRequest:
     """Run the CLI with the marker as its query against a recorder; its first request."""
     recorder = _Recorder()
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
@@ -159,9 +202,16 @@ def record_cli_request(
         env = {**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{recorder.server_address[1]}"}
         try:
             done = subprocess.run(
-                command, input=MARKER, cwd=cwd, env=env, capture_output=True, text=True,
-                timeout=timeout, check=False, start_new_session=True,
-            )  # fmt: skip
+                command,
+                input=MARKER,
+                cwd=cwd,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                start_new_session=True,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise CaptureError(redact(f"claude did not run: {exc}")) from None
     finally:
@@ -219,8 +269,9 @@ class Captures:
         return str(self.backend.cli_version)
 
     def store_key(self, context: TriggerContext) -> str:
-        return context.key(capture="claude-code", cli_version=self.cli_version,
-                           model=self.backend.key_model)  # fmt: skip
+        return context.key(
+            capture="claude-code", cli_version=self.cli_version, model=self.backend.key_model
+        )
 
     def get(self, context: TriggerContext) -> tuple[CapturedRequest, tuple[bytes, bytes]]:
         """The captured request of ``context`` and its splice frame."""

@@ -32,9 +32,15 @@ RETRYABLE_STREAM_ERRORS = {"overloaded_error", "api_error", "rate_limit_error", 
 
 # Events whose data FirstChoice reads; deltas only while a tool's input is being assembled.
 DECODED_EVENTS = frozenset(
-    {"content_block_start", "content_block_stop", "message_start", "message_delta",
-     "message_stop", "error"}
-)  # fmt: skip
+    {
+        "content_block_start",
+        "content_block_stop",
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "error",
+    }
+)
 
 
 @dataclass

@@ -29,9 +29,11 @@ class Gathered:
     """The session's results by skill and by folder, and each trigger item's by node id."""
 
     def __init__(
-        self, targets: Sequence[Target], routing_sets: Sequence[RoutingSet],
+        self,
+        targets: Sequence[Target],
+        routing_sets: Sequence[RoutingSet],
         models: Sequence[str] = (),
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.targets = list(targets)
         self.results = SessionResults(targets, models)
         #: each folder's routing items by model (None: the session's one model) and entry index
@@ -42,9 +44,13 @@ class Gathered:
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
 
     def add_item(
-        self, nodeid: str, skill_md: str, index: int, result: QueryResult,
+        self,
+        nodeid: str,
+        skill_md: str,
+        index: int,
+        result: QueryResult,
         model: str | None = None,
-    ) -> Target | None:  # fmt: skip
+    ) -> Target | None:
         """Keep a trigger item's result under its skill (and model, in a matrix); its target,
         or None for a skill this process did not load (a worker that read its skills
         elsewhere)."""

@@ -61,8 +61,10 @@ def _comparison_lines(comparison: Comparison) -> list[TerminalLine]:
     """Each query whose settled verdict changed, each change within the noise, then each
     skill's verdict against the baseline (a paired test on its changed queries)."""
     lines = []
-    for label, changes in (("REGRESSED", comparison.regressions),
-                           ("improved", comparison.improvements)):  # fmt: skip
+    for label, changes in (
+        ("REGRESSED", comparison.regressions),
+        ("improved", comparison.improvements),
+    ):
         lines += [
             TerminalLine(f"{label} {c.skill}: {c.query!r} ({c.before} -> {c.after})")
             for c in changes
@@ -131,14 +133,18 @@ class SessionEnd:
             return lines
         if engine is None or engine.unavailable:
             reason = engine.unavailable if engine else "no trigger item ran"
-            lines.append(TerminalLine(f"skilltrigger: trigger tests did not run: {reason}",
-                                      "yellow"))  # fmt: skip
+            lines.append(
+                TerminalLine(f"skilltrigger: trigger tests did not run: {reason}", "yellow")
+            )
         over_budget = self.gathered.over_budget()
         if over_budget:
-            lines.append(TerminalLine(
-                f"skilltrigger: the cost budget ({format_usd(self.settings.budget_usd)}) was "
-                f"reached; {over_budget} queries were skipped without a call", "yellow",
-            ))  # fmt: skip
+            lines.append(
+                TerminalLine(
+                    f"skilltrigger: the cost budget ({format_usd(self.settings.budget_usd)}) was "
+                    f"reached; {over_budget} queries were skipped without a call",
+                    "yellow",
+                )
+            )
         return lines
 
     def finish(self, engine: TriggerSession | None, *, interrupted: bool, log: Log) -> Conclusion:
@@ -191,8 +197,12 @@ class SessionEnd:
         engine.drop_batch_runs()  # what errored for the items is sampled afresh
         files = None
         if self.outputs.report_path or self.outputs.results_dir:
-            files = RoundFiles(self.outputs.report_path, self.outputs.results_dir,
-                               self.gathered.routing_tables, self.base)  # fmt: skip
+            files = RoundFiles(
+                self.outputs.report_path,
+                self.outputs.results_dir,
+                self.gathered.routing_tables,
+                self.base,
+            )
         driver = OptimizationDriver(engine, self.optimizer, log, files)
         runs = driver.run(self.targets, self.gathered.starting_results(), self.routing_sets)
         if driver.interrupted:
@@ -213,9 +223,11 @@ class SessionEnd:
         from pytest_skilltrigger.reports.round_files import stamped_folder
         from pytest_skilltrigger.support.atomic import atomic_write_text
 
-        page = render_results_page(report) if (
-            self.outputs.report_path or self.outputs.results_dir
-        ) else ""
+        page = (
+            render_results_page(report)
+            if (self.outputs.report_path or self.outputs.results_dir)
+            else ""
+        )
         self.outputs.write_page(page)
         if self.outputs.results_dir:
             folder = stamped_folder(self.outputs.results_dir)
@@ -234,6 +246,4 @@ class SessionEnd:
         confidence = self.settings.confidence or DEFAULT_CONFIDENCE
         comparison = conclusion.comparison = compare(self.baseline, data, confidence)
         if gates.fail_on_regression:
-            conclusion.gate_failures += [
-                s.line(confidence) for s in comparison.regressed_skills
-            ]
+            conclusion.gate_failures += [s.line(confidence) for s in comparison.regressed_skills]

@@ -209,8 +209,9 @@ class BatchRunner:
                 continue
             for run in range(runs):
                 custom_id = f"w{wave}-q{number}-r{run}"
-                requests.append(BatchRequest(custom_id, work.context, work.query,
-                                             capped=not work.uncapped))  # fmt: skip
+                requests.append(
+                    BatchRequest(custom_id, work.context, work.query, capped=not work.uncapped)
+                )
                 owners[custom_id] = (work, reserved / runs)
         if not requests:
             return
@@ -246,8 +247,13 @@ class BatchRunner:
                 failure = (self.timeout_reason() if timed_out else reason, False)
             self._fail(missing, *failure)
 
-    def _collect(self, batch_id: str, wave: int, owners: dict[str, tuple[BatchWork, float]],
-                 answered: set[str]) -> None:  # fmt: skip
+    def _collect(
+        self,
+        batch_id: str,
+        wave: int,
+        owners: dict[str, tuple[BatchWork, float]],
+        answered: set[str],
+    ) -> None:
         """Take the batch's answers once it has ended. At the timeout it is cancelled, and
         what it processed before the cancel is still read (it is paid); the rest has none.
         Reading the results is free: a read that fails midway is started again, skipping
@@ -297,11 +303,15 @@ class BatchRunner:
                 shown = now
                 self.progress(
                     BatchProgress(
-                        batch_id, wave, status.succeeded, status.processing,
+                        batch_id,
+                        wave,
+                        status.succeeded,
+                        status.processing,
                         status.errored + status.expired + status.canceled,
-                        now - self._started, status.ended,
+                        now - self._started,
+                        status.ended,
                     )
-                )  # fmt: skip
+                )
             if status.ended:
                 return True
 
@@ -331,8 +341,14 @@ class BatchRunner:
         work, reserved = owner
         outcome = answer.outcome
         if self.guard is not None:
-            self.guard.settle(reserved, outcome.usage, outcome.requests, work.plan.phase,
-                              outcome.model, batch=True)  # fmt: skip
+            self.guard.settle(
+                reserved,
+                outcome.usage,
+                outcome.requests,
+                work.plan.phase,
+                outcome.model,
+                batch=True,
+            )
         if outcome.fatal:
             self.fatal = self.fatal or outcome.error
         if answer.capped:
@@ -344,8 +360,9 @@ class BatchRunner:
             return
         work.keep(outcome)
 
-    def _fail(self, owners: dict[str, tuple[BatchWork, float]], reason: str,
-              fatal: bool = False) -> None:  # fmt: skip
+    def _fail(
+        self, owners: dict[str, tuple[BatchWork, float]], reason: str, fatal: bool = False
+    ) -> None:
         """Requests without an answer: an error for their queries (never a miss)."""
         if fatal:
             self.fatal = self.fatal or reason

@@ -70,9 +70,12 @@ class CostGuard:
             return True
 
     def reserve_runs(
-        self, estimate: Callable[[], Usage], runs: int = 1, batch: bool = False,
+        self,
+        estimate: Callable[[], Usage],
+        runs: int = 1,
+        batch: bool = False,
         model: str | None = None,
-    ) -> float | None:  # fmt: skip
+    ) -> float | None:
         """Reserve room for ``runs`` runs of the size ``estimate`` gives (at the batch rate
         for batch runs): the amount reserved, 0 without a budget, None when refused. An
         estimate that fails reserves the output alone: the run itself will say what is
@@ -92,8 +95,15 @@ class CostGuard:
         with self._lock:
             self.spent_usd += usd
 
-    def settle(self, reserved: float, outcome_usage: Usage, calls: int, phase: str,
-               model: str | None = None, batch: bool = False) -> None:  # fmt: skip
+    def settle(
+        self,
+        reserved: float,
+        outcome_usage: Usage,
+        calls: int,
+        phase: str,
+        model: str | None = None,
+        batch: bool = False,
+    ) -> None:
         """Replace a reservation by the actual cost of a call (or of a run's calls)."""
         with self._lock:
             self._reserved = max(0.0, self._reserved - reserved)

@@ -62,8 +62,11 @@ class Estimate:
             cost = f"cost unknown ({self.model} is not in the price table)"
         else:
             low, high = format_usd(self.fewest_usd), format_usd(self.most_usd)
-            cost = f"about {low} to {high} on {self.model}" if low != high else (
-                f"about {high} on {self.model}")  # fmt: skip
+            cost = (
+                f"about {low} to {high} on {self.model}"
+                if low != high
+                else (f"about {high} on {self.model}")
+            )
         text = f"estimate for {self.queries} queries: {calls}, {cost}"
         if self.round_calls:
             rounds = f"; the improvement rounds up to {self.round_calls:,} more calls"
@@ -93,11 +96,14 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
         return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
     return Estimate(
-        " and ".join(e.model for e in estimates), first.queries,
-        sum(e.fewest_calls for e in estimates), sum(e.most_calls for e in estimates),
-        total([e.fewest_usd for e in estimates]), total([e.most_usd for e in estimates]),
+        " and ".join(e.model for e in estimates),
+        first.queries,
+        sum(e.fewest_calls for e in estimates),
+        sum(e.most_calls for e in estimates),
+        total([e.fewest_usd for e in estimates]),
+        total([e.most_usd for e in estimates]),
         call_usd=tuple(usd for e in estimates for usd in e.call_usd),
-    )  # fmt: skip
+    )
 
 
 def _room_to_grow(context: TriggerContext) -> int:
@@ -124,9 +130,11 @@ def fewest_runs(rule: Rule) -> int:
 
 
 def estimate_session(
-    samplings: Sequence[Sampling], settings: Settings, backend: TriggerBackend,
+    samplings: Sequence[Sampling],
+    settings: Settings,
+    backend: TriggerBackend,
     price: Price | None,
-) -> Estimate:  # fmt: skip
+) -> Estimate:
     """The range of calls and dollars of these samplings on one model (see the module): a
     context's shared prefix is written to the cache by its first request only."""
     rule = settings.rule
@@ -154,7 +162,11 @@ def estimate_session(
         grown = replace(whole, input_tokens=whole.input_tokens + room[context])
         dearest = max(dearest, cost_usd(grown, price) * rate)
     return Estimate(
-        backend.model, queries, low_runs * queries, high_runs * queries,
-        low_usd if price else None, high_usd if price else None,
+        backend.model,
+        queries,
+        low_runs * queries,
+        high_runs * queries,
+        low_usd if price else None,
+        high_usd if price else None,
         call_usd=(dearest if price else None,),
-    )  # fmt: skip
+    )

@@ -29,9 +29,10 @@ _THREADS: weakref.WeakKeyDictionary[BatchRunner, threading.Thread] = weakref.Wea
 
 
 def works_of(
-    sampler: Sampler, requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
+    sampler: Sampler,
+    requests: Sequence[tuple[TriggerContext, EvalEntry, SamplingPlan]],
     context_key: Callable[[TriggerContext], str | None],
-) -> list[BatchWork]:  # fmt: skip
+) -> list[BatchWork]:
     """The batch work of one lane's requests: one per sampling not made or joined yet, with
     the runs stored for it. A context that cannot be prepared (no key) or an unlisted skill
     gets none: submitting it says so without a call."""
@@ -52,7 +53,7 @@ def works_of(
 def run_together(
     jobs: Sequence[tuple[BatchRunner, Sequence[BatchWork]]],
     thread_done: Callable[[], None] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """Run every lane's batches at once (see the module); ``thread_done`` is called by each
     lane's thread as it ends (to close what it opened: its store connection). One lane runs
     in the calling thread, exactly as a session of one model always has."""
@@ -65,8 +66,12 @@ def run_together(
     started: list[threading.Thread] = []
     try:
         for runner, works in jobs:
-            thread = threading.Thread(target=_run, args=(runner, works, thread_done),
-                                      daemon=True, name=f"batches-{runner.model}")  # fmt: skip
+            thread = threading.Thread(
+                target=_run,
+                args=(runner, works, thread_done),
+                daemon=True,
+                name=f"batches-{runner.model}",
+            )
             _THREADS[runner] = thread
             thread.start()
             started.append(thread)
@@ -93,8 +98,9 @@ def _settle(runner: BatchRunner) -> None:
     runner.stopping.clear()
 
 
-def _run(runner: BatchRunner, works: Sequence[BatchWork],
-         done: Callable[[], None] | None = None) -> None:  # fmt: skip
+def _run(
+    runner: BatchRunner, works: Sequence[BatchWork], done: Callable[[], None] | None = None
+) -> None:
     """One lane's batches in a thread of its own. A stop ends the thread quietly (the calling
     thread raises the interrupt); any other failure becomes the lane's fatal error, which its
     items report, as the exception cannot reach the caller from here."""

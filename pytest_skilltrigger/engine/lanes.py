@@ -44,10 +44,16 @@ class Lanes:
 
     @classmethod
     def build(
-        cls, settings: Settings, *, backend: TriggerBackend | None, shelf: Any,
-        store: ResultStore | None, record: Recorder, guard_of: Any,
+        cls,
+        settings: Settings,
+        *,
+        backend: TriggerBackend | None,
+        shelf: Any,
+        store: ResultStore | None,
+        record: Recorder,
+        guard_of: Any,
         share: tuple[int, int] | None,
-    ) -> Lanes:  # fmt: skip
+    ) -> Lanes:
         """A backend per model (``backend`` given: the one lane), each with a sampler over
         its share of the session's requests in flight. Raises BackendUnavailable."""
         backends = []
@@ -62,8 +68,9 @@ class Lanes:
         each = max(1, total // len(backends))
         lanes = []
         for model, made in backends:
-            sampler = Sampler(made, concurrency=_share(each, share), store=store,
-                              record=record, guard=guard)  # fmt: skip
+            sampler = Sampler(
+                made, concurrency=_share(each, share), store=store, record=record, guard=guard
+            )
             lanes.append(Lane(model, made, sampler))
         return cls(lanes)
 

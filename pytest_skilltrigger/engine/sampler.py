@@ -183,8 +183,7 @@ class Sampler:
             known = self.store.lookup(key, query, plan.runs)
         chosen = f"skill:{skill}"
         runs = [
-            replace(o, status="triggered" if o.chosen == chosen else "not_triggered")
-            for o in known
+            replace(o, status="triggered" if o.chosen == chosen else "not_triggered") for o in known
         ]
         return plan.usable(runs)
 

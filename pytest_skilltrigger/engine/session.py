@@ -50,8 +50,10 @@ from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate, Sampling
 
-def _named(show: Callable[[BatchProgress], None], model: str | None,
-           progress: BatchProgress) -> None:  # fmt: skip
+
+def _named(
+    show: Callable[[BatchProgress], None], model: str | None, progress: BatchProgress
+) -> None:
     """Show a batch's progress with the model of the matrix it runs on."""
     show(replace(progress, model=model))
 
@@ -106,10 +108,14 @@ class TriggerSession:
         self.lanes: Lanes | None = None  # one per model of the matrix (see engine.lanes)
         try:
             self.lanes = Lanes.build(
-                self.settings, backend=backend, shelf=self,
+                self.settings,
+                backend=backend,
+                shelf=self,
                 store=self.store if self.settings.cache_mode == "use" else None,
-                record=self.record, guard_of=self._make_guard, share=share,
-            )  # fmt: skip
+                record=self.record,
+                guard_of=self._make_guard,
+                share=share,
+            )
         except BackendUnavailable as exc:
             self.unavailable = str(exc)
         # the default lane's (the first model's): what a single-model session runs on
@@ -171,11 +177,14 @@ class TriggerSession:
         if self.lanes is None or self.guard is None:
             return None
         try:
-            return combined([
-                estimate_session(mine, self.settings, lane.backend,
-                                 self.guard.price(lane.backend.model))
-                for lane, mine in self.lanes.split(samplings)
-            ])  # fmt: skip
+            return combined(
+                [
+                    estimate_session(
+                        mine, self.settings, lane.backend, self.guard.price(lane.backend.model)
+                    )
+                    for lane, mine in self.lanes.split(samplings)
+                ]
+            )
         except Exception:
             return None
 
@@ -253,13 +262,18 @@ class TriggerSession:
         try:
             # (a library caller's own SIGTERM handler is left alone)
             with sigterm_as_interrupt(only_if_default=True):
-                run_together([(runner, works) for _, runner, works in jobs],
-                             self.store.release if self.store is not None else None)
+                run_together(
+                    [(runner, works) for _, runner, works in jobs],
+                    self.store.release if self.store is not None else None,
+                )
         finally:
             for lane, runner, _ in jobs:
                 lane.sampler.fatal = lane.sampler.fatal or runner.fatal
-        made = [BatchedRuns(w.ident, w.outcomes, w.skipped, lane.model)
-                for lane, _, works in jobs for w in works]  # fmt: skip
+        made = [
+            BatchedRuns(w.ident, w.outcomes, w.skipped, lane.model)
+            for lane, _, works in jobs
+            for w in works
+        ]
         if keep:
             self.use_batch_runs(made)
         return made
@@ -273,10 +287,15 @@ class TriggerSession:
             if progress is not None and self.settings.models:  # say whose batch it is
                 progress = partial(_named, progress, lane.model)
             runner = self._batches[lane.model] = BatchRunner(
-                backend.batches(), guard=self.guard, estimate=backend.estimate,
-                poll=self.settings.batch_poll, timeout=self.settings.batch_timeout,
-                progress=progress, record=self._store_runs, model=backend.model,
-            )  # fmt: skip
+                backend.batches(),
+                guard=self.guard,
+                estimate=backend.estimate,
+                poll=self.settings.batch_poll,
+                timeout=self.settings.batch_timeout,
+                progress=progress,
+                record=self._store_runs,
+                model=backend.model,
+            )
         return runner
 
     def use_batch_runs(self, batched: Sequence[BatchedRuns]) -> None:
@@ -321,8 +340,9 @@ class TriggerSession:
         reserved = 0.0
         if self.guard is not None:
             # the prompt as input and the longest answer: the budget holds the worst case
-            worst = Usage(input_tokens=len(prompt.encode("utf-8")) // 3 + 1,
-                          output_tokens=ASK_MAX_TOKENS)  # fmt: skip
+            worst = Usage(
+                input_tokens=len(prompt.encode("utf-8")) // 3 + 1, output_tokens=ASK_MAX_TOKENS
+            )
             reserved = self.guard.estimate_usd(worst, model)
             if not self.guard.reserve(reserved):
                 raise AskError(budget_reached(self.guard.budget_usd))
@@ -350,7 +370,10 @@ class TriggerSession:
         if not context.model_invocable:
             done: Future[QueryResult] = Future()
             result = QueryResult(
-                entry.query, entry.should_trigger, plan.rule, (),
+                entry.query,
+                entry.should_trigger,
+                plan.rule,
+                (),
                 unlisted=context.unlisted_reason or UNLISTED,
                 hits=plan.hits,
             )

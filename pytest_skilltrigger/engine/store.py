@@ -45,7 +45,6 @@ CREATE TABLE IF NOT EXISTS captures (
 """
 
 
-
 class ResultStore:
     """A SQLite file of runs. Thread-safe; one connection per thread."""
 
@@ -67,8 +66,10 @@ class ResultStore:
         if "cache_creation_1h_input_tokens" in have:
             return
         try:
-            conn.execute("ALTER TABLE runs ADD COLUMN cache_creation_1h_input_tokens "
-                         "INTEGER NOT NULL DEFAULT 0")  # fmt: skip
+            conn.execute(
+                "ALTER TABLE runs ADD COLUMN cache_creation_1h_input_tokens "
+                "INTEGER NOT NULL DEFAULT 0"
+            )
         except sqlite3.OperationalError as exc:
             if "duplicate column" not in str(exc):
                 raise

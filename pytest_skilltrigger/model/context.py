@@ -86,30 +86,57 @@ class ListedSkill:
 # the built-in commands, which the listing budget may show as bare names; the rest for the
 # bundled skills, which keep their text.
 _GENERIC: tuple[ListedSkill, ...] = (
-    ListedSkill("charts", "Turn data into a chart, plot or small dashboard. Use when the user "
-                "asks to visualise numbers or a table."),
-    ListedSkill("settings", "Change how this assistant is configured: permissions, hooks, "
-                "environment variables, model and settings files."),
+    ListedSkill(
+        "charts",
+        "Turn data into a chart, plot or small dashboard. Use when the user "
+        "asks to visualise numbers or a table.",
+    ),
+    ListedSkill(
+        "settings",
+        "Change how this assistant is configured: permissions, hooks, "
+        "environment variables, model and settings files.",
+    ),
     ListedSkill("key-bindings", "Customise the assistant's keyboard shortcuts and key chords."),
-    ListedSkill("review", "Review a diff, branch or pull request for bugs and risky changes, "
-                "reporting findings by file and line."),
-    ListedSkill("simplify", "Simplify recently changed code: remove duplication and needless "
-                "complexity without changing behaviour."),
-    ListedSkill("permission-rules", "Work out which tool permissions to allow or deny so the "
-                "assistant asks fewer questions."),
-    ListedSkill("loop", "Run a prompt or command again and again on an interval, for polling "
-                "or babysitting a long task."),
-    ListedSkill("claude-api", "Answer questions about building with the Claude API and SDKs, "
-                "with exact parameters and examples."),
+    ListedSkill(
+        "review",
+        "Review a diff, branch or pull request for bugs and risky changes, "
+        "reporting findings by file and line.",
+    ),
+    ListedSkill(
+        "simplify",
+        "Simplify recently changed code: remove duplication and needless "
+        "complexity without changing behaviour.",
+    ),
+    ListedSkill(
+        "permission-rules",
+        "Work out which tool permissions to allow or deny so the assistant asks fewer questions.",
+    ),
+    ListedSkill(
+        "loop",
+        "Run a prompt or command again and again on an interval, for polling "
+        "or babysitting a long task.",
+    ),
+    ListedSkill(
+        "claude-api",
+        "Answer questions about building with the Claude API and SDKs, "
+        "with exact parameters and examples.",
+    ),
     ListedSkill("workflows", "Write or fix automation workflow files such as CI pipelines."),
     ListedSkill("run-app", "Start the project's app or dev server and check that it works."),
-    ListedSkill("plugin-authoring", "Create or package a plugin for this assistant: commands, "
-                "agents, skills and hooks."),
-    ListedSkill("project-init", "Set up a memory file describing this project's layout, "
-                "commands and conventions."),
-    ListedSkill("security-review", "Review the pending changes for security problems such as "
-                "injection, secrets and unsafe input handling."),
-)  # fmt: skip
+    ListedSkill(
+        "plugin-authoring",
+        "Create or package a plugin for this assistant: commands, agents, skills and hooks.",
+    ),
+    ListedSkill(
+        "project-init",
+        "Set up a memory file describing this project's layout, commands and conventions.",
+    ),
+    ListedSkill(
+        "security-review",
+        "Review the pending changes for security problems such as "
+        "injection, secrets and unsafe input handling.",
+    ),
+)
 # the built-in commands' lines in the pinned CLI (2.1.328): 67 and 90 characters, bare 6 and 17
 _CLI_SIZES = {"project-init": (67, 6), "security-review": (90, 17)}
 DEFAULT_COMPETITORS = tuple(
@@ -163,10 +190,14 @@ class TriggerContext:
         if self.model_invocable:
             project[self.skill_name] = self.tested
         installed = {s.name: s for s in self.installed if s.name not in project}
-        generic = [s for s in self.generic_competitors
-                   if s.name not in project and s.name not in installed]  # fmt: skip
-        return ([installed[name] for name in sorted(installed)]
-                + [project[name] for name in sorted(project)] + generic)  # fmt: skip
+        generic = [
+            s for s in self.generic_competitors if s.name not in project and s.name not in installed
+        ]
+        return (
+            [installed[name] for name in sorted(installed)]
+            + [project[name] for name in sorted(project)]
+            + generic
+        )
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics.

@@ -46,8 +46,11 @@ LARGE_WINDOW_BUDGET = 30_000  # 1,000,000 tokens x 3 characters x 1%
 EXTENDED_WINDOW_BUDGET = 40_000  # a 4.x model with "[1m]": 1,000,000 x 4 x 1%
 # the models the pinned CLI gives a 200k-token window (dated names included)
 SMALL_WINDOW_MODELS = (
-    "claude-haiku-4-5", "claude-sonnet-4-6", "claude-opus-4-5", "claude-opus-4-6",
-)  # fmt: skip
+    "claude-haiku-4-5",
+    "claude-sonnet-4-6",
+    "claude-opus-4-5",
+    "claude-opus-4-6",
+)
 # the CLI's bundled built-in lines as its budget counts them: 6,039 characters of lines and
 # the 10 newlines between them, measured with 2.1.328 (the same on every model)
 BUNDLED_CHARS = 6_039 + 10
@@ -103,9 +106,7 @@ class ListingFit:
         return f"- {skill.name}" if skill.name in self.bare else skill.line
 
 
-def fit_listing(
-    skills: Sequence[ListedSkill], budget: int, model: str | None = None
-) -> ListingFit:
+def fit_listing(skills: Sequence[ListedSkill], budget: int, model: str | None = None) -> ListingFit:
     """Which skills of a listing (in Claude Code's order) are shown bare within ``budget``."""
     bundled = [s for s in skills if s.bundled]
     others = [s for s in skills if not s.bundled]
@@ -133,14 +134,16 @@ def _bare(skill: ListedSkill) -> int:
     return skill.cli_sizes[1] if skill.cli_sizes else len(skill.name) + 2
 
 
-def fit_of(context: TriggerContext, model: str | None,
-           environ: Mapping[str, str] = os.environ) -> ListingFit:  # fmt: skip
+def fit_of(
+    context: TriggerContext, model: str | None, environ: Mapping[str, str] = os.environ
+) -> ListingFit:
     """How the context's listing fits the budget of ``model``."""
     return fit_listing(context.listing(), listing_budget(model, environ), model)
 
 
-def how_shown(context: TriggerContext, model: str | None,
-                 environ: Mapping[str, str] = os.environ) -> tuple[str, ListingFit]:  # fmt: skip
+def how_shown(
+    context: TriggerContext, model: str | None, environ: Mapping[str, str] = os.environ
+) -> tuple[str, ListingFit]:
     """How the skill under test is shown on ``model``, and the fit that says so."""
     fit = fit_of(context, model, environ)
     return fit.shown_in(context), fit

@@ -190,8 +190,10 @@ class QueryResult:
     @property
     def borderline(self) -> bool:
         """Sampled to the end without a decision: chance decides each run of this query."""
-        return not (self.errors or self.skipped or self.unlisted) and self.runs > 0 and (
-            not self.decided
+        return (
+            not (self.errors or self.skipped or self.unlisted)
+            and self.runs > 0
+            and (not self.decided)
         )
 
     @cached_property

@@ -78,15 +78,17 @@ class SamplingPlan:
 
     def to_dict(self) -> dict[str, Any]:
         hits = sorted(self.hits) if self.hits is not None else None
-        return {"rule": self.rule.to_dict(), "fresh": self.fresh, "hits": hits,
-                "phase": self.phase}  # fmt: skip
+        return {"rule": self.rule.to_dict(), "fresh": self.fresh, "hits": hits, "phase": self.phase}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SamplingPlan:
         hits = data.get("hits")
-        return cls(rule_from_dict(data["rule"]), bool(data.get("fresh")),
-                   frozenset(hits) if hits is not None else None,
-                   str(data.get("phase", "items")))  # fmt: skip
+        return cls(
+            rule_from_dict(data["rule"]),
+            bool(data.get("fresh")),
+            frozenset(hits) if hits is not None else None,
+            str(data.get("phase", "items")),
+        )
 
 
 def reference_plan(runs: int = 3, threshold: float = 0.5, curtail: bool = True) -> SamplingPlan:

@@ -29,8 +29,7 @@ from pytest_skilltrigger.support.errors import InputError
 
 
 def _rates(i: float, w5: float, w1h: float, read: float, out: float) -> dict[str, float]:
-    return {"input": i, "cache_write": w5, "cache_write_1h": w1h, "cache_read": read,
-            "output": out}  # fmt: skip
+    return {"input": i, "cache_write": w5, "cache_write_1h": w1h, "cache_read": read, "output": out}
 
 
 PRICES_PER_MTOK: dict[str, dict[str, Any]] = {
@@ -96,15 +95,19 @@ def _price_problem(price: Any, known: bool) -> str | None:
         known_keys = ", ".join((*RATE_KEYS, "long_above", "long"))
         return f"unknown rate {sorted(unknown)[0]!r} (known: {known_keys})"
     rates = {k: v for k, v in price.items() if k in RATE_KEYS}
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
-               for v in rates.values()):  # fmt: skip
+    if not all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in rates.values()
+    ):
         return "rates must be numbers of at least 0"
     if not known and not {"input", "output"} <= set(rates):
         return "needs numeric input and output prices"
     if ("long_above" in price) != ("long" in price):
         return "long_above and long go together"
-    if "long" in price and (_price_problem(price["long"], False) or not isinstance(
-            price["long_above"], int) or price["long_above"] <= 0):  # fmt: skip
+    if "long" in price and (
+        _price_problem(price["long"], False)
+        or not isinstance(price["long_above"], int)
+        or price["long_above"] <= 0
+    ):
         return "long must hold rates and long_above a positive token count"
     return None
 

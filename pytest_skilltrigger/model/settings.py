@@ -84,8 +84,13 @@ class Settings:
         """The verdict rule these settings ask for."""
         if self.confidence is None:
             return FixedRule(self.runs_per_query, self.threshold, self.curtail)
-        return SequentialRule(self.threshold, self.confidence, self.margin,
-                              self.runs_per_query, self.max_runs_per_query)  # fmt: skip
+        return SequentialRule(
+            self.threshold,
+            self.confidence,
+            self.margin,
+            self.runs_per_query,
+            self.max_runs_per_query,
+        )
 
     def _check_rule(self) -> None:
         if self.runs_per_query < 1:
@@ -95,11 +100,14 @@ class Settings:
         if self.confidence is None:
             return
         if not 0.5 < self.confidence < 1.0:
-            raise InputError("--trigger-confidence", f"must be above 0.5 and below 1 (or off), "
-                             f"got {self.confidence}")  # fmt: skip
+            raise InputError(
+                "--trigger-confidence",
+                f"must be above 0.5 and below 1 (or off), got {self.confidence}",
+            )
         if not 0.0 < self.margin < 0.5:
-            raise InputError("--trigger-margin",
-                             f"must be above 0 and below 0.5, got {self.margin}")  # fmt: skip
+            raise InputError(
+                "--trigger-margin", f"must be above 0 and below 0.5, got {self.margin}"
+            )
         if not self.margin < self.threshold < 1 - self.margin:
             raise InputError(
                 "--trigger-threshold",
@@ -108,14 +116,21 @@ class Settings:
                 "--trigger-confidence off)",
             )
         if not self.curtail:
-            raise InputError("--no-early-stop", "makes every run of the reference rule: it goes "
-                             "with --trigger-confidence off")  # fmt: skip
+            raise InputError(
+                "--no-early-stop",
+                "makes every run of the reference rule: it goes with --trigger-confidence off",
+            )
         if self.max_runs_per_query > MOST_RUNS:  # the test's bounds are computed exactly
-            raise InputError("--max-runs-per-query", f"must be at most {MOST_RUNS}, got "
-                             f"{self.max_runs_per_query}")  # fmt: skip
+            raise InputError(
+                "--max-runs-per-query",
+                f"must be at most {MOST_RUNS}, got {self.max_runs_per_query}",
+            )
         if self.max_runs_per_query < self.runs_per_query:
-            raise InputError("--max-runs-per-query", f"must be at least --runs-per-query "
-                             f"({self.runs_per_query}), got {self.max_runs_per_query}")  # fmt: skip
+            raise InputError(
+                "--max-runs-per-query",
+                f"must be at least --runs-per-query "
+                f"({self.runs_per_query}), got {self.max_runs_per_query}",
+            )
 
     def validated(self) -> Settings:
         """Return self, or raise InputError naming the option that is out of range."""
@@ -189,13 +204,15 @@ class OptimizerSettings:
         if self.max_iterations < 1:
             raise InputError("--max-iterations", f"must be at least 1, got {self.max_iterations}")
         if self.candidates_per_round < 1:
-            raise InputError("--candidates-per-round",
-                             f"must be at least 1, got {self.candidates_per_round}")  # fmt: skip
+            raise InputError(
+                "--candidates-per-round", f"must be at least 1, got {self.candidates_per_round}"
+            )
         if self.race_runs < 0:
             raise InputError("--race-runs", f"must be 0 or more, got {self.race_runs}")
         if self.accept_on not in ACCEPT_ON:
-            raise InputError("--accept-on", f"must be one of {', '.join(ACCEPT_ON)}, "
-                             f"got {self.accept_on!r}")  # fmt: skip
+            raise InputError(
+                "--accept-on", f"must be one of {', '.join(ACCEPT_ON)}, got {self.accept_on!r}"
+            )
         return self
 
 

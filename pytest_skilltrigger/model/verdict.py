@@ -183,8 +183,14 @@ class SequentialRule:
     @property
     def bounds(self) -> Bounds:
         """Each look's trigger counts that settle it (computed once per rule)."""
-        return _bounds(self.threshold, self.confidence, self.margin, self.min_runs,
-                       self.max_runs, self.calibrated)  # fmt: skip
+        return _bounds(
+            self.threshold,
+            self.confidence,
+            self.margin,
+            self.min_runs,
+            self.max_runs,
+            self.calibrated,
+        )
 
     def verdict(self, triggers: int, runs: int) -> Verdict:
         if runs < self.min_runs:
@@ -249,8 +255,13 @@ class Bounds:
 Carried = tuple[list[float], float, float]
 
 
-def _through(state: Carried, rate: float, bounds: Bounds, looks: range,
-             stop_above: tuple[float, float] = (2.0, 2.0)) -> Carried:  # fmt: skip
+def _through(
+    state: Carried,
+    rate: float,
+    bounds: Bounds,
+    looks: range,
+    stop_above: tuple[float, float] = (2.0, 2.0),
+) -> Carried:
     """A sampling carried through ``looks`` one run at a time: the chance of each trigger
     count with no verdict yet, and of each verdict so far. It stops early once either
     verdict's chance passes ``stop_above`` (it can only grow)."""
@@ -287,8 +298,14 @@ def _wald_decision(rule: SequentialRule, triggers: int, misses: int) -> Verdict:
 
 
 @lru_cache(maxsize=64)
-def _bounds(threshold: float, confidence: float, margin: float, min_runs: int, max_runs: int,
-            calibrated: bool) -> Bounds:  # fmt: skip
+def _bounds(
+    threshold: float,
+    confidence: float,
+    margin: float,
+    min_runs: int,
+    max_runs: int,
+    calibrated: bool,
+) -> Bounds:
     """Wald's bounds at each look, then (``calibrated``) moved toward the middle from the
     first look on while the exact error rates at ``threshold ± margin`` stay within
     ``1 - confidence``; a verdict never goes against the rate its own runs show."""
@@ -309,8 +326,10 @@ def _bounds(threshold: float, confidence: float, margin: float, min_runs: int, m
         """Whether the error rates stay within alpha, looks n and after as they are now."""
         test, rest = Bounds(tuple(up), tuple(down), min_runs), range(n, max_runs + 1)
         wrong_up = _through(carried[low], low, test, rest, (alpha, 2.0))[1]
-        return wrong_up <= alpha and _through(carried[high], high, test, rest,
-                                              (2.0, alpha))[2] <= alpha  # fmt: skip
+        return (
+            wrong_up <= alpha
+            and _through(carried[high], high, test, rest, (2.0, alpha))[2] <= alpha
+        )
 
     def moved(side: list[int], n: int, step: int) -> bool:
         side[n] += step

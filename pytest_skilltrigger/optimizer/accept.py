@@ -27,8 +27,10 @@ def accept_all(runs: Iterable[Optimization], log: Callable[[str], None]) -> None
     for run in runs:
         stale = sorted(set(run.relisted) & unwritten)
         if stale:
-            log(f"{run.target.name}: measured with the new description of {', '.join(stale)}, "
-                "which was not written: its results assume a listing not on disk")  # fmt: skip
+            log(
+                f"{run.target.name}: measured with the new description of {', '.join(stale)}, "
+                "which was not written: its results assume a listing not on disk"
+            )
         if not accept(run, log) and run.improved:
             unwritten.add(run.target.name)
 
@@ -69,16 +71,22 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
         log(f"  {target.skill.skill_md} unchanged: {unchanged_reason(run)}")
         return False
     confidence = run.confidence
-    log(f"    train {start.train_score(confidence).text()}, "
-        f"test {start.test_score(confidence).text()} (expected queries right)")  # fmt: skip
+    log(
+        f"    train {start.train_score(confidence).text()}, "
+        f"test {start.test_score(confidence).text()} (expected queries right)"
+    )
     if run.beats_start:
         best = run.best()
         log(f"  best (iteration {best.iteration}): {best.description}")
-        log(f"    train {best.train_score(confidence).text()}, "
-            f"test {best.test_score(confidence).text()}")  # fmt: skip
+        log(
+            f"    train {best.train_score(confidence).text()}, "
+            f"test {best.test_score(confidence).text()}"
+        )
         if run.acceptance is not None:
-            log(f"    raced against the start on fresh runs ({run.acceptance.on}): "
-                f"{run.acceptance.verdict()}")  # fmt: skip
+            log(
+                f"    raced against the start on fresh runs ({run.acceptance.on}): "
+                f"{run.acceptance.verdict()}"
+            )
     if not run.improved:
         log(f"  {target.skill.skill_md} unchanged: {unchanged_reason(run)}")
         return False

@@ -46,15 +46,21 @@ class DraftJob:
     @classmethod
     def missing(cls, skill: Skill, installed: tuple[ListedSkill, ...] = ()) -> DraftJob:
         """A skill without an eval set: the first name the plugin looks for."""
-        return cls(skill, load_context(skill.path, installed),
-                   os.path.join(skill.path, "evals", DRAFTED_NAME))  # fmt: skip
+        return cls(
+            skill,
+            load_context(skill.path, installed),
+            os.path.join(skill.path, "evals", DRAFTED_NAME),
+        )
 
     @classmethod
     def extra(cls, target: Target) -> DraftJob:
         """More entries for a skill that has an eval set (``--draft-eval-set=also``)."""
-        return cls(target.skill, target.context(),
-                   os.path.join(target.skill.path, "evals", EXTRA_NAME),
-                   tuple(e.query for e in target.eval_set.entries))  # fmt: skip
+        return cls(
+            target.skill,
+            target.context(),
+            os.path.join(target.skill.path, "evals", EXTRA_NAME),
+            tuple(e.query for e in target.eval_set.entries),
+        )
 
 
 @dataclass
@@ -90,8 +96,9 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
         result.entries, result.problems = check_answer(parse_answer(answer), description)
         if result.problems:
             result.repaired = True
-            again, more = session.ask(repair_prompt(prompt, result.problems), model=model,
-                                      phase="draft")  # fmt: skip
+            again, more = session.ask(
+                repair_prompt(prompt, result.problems), model=model, phase="draft"
+            )
             result.usage = result.usage + more
             result.entries, result.problems = check_answer(parse_answer(again), description)
     except AskError as exc:
@@ -100,9 +107,11 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
 
 
 def draft_jobs(
-    mode: str, missing: Sequence[Skill], targets: Sequence[Target],
+    mode: str,
+    missing: Sequence[Skill],
+    targets: Sequence[Target],
     installed: tuple[ListedSkill, ...] = (),
-) -> list[DraftJob]:  # fmt: skip
+) -> list[DraftJob]:
     """What to draft: every skill without an eval set; with ``also`` more entries for every
     skill that has one and no drafted extra set yet (a rerun drafts nothing). ``installed``
     are listed beside a skill without one (a target's context has them already)."""

@@ -103,8 +103,9 @@ class OptimizationDriver:
                 if os.path.dirname(other.skill.path) == where:
                     target = with_sibling_description(target, other.name, other.description)
             relisted = [s.name for s in target.siblings if s not in original.siblings]
-            folder = folder_of(target, targets, routing_sets, self.options.holdout,
-                               self.options.seed)  # fmt: skip
+            folder = folder_of(
+                target, targets, routing_sets, self.options.holdout, self.options.seed
+            )
             run = optimize(
                 target,
                 self.session,

@@ -58,9 +58,12 @@ class Folder:
 
 
 def folder_of(
-    target: Target, targets: Sequence[Target], routing_sets: Sequence[RoutingSet],
-    holdout: float, seed: int,
-) -> Folder:  # fmt: skip
+    target: Target,
+    targets: Sequence[Target],
+    routing_sets: Sequence[RoutingSet],
+    holdout: float,
+    seed: int,
+) -> Folder:
     """The cross entries of ``target``'s folder: each sibling's should-trigger queries (on the
     side of that sibling's own split) and the folder's routing entries (split the same way),
     leaving out queries of the skill's own eval set."""
@@ -106,8 +109,11 @@ def competition_of(target: Target, folder: Folder) -> Competition:
     context = target.context()
     project = {s.name for s in context.siblings} | {target.name}
     builtins = tuple(s.name for s in context.generic_competitors if s.name not in project)
-    near = tuple((c.owner, c.entry.query) for c in folder.train
-                 if c.owner != ROUTING and not c.entry.should_trigger)  # fmt: skip
+    near = tuple(
+        (c.owner, c.entry.query)
+        for c in folder.train
+        if c.owner != ROUTING and not c.entry.should_trigger
+    )
     return Competition(context.siblings, builtins, near)
 
 
@@ -116,9 +122,7 @@ def with_sibling_description(target: Target, name: str, description: str) -> Tar
     folder are improved in turn, each against its siblings as they now are. The sibling's
     SKILL.md text changes with it: the Claude Code backend installs that text, and captured
     requests list what it says."""
-    siblings = tuple(
-        _relisted(s, description) if s.name == name else s for s in target.siblings
-    )
+    siblings = tuple(_relisted(s, description) if s.name == name else s for s in target.siblings)
     return replace(target, siblings=siblings) if siblings != target.siblings else target
 
 
@@ -132,8 +136,9 @@ def _relisted(sibling: ListedSkill, description: str) -> ListedSkill:
     return replace(sibling, description=description, skill_md=text)
 
 
-def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
-                results: Sequence[QueryResult]) -> list[str]:  # fmt: skip
+def taken_lines(
+    skill_name: str, cross: Sequence[CrossEntry], results: Sequence[QueryResult]
+) -> list[str]:
     """What a description gets wrong among the folder's queries, one sentence each: a
     sibling's request it takes, a routed request it takes or leaves (for the proposer, the
     JSON history and the HTML report)."""
@@ -161,8 +166,12 @@ def taken_lines(skill_name: str, cross: Sequence[CrossEntry],
     return lines
 
 
-def skill_scores(skill_name: str, own: Sequence[QueryResult], cross: Sequence[CrossEntry],
-                 results: Sequence[QueryResult]) -> dict[str, list[int]]:  # fmt: skip
+def skill_scores(
+    skill_name: str,
+    own: Sequence[QueryResult],
+    cross: Sequence[CrossEntry],
+    results: Sequence[QueryResult],
+) -> dict[str, list[int]]:
     """Per skill of the folder, ``[passed, total]``: the improved skill's own queries, and
     for each sibling (and the routing set) its queries the candidate leaves alone."""
     scores = {skill_name: [sum(1 for r in own if r.passed), len(own)]}

@@ -72,8 +72,15 @@ def optimize(
     proposer is told the skill competes with.
     """
     train, test = split_entries(target.eval_set.entries, holdout, seed)
-    run = Optimization(target, holdout, train, test, folder=folder or Folder(),
-                       confidence=session.plan.rule.confidence, accept_on=accept_on)  # fmt: skip
+    run = Optimization(
+        target,
+        holdout,
+        train,
+        test,
+        folder=folder or Folder(),
+        confidence=session.plan.rule.confidence,
+        accept_on=accept_on,
+    )
     racer = Racer(session, target, race_runs)
     rounds = _Rounds(run, racer, proposer, on_iteration, candidates, competition)
     # iteration 1 reuses the items' results, but samples again what errored or was skipped
@@ -101,16 +108,25 @@ def accept_race(racer: Racer, run: Optimization) -> Acceptance:
     entries = own + cross
     start, best = run.evaluated()[0], run.best()
     start_results, best_results = racer.measure_all(
-        [start.description, best.description], entries, racer.first_look(), fresh=True,
+        [start.description, best.description],
+        entries,
+        racer.first_look(),
+        fresh=True,
         phase="confirmation",
     )
-    race = racer.race(entries, (start.description, start_results),
-                      (best.description, best_results), phase="confirmation")  # fmt: skip
+    race = racer.race(
+        entries,
+        (start.description, start_results),
+        (best.description, best_results),
+        phase="confirmation",
+    )
     acceptance = Acceptance(best.iteration, on, race, len(own))
     if held:
-        acceptance.held_out = paired_gain([race.incumbent[i] for i in held],
-                                          [race.challenger[i] for i in held],
-                                          race.gain.confidence)  # fmt: skip
+        acceptance.held_out = paired_gain(
+            [race.incumbent[i] for i in held],
+            [race.challenger[i] for i in held],
+            race.gain.confidence,
+        )
     if race.verdict == "better":  # with a matrix, the other models must not lose
         acceptance.on_models = tuple(
             (model, _race_on(racer, model, entries, start.description, best.description))
@@ -131,8 +147,10 @@ def _acceptance_queries(
     own = run.train_entries + run.test_entries
     cross_train = [c.entry for c in run.folder.train]
     cross = cross_train + [c.entry for c in run.folder.test]
-    held = [*range(len(run.train_entries), len(own)),
-            *range(len(own) + len(cross_train), len(own) + len(cross))]  # fmt: skip
+    held = [
+        *range(len(run.train_entries), len(own)),
+        *range(len(own) + len(cross_train), len(own) + len(cross)),
+    ]
     return "all", own, cross, held
 
 
@@ -141,17 +159,24 @@ def _race_on(
 ) -> Race:
     """The start and the best raced afresh on another model of the matrix."""
     other = Racer(racer.session, racer.target, racer.race_runs, model=model)
-    mine, theirs = other.measure_all([start, best], entries, other.first_look(), fresh=True,
-                                     phase="confirmation")  # fmt: skip
+    mine, theirs = other.measure_all(
+        [start, best], entries, other.first_look(), fresh=True, phase="confirmation"
+    )
     return other.race(entries, (start, mine), (best, theirs), phase="confirmation")
 
 
 class _Rounds:
     """The iterations of one skill's rounds."""
 
-    def __init__(self, run: Optimization, racer: Racer, proposer: Proposer,
-                 on_iteration: OnIteration | None, candidates: int,
-                 competition: Competition | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        run: Optimization,
+        racer: Racer,
+        proposer: Proposer,
+        on_iteration: OnIteration | None,
+        candidates: int,
+        competition: Competition | None,
+    ) -> None:
         self.run = run
         self.racer = racer
         self.proposer = proposer
@@ -204,9 +229,17 @@ class _Rounds:
         a, b, c = itertools.accumulate(sizes)
         train, test, cross_train, cross_test = results[:a], results[a:b], results[b:c], results[c:]
         usage = sum((r.usage for r in train + test + cross_train + cross_test), Usage())
-        return Iteration(1, description, "evaluated", train, test, elapsed=time.monotonic() -
-                         started, usage=usage, cross_train=cross_train,
-                         cross_test=cross_test)  # fmt: skip
+        return Iteration(
+            1,
+            description,
+            "evaluated",
+            train,
+            test,
+            elapsed=time.monotonic() - started,
+            usage=usage,
+            cross_train=cross_train,
+            cross_test=cross_test,
+        )
 
     def _round(self, number: int) -> Iteration:
         """A round: several proposals from the best so far, screened on train; the survivor
@@ -218,28 +251,47 @@ class _Rounds:
         tried += [c.description for it in run.iterations for c in it.candidates]
         proposal = self.proposer.propose(self._prompt(best), self.candidates, tried)
         if not proposal.descriptions:
-            return Iteration(number, "", "invalid", proposal=proposal,
-                             elapsed=time.monotonic() - started, usage=proposal.usage)  # fmt: skip
+            return Iteration(
+                number,
+                "",
+                "invalid",
+                proposal=proposal,
+                elapsed=time.monotonic() - started,
+                usage=proposal.usage,
+            )
         train_entries = run.train_entries + self.cross_train
         winner, reached = 0, {}
         if len(proposal.descriptions) > 1:
             winner, reached = self.racer.screen(proposal.descriptions, train_entries)
-        candidates = [Candidate(d, reached.get(i, 0), i == winner)
-                      for i, d in enumerate(proposal.descriptions)]  # fmt: skip
+        candidates = [
+            Candidate(d, reached.get(i, 0), i == winner)
+            for i, d in enumerate(proposal.descriptions)
+        ]
         description = proposal.descriptions[winner]
         train_side = self.racer.measure(description, train_entries)
-        race = self.racer.race(train_entries, (best.description, self.train_side(best)),
-                               (description, train_side))  # fmt: skip
+        race = self.racer.race(
+            train_entries, (best.description, self.train_side(best)), (description, train_side)
+        )
         own = len(run.train_entries)
         self.extended[best.iteration] = race.incumbent
         held_out = self.racer.measure(description, run.test_entries + self.cross_test)
         test, cross_test = held_out[: len(run.test_entries)], held_out[len(run.test_entries) :]
         results = race.challenger + test + cross_test
         return Iteration(
-            number, description, "evaluated", race.challenger[:own], test, proposal,
-            time.monotonic() - started, sum((r.usage for r in results), proposal.usage),
-            race.challenger[own:], cross_test, candidates, race, race.verdict == "better",
-        )  # fmt: skip
+            number,
+            description,
+            "evaluated",
+            race.challenger[:own],
+            test,
+            proposal,
+            time.monotonic() - started,
+            sum((r.usage for r in results), proposal.usage),
+            race.challenger[own:],
+            cross_test,
+            candidates,
+            race,
+            race.verdict == "better",
+        )
 
     def _prompt(self, best: Iteration) -> str:
         """The proposer's prompt, from the best description so far."""

@@ -150,16 +150,18 @@ def _competition_parts(competition: Competition) -> list[str]:
     parts = []
     if competition.siblings:
         lines = "\n".join(s.line for s in competition.siblings)
-        parts.append("The other skills of this folder, as the assistant sees them (their "
-                     f"requests are theirs, not this skill's):\n{lines}")  # fmt: skip
+        parts.append(
+            "The other skills of this folder, as the assistant sees them (their "
+            f"requests are theirs, not this skill's):\n{lines}"
+        )
     if competition.builtins:
         names = ", ".join(competition.builtins)
         parts.append(f"Built-in skills the assistant is also shown: {names}.")
     if competition.near_misses:
-        lines = "\n".join(f"- {q!r} (belongs to {owner!r})" for owner, q in
-                          competition.near_misses)  # fmt: skip
-        parts.append("Near-misses the description must not claim, requests of the other "
-                     f"skills:\n{lines}")  # fmt: skip
+        lines = "\n".join(f"- {q!r} (belongs to {owner!r})" for owner, q in competition.near_misses)
+        parts.append(
+            f"Near-misses the description must not claim, requests of the other skills:\n{lines}"
+        )
     return parts
 
 
@@ -187,7 +189,6 @@ def _rules(count: int, when_to_use: str | None) -> str:
 def parse_proposals(text: str) -> list[str]:
     """Every description inside a pair of tags, stripped, in order (empty ones dropped)."""
     return [value.strip() for value in TAG.findall(text) if value.strip()]
-
 
 
 def repair_prompt(problems: Sequence[str], count: int) -> str:
@@ -228,8 +229,8 @@ class DescriptionProposer:
         if not problems or len(proposal.descriptions) >= count:
             return proposal
         proposal.repaired = problems
-        proposal.repair_prompt = prompt + "\n\n" + repair_prompt(
-            problems, count - len(proposal.descriptions)
+        proposal.repair_prompt = (
+            prompt + "\n\n" + repair_prompt(problems, count - len(proposal.descriptions))
         )
         try:
             proposal.repair_response, more = self.ask(proposal.repair_prompt)
@@ -239,8 +240,9 @@ class DescriptionProposer:
             return proposal
         proposal.usage = proposal.usage + more
         missing = count - len(proposal.descriptions)
-        proposal.problems = self._take(proposal, parse_proposals(proposal.repair_response),
-                                       missing, seen)  # fmt: skip
+        proposal.problems = self._take(
+            proposal, parse_proposals(proposal.repair_response), missing, seen
+        )
         return proposal
 
     @staticmethod

@@ -76,21 +76,37 @@ class Racer:
         they settle the verdict (two when they agree). The race then spends its runs only on
         the pairs that differ or are unsettled, so runs that would settle a query both sides
         agree on are not made."""
-        return SamplingPlan(FixedRule(FIRST_LOOK_RUNS, self.session.plan.threshold,
-                                      curtail=True, confidence=self.confidence))  # fmt: skip
+        return SamplingPlan(
+            FixedRule(
+                FIRST_LOOK_RUNS,
+                self.session.plan.threshold,
+                curtail=True,
+                confidence=self.confidence,
+            )
+        )
 
     def measure(
-        self, description: str, entries: Sequence[EvalEntry], plan: SamplingPlan | None = None,
-        *, fresh: bool = False, phase: str = "rounds",
-    ) -> list[QueryResult]:  # fmt: skip
+        self,
+        description: str,
+        entries: Sequence[EvalEntry],
+        plan: SamplingPlan | None = None,
+        *,
+        fresh: bool = False,
+        phase: str = "rounds",
+    ) -> list[QueryResult]:
         """Results for every entry, sampled concurrently (in message batches first, with
         ``--trigger-batch``)."""
         return self.measure_all([description], entries, plan, fresh=fresh, phase=phase)[0]
 
     def measure_all(
-        self, descriptions: Sequence[str], entries: Sequence[EvalEntry],
-        plan: SamplingPlan | None = None, *, fresh: bool = False, phase: str = "rounds",
-    ) -> list[list[QueryResult]]:  # fmt: skip
+        self,
+        descriptions: Sequence[str],
+        entries: Sequence[EvalEntry],
+        plan: SamplingPlan | None = None,
+        *,
+        fresh: bool = False,
+        phase: str = "rounds",
+    ) -> list[list[QueryResult]]:
         """:meth:`measure` for several descriptions at once: one message batch, one wave of
         concurrent requests."""
         plan = replace(plan or self.session.plan, fresh=fresh, phase=phase)
@@ -98,12 +114,12 @@ class Racer:
         n = len(entries)
         return [results[i * n : (i + 1) * n] for i in range(len(descriptions))]
 
-    def _sample(
-        self, jobs: Sequence[tuple[str, EvalEntry, SamplingPlan]]
-    ) -> list[QueryResult]:
+    def _sample(self, jobs: Sequence[tuple[str, EvalEntry, SamplingPlan]]) -> list[QueryResult]:
         """Sample every (description, entry, plan): batched first, then joined or run live."""
-        contexts = {d: self.target.context(d).on_model(self.model)
-                    for d in dict.fromkeys(d for d, _, _ in jobs)}  # fmt: skip
+        contexts = {
+            d: self.target.context(d).on_model(self.model)
+            for d in dict.fromkeys(d for d, _, _ in jobs)
+        }
         work = [(contexts[d], e, plan) for d, e, plan in jobs]
         self.session.run_batches(work)
         futures = [self.session.submit(c, e, plan) for c, e, plan in work]
@@ -117,8 +133,11 @@ class Racer:
         alive = list(range(len(descriptions)))
         reached: dict[int, int] = {}
         for _size, runs in halving_stages(len(descriptions)):
-            plan = SamplingPlan(FixedRule(runs, self.session.plan.threshold, curtail=False,
-                                          confidence=self.confidence))  # fmt: skip
+            plan = SamplingPlan(
+                FixedRule(
+                    runs, self.session.plan.threshold, curtail=False, confidence=self.confidence
+                )
+            )
             measured = self.measure_all([descriptions[i] for i in alive], entries, plan)
             scores = {}
             for index, results in zip(alive, measured, strict=True):
@@ -129,9 +148,13 @@ class Racer:
         return alive[0], reached
 
     def race(
-        self, entries: Sequence[EvalEntry], incumbent: tuple[str, list[QueryResult]],
-        challenger: tuple[str, list[QueryResult]], *, phase: str = "rounds",
-    ) -> Race:  # fmt: skip
+        self,
+        entries: Sequence[EvalEntry],
+        incumbent: tuple[str, list[QueryResult]],
+        challenger: tuple[str, list[QueryResult]],
+        *,
+        phase: str = "rounds",
+    ) -> Race:
         """Race two descriptions (each with its results on ``entries``), see the module
         docstring; the runs a race adds are fresh ones, merged into the results they extend."""
         (first, mine), (second, theirs) = incumbent, challenger
@@ -139,22 +162,31 @@ class Racer:
         while race.verdict == "undecided" and race.extra_runs < self.race_runs:
             if self.session.halted:
                 break
-            spread = [uncertainty(a, b) for a, b in zip(race.incumbent, race.challenger,
-                                                         strict=True)]  # fmt: skip
+            spread = [
+                uncertainty(a, b) for a, b in zip(race.incumbent, race.challenger, strict=True)
+            ]
             ranked = sorted(range(len(entries)), key=lambda i: -spread[i])
             chosen = [i for i in ranked[:RACE_PAIRS] if spread[i] > 1e-4]
             if not chosen:
                 break
-            self._extend((first, race.incumbent), (second, race.challenger),
-                         entries=entries, chosen=chosen, phase=phase)  # fmt: skip
+            self._extend(
+                (first, race.incumbent),
+                (second, race.challenger),
+                entries=entries,
+                chosen=chosen,
+                phase=phase,
+            )
             race.extra_runs += 2 * RACE_STEP * len(chosen)
             race.gain = paired_gain(race.incumbent, race.challenger, self.confidence)
         return race
 
     def _extend(
-        self, *sides: tuple[str, list[QueryResult]], entries: Sequence[EvalEntry],
-        chosen: list[int], phase: str,
-    ) -> None:  # fmt: skip
+        self,
+        *sides: tuple[str, list[QueryResult]],
+        entries: Sequence[EvalEntry],
+        chosen: list[int],
+        phase: str,
+    ) -> None:
         """``RACE_STEP`` more fresh runs for the chosen queries of each side, all in one batch
         or wave, merged into that side's results (fresh: stored runs, already counted, must
         not be read again)."""
@@ -162,14 +194,20 @@ class Racer:
         jobs = []
         for description, results in sides:
             for i in chosen:
-                plan = SamplingPlan(FixedRule(RACE_STEP, threshold, curtail=False,
-                                              confidence=self.confidence), fresh=True,
-                                    hits=results[i].hits, phase=phase)  # fmt: skip
+                plan = SamplingPlan(
+                    FixedRule(RACE_STEP, threshold, curtail=False, confidence=self.confidence),
+                    fresh=True,
+                    hits=results[i].hits,
+                    phase=phase,
+                )
                 jobs.append((description, entries[i], plan))
         more = iter(self._sample(jobs))
         for _, results in sides:
             for i in chosen:
                 extra = next(more)
                 old = results[i]
-                results[i] = replace(old, outcomes=old.outcomes + extra.outcomes,
-                                     skipped=extra.skipped or old.skipped)  # fmt: skip
+                results[i] = replace(
+                    old,
+                    outcomes=old.outcomes + extra.outcomes,
+                    skipped=extra.skipped or old.skipped,
+                )

@@ -50,8 +50,9 @@ class Iteration:
     became_best: bool = False  # the race found it better: later rounds improve from it
     # its scores, computed once: an iteration's results do not change once it is published,
     # and every report of every later round shows them again
-    _scores: dict[tuple[str, float], Score] = field(default_factory=dict, init=False,
-                                                   repr=False, compare=False)  # fmt: skip
+    _scores: dict[tuple[str, float], Score] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     @property
     def evaluated(self) -> bool:
@@ -89,12 +90,15 @@ class Iteration:
             return "proposal failed: " + proposal.error
         notes = []
         if proposal.repaired:
-            notes.append("asked once more, because the answer " + "; ".join(
-                p.replace("repeats", "repeated", 1) for p in proposal.repaired))  # fmt: skip
+            notes.append(
+                "asked once more, because the answer "
+                + "; ".join(p.replace("repeats", "repeated", 1) for p in proposal.repaired)
+            )
         if proposal.problems:
             verb = "dropped" if not proposal.descriptions else "partly dropped"
             notes.append(f"proposal {verb}: " + "; ".join(proposal.problems))
         return "; ".join(notes) or None
+
 
 @dataclass
 class Acceptance:
@@ -116,8 +120,9 @@ class Acceptance:
         """Fresh samplings of every race (this model's and the matrix's others) that errored
         or were skipped."""
         races = [self.race, *(race for _, race in self.on_models)]
-        return sum(1 for race in races for r in race.incumbent + race.challenger
-                   if r.passed is None)  # fmt: skip
+        return sum(
+            1 for race in races for r in race.incumbent + race.challenger if r.passed is None
+        )
 
     @property
     def complete(self) -> bool:
@@ -131,8 +136,11 @@ class Acceptance:
     @property
     def queries(self) -> str:
         """Which queries the race ran on, in words."""
-        return {"all": "every query (the held-out ones a guard)", "test": "the test queries",
-                "train": "the train queries"}.get(self.on, self.on)  # fmt: skip
+        return {
+            "all": "every query (the held-out ones a guard)",
+            "test": "the test queries",
+            "train": "the train queries",
+        }.get(self.on, self.on)
 
     @property
     def loses_held_out(self) -> bool:
@@ -140,8 +148,12 @@ class Acceptance:
 
     @property
     def accepted(self) -> bool:
-        return (self.complete and self.race.verdict == "better" and not self.loses_on
-                and not self.loses_held_out)  # fmt: skip
+        return (
+            self.complete
+            and self.race.verdict == "better"
+            and not self.loses_on
+            and not self.loses_held_out
+        )
 
     def verdict(self) -> str:
         """One line for people: the gain with its interval, and what it means."""

@@ -38,9 +38,11 @@ ASKS_A_ROUND = 2  # a proposal, and one repair request
 
 
 def rounds_bound(
-    targets: Sequence[Target], routing_sets: Sequence[RoutingSet], settings: Settings,
+    targets: Sequence[Target],
+    routing_sets: Sequence[RoutingSet],
+    settings: Settings,
     opt: OptimizerSettings,
-) -> tuple[int, int, int]:  # fmt: skip
+) -> tuple[int, int, int]:
     """The most the rounds may make: trigger calls on the first model, trigger calls on each
     other model of a matrix (the acceptance race), requests to the improve model."""
     most = settings.rule.max_runs

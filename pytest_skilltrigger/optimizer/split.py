@@ -18,9 +18,7 @@ T = TypeVar("T", bound=EvalEntry)
 KINDS = ((True, "should-trigger"), (False, "should-not-trigger"))
 
 
-def split_entries(
-    entries: Sequence[T], holdout: float, seed: int = 42
-) -> tuple[list[T], list[T]]:
+def split_entries(entries: Sequence[T], holdout: float, seed: int = 42) -> tuple[list[T], list[T]]:
     """(train, test), stratified by should_trigger; holdout 0 puts everything in train."""
     if holdout <= 0:
         return list(entries), []

@@ -72,14 +72,20 @@ def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Requ
     target = role.by_skill_md.get(path)
     if target is not None:
         context = target.context()
-        return {trigger_item_name(target, e, m): (context.on_model(m), e, plan)
-                for e in target.eval_set.entries for m in models}  # fmt: skip
+        return {
+            trigger_item_name(target, e, m): (context.on_model(m), e, plan)
+            for e in target.eval_set.entries
+            for m in models
+        }
     routing = role.by_routing_path.get(path)
     if routing is None:
         return {}
     contexts = role.routing_contexts(routing)
-    return {routing_item_name(e, m): routing_request(routing, contexts, e, plan, m)
-            for e in routing.entries for m in models}  # fmt: skip
+    return {
+        routing_item_name(e, m): routing_request(routing, contexts, e, plan, m)
+        for e in routing.entries
+        for m in models
+    }
 
 
 class BatchRunsFile:

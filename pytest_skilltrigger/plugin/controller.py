@@ -58,8 +58,11 @@ class Controller(Role):
             from pytest_skilltrigger.plugin.html import HtmlColumns
 
             gathered = self.end.gathered
-            self.html = HtmlColumns(gathered.result_of, lambda: gathered.routing_tables,
-                                    str(config.invocation_params.dir))  # fmt: skip
+            self.html = HtmlColumns(
+                gathered.result_of,
+                lambda: gathered.routing_tables,
+                str(config.invocation_params.dir),
+            )
             manager.register(self.html, HTML_PLUGIN)
 
     def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
@@ -105,9 +108,14 @@ class Controller(Role):
         from pytest_skilltrigger.conclusion.session_end import SessionEnd
 
         return SessionEnd(
-            self.targets, self.routing_sets, self.settings, optimizer=self.optimize,
-            gates=self.gates, outputs=self.outputs, base=str(self.config.invocation_params.dir),
-        )  # fmt: skip
+            self.targets,
+            self.routing_sets,
+            self.settings,
+            optimizer=self.optimize,
+            gates=self.gates,
+            outputs=self.outputs,
+            base=str(self.config.invocation_params.dir),
+        )
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml, pytest-html and users' hooks read it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -122,8 +130,9 @@ class Controller(Role):
             if isinstance(record, wire.ItemRecord):
                 self._add_item(report, record)
             elif isinstance(record, wire.RoutingRecord):
-                self.end.gathered.add_routing(record.path, record.index, record.result,
-                                              record.model)  # fmt: skip
+                self.end.gathered.add_routing(
+                    record.path, record.index, record.result, record.model
+                )
 
     def _gathered_result(self, nodeid: str) -> tuple[Target, QueryResult] | None:
         return self.end.gathered.result_of(nodeid) if self.targets else None
@@ -131,8 +140,9 @@ class Controller(Role):
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""
         gathered = self.end.gathered
-        target = gathered.add_item(report.nodeid, record.skill_md, record.index, record.result,
-                                   record.model)  # fmt: skip
+        target = gathered.add_item(
+            report.nodeid, record.skill_md, record.index, record.result, record.model
+        )
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return
         report.user_properties.extend(_properties(record.result))
@@ -186,10 +196,12 @@ class Controller(Role):
         if estimate is not None and self.optimize is not None:
             from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
 
-            estimate = estimate.with_rounds(*rounds_bound(
-                self.targets, self.routing_sets, self.settings, self.optimize))  # fmt: skip
-        return header_lines(len(self.targets), self.settings, engine.context_label, estimate,
-                            self.drafted)  # fmt: skip
+            estimate = estimate.with_rounds(
+                *rounds_bound(self.targets, self.routing_sets, self.settings, self.optimize)
+            )
+        return header_lines(
+            len(self.targets), self.settings, engine.context_label, estimate, self.drafted
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:

@@ -89,7 +89,9 @@ class HtmlColumns:
     ``routing`` the routing tables of the session's report (once it is built)."""
 
     def __init__(
-        self, lookup: Lookup, routing: Callable[[], Sequence[RoutingTable]] = list,
+        self,
+        lookup: Lookup,
+        routing: Callable[[], Sequence[RoutingTable]] = list,
         base: str | None = None,
     ) -> None:
         self.lookup = lookup

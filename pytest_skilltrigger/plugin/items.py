@@ -56,8 +56,10 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     expected = "trigger" if result.should_trigger else "not trigger"
     if result.unlisted:
         return f"query: {result.query!r}\nexpected {skill_name!r} to {expected}: {result.unlisted}"
-    lines = [f"query: {result.query!r}", f"expected {skill_name!r} to {expected}: "
-             + verdict_text(result)]  # fmt: skip
+    lines = [
+        f"query: {result.query!r}",
+        f"expected {skill_name!r} to {expected}: " + verdict_text(result),
+    ]
     if result.should_trigger:
         instead = describe_chosen(result.chosen, exclude=f"skill:{skill_name}")
         lines.append(f"the model chose instead: {instead}")
@@ -109,9 +111,12 @@ def _params(index: int, query: str, model: str | None) -> str:
 
 
 def routing_request(
-    routing: RoutingSet, contexts: dict[str, TriggerContext], entry: RoutingEntry,
-    plan: SamplingPlan, model: str | None = None,
-) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:  # fmt: skip
+    routing: RoutingSet,
+    contexts: dict[str, TriggerContext],
+    entry: RoutingEntry,
+    plan: SamplingPlan,
+    model: str | None = None,
+) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
     """What a routing entry samples on ``model`` (its item's, and a batch's before the items
     run)."""
     from dataclasses import replace
@@ -148,9 +153,14 @@ class SkillFile(pytest.File):
     """The collector for one skill; ``path`` is its SKILL.md."""
 
     def __init__(
-        self, *, target: Target, source: ResultSource, soft_misses: bool,
-        models: tuple[str, ...] = (), **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        target: Target,
+        source: ResultSource,
+        soft_misses: bool,
+        models: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.target = target
         self.source = source
@@ -250,9 +260,9 @@ class TriggerItem(SamplingItem):
 
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
-        return wire.ItemRecord(self.target.skill.skill_md, self.entry.index, context_key,
-                               self.model,
-                               self.result)  # fmt: skip
+        return wire.ItemRecord(
+            self.target.skill.skill_md, self.entry.index, context_key, self.model, self.result
+        )
 
     def failure(self, result: QueryResult) -> str | None:
         if result.passed:
@@ -271,9 +281,15 @@ class RoutingFile(pytest.File):
     """The collector for a folder's routing eval set."""
 
     def __init__(
-        self, *, routing: RoutingSet, contexts: dict[str, TriggerContext], source: ResultSource,
-        soft_misses: bool, models: tuple[str, ...] = (), **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        routing: RoutingSet,
+        contexts: dict[str, TriggerContext],
+        source: ResultSource,
+        soft_misses: bool,
+        models: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.routing = routing
         self.contexts = contexts
@@ -286,10 +302,16 @@ class RoutingFile(pytest.File):
             for model in self.models or (None,):
                 name = routing_item_name(entry, model)
                 yield RoutingItem.from_parent(
-                    self, name=name, nodeid=f"{self.nodeid}::{name}", entry=entry,
-                    routing=self.routing, contexts=self.contexts, source=self.source,
-                    soft_misses=self.soft_misses, model=model,
-                )  # fmt: skip
+                    self,
+                    name=name,
+                    nodeid=f"{self.nodeid}::{name}",
+                    entry=entry,
+                    routing=self.routing,
+                    contexts=self.contexts,
+                    source=self.source,
+                    soft_misses=self.soft_misses,
+                    model=model,
+                )
 
 
 class RoutingItem(SamplingItem):
@@ -297,9 +319,14 @@ class RoutingItem(SamplingItem):
     threshold's share of the runs; for ``null``, no project skill may reach it."""
 
     def __init__(
-        self, *, entry: RoutingEntry, routing: RoutingSet, contexts: dict[str, TriggerContext],
-        model: str | None = None, **kwargs: Any,
-    ) -> None:  # fmt: skip
+        self,
+        *,
+        entry: RoutingEntry,
+        routing: RoutingSet,
+        contexts: dict[str, TriggerContext],
+        model: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.routing_entry = entry
         self.routing = routing
@@ -328,8 +355,9 @@ class RoutingItem(SamplingItem):
 
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
-        return wire.RoutingRecord(self.routing.path, self.routing_entry.index, context_key,
-                                  self.model, self.result)  # fmt: skip
+        return wire.RoutingRecord(
+            self.routing.path, self.routing_entry.index, context_key, self.model, self.result
+        )
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"

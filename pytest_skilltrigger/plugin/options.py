@@ -119,8 +119,11 @@ def models(config: pytest.Config) -> dict[str, Any]:
         given = {f: config.getini(_dest(f)) for f in flags}
     if all(given.values()):
         where = "on the command line" if config.getoption("trigger_model") else "in the ini file"
-        raise InputError("--trigger-models", f"given with --trigger-model {where}: name the "
-                         "models once (either takes several, comma-separated)")  # fmt: skip
+        raise InputError(
+            "--trigger-models",
+            f"given with --trigger-model {where}: name the "
+            "models once (either takes several, comma-separated)",
+        )
     raw = given["--trigger-model"] or given["--trigger-models"] or None
     if raw is None:
         return {"model": None, "models": ()}

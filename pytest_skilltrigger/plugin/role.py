@@ -124,9 +124,12 @@ class Role:
 
         settings = self.settings  # read first: it reads the price file
         return TriggerSession(
-            settings, write_store=self.writes_store, share=self.share,
-            progress=self.batch_progress, prices=self.prices,
-        )  # fmt: skip
+            settings,
+            write_store=self.writes_store,
+            share=self.share,
+            progress=self.batch_progress,
+            prices=self.prices,
+        )
 
     def batch_progress(self, progress: BatchProgress) -> None:
         """Show how a message batch advances (only a controller makes batches)."""

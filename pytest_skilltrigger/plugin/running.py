@@ -50,11 +50,14 @@ class ItemRunner(Role):
         routing = self.by_routing_path.get(path)
         if routing is not None:
             return RoutingFile.from_parent(
-                parent, path=file_path, routing=routing, contexts=self.routing_contexts(routing),
+                parent,
+                path=file_path,
+                routing=routing,
+                contexts=self.routing_contexts(routing),
                 source=self,
                 soft_misses=self.gates.min_routing_accuracy is not None,
                 models=self.settings.models,
-            )  # fmt: skip
+            )
         target = self.by_skill_md.get(path)
         if target is None:
             return None
@@ -140,8 +143,10 @@ class ItemRunner(Role):
         # the session's rule, or the runs this call names
         rule = with_runs(self.engine.plan.rule, runs, threshold)
         if rule.sequential and not rule.margin < rule.threshold < 1 - rule.margin:  # type: ignore[union-attr]
-            raise ValueError(f"threshold {threshold} is too near 0 or 1 for the sequential rule: "
-                             "name the runs too (runs=...)")  # fmt: skip
+            raise ValueError(
+                f"threshold {threshold} is too near 0 or 1 for the sequential rule: "
+                "name the runs too (runs=...)"
+            )
         plan = replace(self.engine.plan, rule=rule, phase="checks")
         full = os.path.join(self.config.rootpath, path)  # the project's, wherever pytest started
         context = self._contexts.get(full)

@@ -50,10 +50,14 @@ class SkillChanges:
         counts = f"{len(self.regressed)} queries worse, {len(self.improved)} better"
         test = f"sign test p = {self.p_value:.3g}"
         if self.significant:
-            return f"{self.skill}: regressed against the baseline: {counts} ({test}, " \
-                   f"below {1 - confidence:.2g})"  # fmt: skip
-        return f"{self.skill}: {counts} against the baseline ({test}): not a regression at " \
-               f"{confidence:.0%}, within the noise of the runs"  # fmt: skip
+            return (
+                f"{self.skill}: regressed against the baseline: {counts} ({test}, "
+                f"below {1 - confidence:.2g})"
+            )
+        return (
+            f"{self.skill}: {counts} against the baseline ({test}): not a regression at "
+            f"{confidence:.0%}, within the noise of the runs"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,9 @@ def load_baseline(path: str) -> dict[str, Any]:
     return data
 
 
-def compare(baseline: dict[str, Any], current: dict[str, Any], confidence: float = 0.95
-            ) -> Comparison:  # fmt: skip
+def compare(
+    baseline: dict[str, Any], current: dict[str, Any], confidence: float = 0.95
+) -> Comparison:
     """What changed in ``current`` against ``baseline``, query by query and skill by skill."""
     before = _statuses(baseline)
     changes: dict[str, dict[str, list[Change]]] = {}
@@ -138,6 +143,9 @@ def compare(baseline: dict[str, Any], current: dict[str, Any], confidence: float
     skills = []
     for skill, kinds in changes.items():
         p = sign_test(len(kinds["regressed"]), len(kinds["improved"]))
-        skills.append(SkillChanges(skill, kinds["regressed"], kinds["improved"], kinds["noise"],
-                                   p, p <= 1 - confidence))  # fmt: skip
+        skills.append(
+            SkillChanges(
+                skill, kinds["regressed"], kinds["improved"], kinds["noise"], p, p <= 1 - confidence
+            )
+        )
     return Comparison(confidence, skills)

@@ -77,8 +77,14 @@ class Cell:
 
 
 # a result's status (QueryResult.status): its mark in a cell, and its label
-MARKS = {"skipped": ("–", "skipped"), "error": ("!", "error"), "borderline": ("≈", "borderline"),
-         "pass": ("✓", "pass"), "fail": ("✗", "fail"), "none": ("?", "no verdict")}  # fmt: skip
+MARKS = {
+    "skipped": ("–", "skipped"),
+    "error": ("!", "error"),
+    "borderline": ("≈", "borderline"),
+    "pass": ("✓", "pass"),
+    "fail": ("✗", "fail"),
+    "none": ("?", "no verdict"),
+}
 
 
 def cell_of(result: QueryResult | None) -> Cell | None:
@@ -102,10 +108,24 @@ def cell_of(result: QueryResult | None) -> Cell | None:
     bar = None
     if result.runs:
         low, high = result.interval
-        bar = (round(low * 100, 1), round(max(high - low, 0.01) * 100, 1),
-               round(result.trigger_rate * 100, 1), round(result.threshold * 100, 1))  # fmt: skip
-    return Cell(kind, mark, label, rate, result.triggers, result.runs, detail, "\n".join(tip),
-                bar, format_interval(result.interval) if result.runs else "")  # fmt: skip
+        bar = (
+            round(low * 100, 1),
+            round(max(high - low, 0.01) * 100, 1),
+            round(result.trigger_rate * 100, 1),
+            round(result.threshold * 100, 1),
+        )
+    return Cell(
+        kind,
+        mark,
+        label,
+        rate,
+        result.triggers,
+        result.runs,
+        detail,
+        "\n".join(tip),
+        bar,
+        format_interval(result.interval) if result.runs else "",
+    )
 
 
 # -- routing ---------------------------------------------------------------------------------
@@ -167,8 +187,9 @@ def _matrix_view(report: SessionReport) -> dict[str, Any] | None:
     for d in disagreements(report.skills):
         by_model = dict(d.by_model)
         cells = [rate_cell(by_model[m]) if m in by_model else "—" for m in models]
-        rows.append({"skill": d.skill, "query": d.query, "should_trigger": d.should_trigger,
-                     "cells": cells})  # fmt: skip
+        rows.append(
+            {"skill": d.skill, "query": d.query, "should_trigger": d.should_trigger, "cells": cells}
+        )
     return {"models": models, "rows": rows}
 
 
@@ -188,17 +209,23 @@ def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any
         ("Path", display_path(target.skill.path, base)),
         ("Listed as", listed or f"not listed: {target.skill.unlisted_reason}"),
         *([("Listing budget", skill.listing_warning)] if skill.listing_warning else []),
-        ("Queries passed", f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)})"
-                           f"{interval}; {s.failed} failed{borderline}, {s.errors} "
-                           f"errors{skipped}"),
+        (
+            "Queries passed",
+            f"{s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)})"
+            f"{interval}; {s.failed} failed{borderline}, {s.errors} "
+            f"errors{skipped}",
+        ),
         ("Precision", rate_text(s.precision, s.precision_interval)),
         ("Recall", rate_text(s.recall, s.recall_interval)),
         ("Run accuracy", rate_text(s.accuracy, s.accuracy_interval)),
-        ("Calls", f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
-                  f"cache write {u.cache_creation_input_tokens:,}, "
-                  f"read {u.cache_read_input_tokens:,})"),
+        (
+            "Calls",
+            f"{s.calls} (tokens in {u.input_tokens:,}, out {u.output_tokens:,}, "
+            f"cache write {u.cache_creation_input_tokens:,}, "
+            f"read {u.cache_read_input_tokens:,})",
+        ),
         ("Cost", format_usd(s.cost_usd) if s.priced else "n/a (no model priced)"),
-    ]  # fmt: skip
+    ]
     extras = {e.index: e.extra for e in target.eval_set.entries}
     rows = [_result_row(i, r, extras.get(i) or {}) for i, r in sorted(skill.results.rows.items())]
     rows.sort(key=lambda row: not row["failing"])
@@ -208,8 +235,14 @@ def _results_skill(skill: SkillReport, base: str | None = None) -> dict[str, Any
         group = [r for r in drafted if r["should_trigger"] == should]
         if group:
             kinds.append((kind, group))
-    return {"name": skill.label, "meta": meta, "listed": bool(listed), "rows": rows,
-            "drafted": kinds, "review": REVIEW}  # fmt: skip
+    return {
+        "name": skill.label,
+        "meta": meta,
+        "listed": bool(listed),
+        "rows": rows,
+        "drafted": kinds,
+        "review": REVIEW,
+    }
 
 
 def _result_row(index: int, result: QueryResult, extra: dict[str, Any]) -> dict[str, Any]:
@@ -237,11 +270,19 @@ def render_extra(rows: Sequence[tuple[str, Any]], data: str = "") -> str:
 
 
 def render_rounds_page(
-    skills: Sequence[dict[str, Any]], *, running: bool, routing: Sequence[dict[str, Any]] = (),
-    title: str = "Skill trigger report", confidence: float = 0.95,
-) -> str:  # fmt: skip
+    skills: Sequence[dict[str, Any]],
+    *,
+    running: bool,
+    routing: Sequence[dict[str, Any]] = (),
+    title: str = "Skill trigger report",
+    confidence: float = 0.95,
+) -> str:
     """The improvement rounds' page from each skill's view (:mod:`.rounds_view`); its
     intervals are at ``confidence``."""
-    page = {"skills": list(skills), "running": running, "routing": list(routing),
-            "confidence": f"{confidence:.0%}"}  # fmt: skip
+    page = {
+        "skills": list(skills),
+        "running": running,
+        "routing": list(routing),
+        "confidence": f"{confidence:.0%}",
+    }
     return render("rounds.html.j2", title=title, refresh=running, page=page)

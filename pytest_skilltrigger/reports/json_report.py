@@ -99,8 +99,11 @@ def rounds_json(run: Optimization) -> dict[str, Any]:
 
 
 def _score_json(value: Score) -> dict[str, Any]:
-    return {"expected": round(value.expected, 3), "interval": list(value.interval),
-            "total": value.total}  # fmt: skip
+    return {
+        "expected": round(value.expected, 3),
+        "interval": list(value.interval),
+        "total": value.total,
+    }
 
 
 def _gain_json(gain: Gain) -> dict[str, Any]:
@@ -146,8 +149,10 @@ def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
         return entry
     entry["train_score"] = _score_json(it.train_score(run.confidence))
     entry["test_score"] = _score_json(it.test_score(run.confidence))
-    entry["candidates"] = [{"description": c.description, "screened_runs": c.screened_runs,
-                            "survived": c.survived} for c in it.candidates]  # fmt: skip
+    entry["candidates"] = [
+        {"description": c.description, "screened_runs": c.screened_runs, "survived": c.survived}
+        for c in it.candidates
+    ]
     entry["race"] = (
         {**_gain_json(it.race.gain), "extra_runs": it.race.extra_runs} if it.race else None
     )

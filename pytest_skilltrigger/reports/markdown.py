@@ -107,8 +107,10 @@ def _failing_queries(skill: SkillReport) -> list[str]:
     if not failing:
         return []
     lines = ["", f"### {_cell(skill.label)}: failing queries", ""]
-    lines += ["| query | expected | triggers/runs | rate, interval | chosen |",
-              "|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "| query | expected | triggers/runs | rate, interval | chosen |",
+        "|---|---|---|---|---|",
+    ]
     for r in failing:
         expected = "trigger" if r.should_trigger else "no trigger"
         observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
@@ -116,6 +118,7 @@ def _failing_queries(skill: SkillReport) -> list[str]:
             observed += " (borderline)"
         rate = f"{format_ratio(r.trigger_rate)}, {format_interval(r.interval)}"
         chosen = describe_chosen(dict(r.chosen))
-        lines.append(f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {rate} | "
-                     f"{_cell(chosen)} |")  # fmt: skip
+        lines.append(
+            f"| {_cell(r.query)} | {expected} | {_cell(observed)} | {rate} | {_cell(chosen)} |"
+        )
     return lines

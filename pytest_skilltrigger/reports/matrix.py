@@ -34,7 +34,7 @@ class Disagreement:
             f"{model} {r.status} {r.triggers}/{r.runs} "
             f"({format_interval(r.interval, r.rule.confidence)})"
             for model, r in self.by_model
-        )  # fmt: skip
+        )
         return f"{self.skill}: {self.query!r} ({kind}): {cells}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,12 +43,17 @@ class Disagreement:
             "query": self.query,
             "should_trigger": self.should_trigger,
             "by_model": {
-                model: {"pass": r.passed, "verdict": r.status, "triggers": r.triggers,
-                        "runs": r.runs, "trigger_rate": round(r.trigger_rate, 4),
-                        "interval": [round(x, 4) for x in r.interval]}
+                model: {
+                    "pass": r.passed,
+                    "verdict": r.status,
+                    "triggers": r.triggers,
+                    "runs": r.runs,
+                    "trigger_rate": round(r.trigger_rate, 4),
+                    "interval": [round(x, 4) for x in r.interval],
+                }
                 for model, r in self.by_model
             },
-        }  # fmt: skip
+        }
 
 
 def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
@@ -64,12 +69,14 @@ def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
             continue
         indices = sorted({i for s in group for i in s.results.rows})
         for index in indices:
-            cells = [(s.model or "", s.results.rows[index]) for s in group
-                     if index in s.results.rows]  # fmt: skip
+            cells = [
+                (s.model or "", s.results.rows[index]) for s in group if index in s.results.rows
+            ]
             if len(cells) > 1 and len({r.status for _, r in cells}) > 1:
                 first = cells[0][1]
-                found.append(Disagreement(group[0].name, first.query, first.should_trigger,
-                                          tuple(cells)))  # fmt: skip
+                found.append(
+                    Disagreement(group[0].name, first.query, first.should_trigger, tuple(cells))
+                )
     return found
 
 

@@ -45,9 +45,12 @@ class RoundFiles:
     """Where the rounds are written: an HTML report path, a results folder, or both."""
 
     def __init__(
-        self, report_path: str | None, results_dir: str | None,
-        routing: Sequence[RoutingTable] = (), base: str | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        report_path: str | None,
+        results_dir: str | None,
+        routing: Sequence[RoutingTable] = (),
+        base: str | None = None,
+    ) -> None:
         self.report_path = report_path
         # the session's routing tables, shown under the rounds (folders as pytest's user
         # reads them: relative to where it started)
@@ -59,17 +62,23 @@ class RoundFiles:
         """Rewrite the HTML report and the results folder's report and JSON."""
         running = not all(run.exit_reason for run in runs)
         page = render_rounds_page(
-            [skill_view(run, self.base) for run in runs], running=running, routing=self.routing,
+            [skill_view(run, self.base) for run in runs],
+            running=running,
+            routing=self.routing,
             confidence=runs[0].confidence if runs else 0.95,
         )
         if self.report_path:
             atomic_write_text(self.report_path, page)
         if self.results_dir:
             skills = [
-                {"skill_name": run.target.name, "skill_path": run.target.skill.path,
-                 "listed_as": run.target.context().tested.line, **rounds_json(run)}
+                {
+                    "skill_name": run.target.name,
+                    "skill_path": run.target.skill.path,
+                    "listed_as": run.target.context().tested.line,
+                    **rounds_json(run),
+                }
                 for run in runs
-            ]  # fmt: skip
+            ]
             atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
             write_report(os.path.join(self.results_dir, "results.json"), {"skills": skills})
 

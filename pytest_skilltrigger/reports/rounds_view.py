@@ -60,8 +60,13 @@ def _meta(run: Optimization, base: str | None = None) -> list[tuple[str, str]]:
     if run.acceptance is not None:
         a = run.acceptance
         written = "accepted for SKILL.md" if run.improved else "SKILL.md unchanged"
-        meta.append(("Acceptance", f"iteration {a.best_iteration} raced against the start on "
-                                   f"fresh runs ({a.on}): {a.verdict()}; {written}"))  # fmt: skip
+        meta.append(
+            (
+                "Acceptance",
+                f"iteration {a.best_iteration} raced against the start on "
+                f"fresh runs ({a.on}): {a.verdict()}; {written}",
+            )
+        )
     elif run.evaluated() and not run.beats_start and not run.interrupted:
         meta.append(("Acceptance", "no candidate beat the start on train: SKILL.md unchanged"))
     if run.interrupted:
@@ -79,7 +84,8 @@ def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, 
         "status": it.status if it.status != "evaluated" else "",
         "description": it.description,
         "note": it.note,
-        "candidates": [_candidate(cand) for cand in it.candidates] if len(it.candidates) > 1
+        "candidates": [_candidate(cand) for cand in it.candidates]
+        if len(it.candidates) > 1
         else [],
         "train": it.train_score(c).text() if it.evaluated else "—",
         "test": it.test_score(c).text() if it.evaluated else "—",
@@ -103,8 +109,10 @@ def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, 
 
 
 def _candidate(candidate: Candidate) -> str:
-    how = "survived the screening" if candidate.survived else (
-        f"dropped after {candidate.screened_runs} run(s) a query"
+    how = (
+        "survived the screening"
+        if candidate.survived
+        else (f"dropped after {candidate.screened_runs} run(s) a query")
     )
     return f"{how}: {candidate.description}"
 
@@ -122,9 +130,16 @@ def _grid(run: Optimization) -> list[dict[str, Any]]:
     for split, entries, pick in sides:
         for position, entry in enumerate(entries):
             cells = [cell_of(_at(pick(it), position)) for it in run.iterations]
-            rows.append({"split": split, "should_trigger": entry.should_trigger,
-                         "query": entry.query, "tip": _tip(entry, split), "cells": cells,
-                         "owner": entry.extra.get("owner")})  # fmt: skip
+            rows.append(
+                {
+                    "split": split,
+                    "should_trigger": entry.should_trigger,
+                    "query": entry.query,
+                    "tip": _tip(entry, split),
+                    "cells": cells,
+                    "owner": entry.extra.get("owner"),
+                }
+            )
     return rows
 
 
@@ -162,11 +177,16 @@ def _chart(run: Optimization) -> dict[str, Any] | None:
         sides = (("train", it.train_score(c), -6), ("test", it.test_score(c), 6))
         for side, value, offset in sides:
             low, high = value.interval
-            points.append({
-                "side": side, "x": x(it.iteration) + offset, "y": y(value.expected, value.total),
-                "low": y(low, value.total), "high": y(high, value.total),
-                "label": f"iteration {it.iteration}, {side}: {value.text()}",
-            })  # fmt: skip
+            points.append(
+                {
+                    "side": side,
+                    "x": x(it.iteration) + offset,
+                    "y": y(value.expected, value.total),
+                    "low": y(low, value.total),
+                    "high": y(high, value.total),
+                    "label": f"iteration {it.iteration}, {side}: {value.text()}",
+                }
+            )
     start = evaluated[0].train_score(c)
     written = best if run.improved else None
     return {

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.skills.routing_set import RoutingEntry
 
+
 @dataclass
 class RoutingRow:
     """What was chosen for one skill's queries of one kind, over all their runs."""
@@ -113,19 +114,37 @@ class RoutingTable:
             "folder_skills": self.project_skills,
             "columns": self.columns(),
             "rows": [
-                {"skill": r.skill, "should_trigger": r.should_trigger, "queries": r.queries,
-                 "runs": r.runs, "errors": r.errors, "chosen": dict(sorted(r.chosen.items()))}
+                {
+                    "skill": r.skill,
+                    "should_trigger": r.should_trigger,
+                    "queries": r.queries,
+                    "runs": r.runs,
+                    "errors": r.errors,
+                    "chosen": dict(sorted(r.chosen.items())),
+                }
                 for r in self.rows
             ],
             "clashes": [
-                {"taker": c.taker, "owner": c.owner, "taken": c.taken, "runs": c.runs,
-                 "queries": c.queries, "text": c.line()}
+                {
+                    "taker": c.taker,
+                    "owner": c.owner,
+                    "taken": c.taken,
+                    "runs": c.runs,
+                    "queries": c.queries,
+                    "text": c.line(),
+                }
                 for c in self.clashes
             ],
             "items": [
-                {"query": i.entry.query, "expected_skill": i.entry.expected_skill,
-                 "pass": i.passed, "runs": i.result.runs, "chosen": i.result.chosen,
-                 "errors": i.result.errors, "skipped": i.result.skipped}
+                {
+                    "query": i.entry.query,
+                    "expected_skill": i.entry.expected_skill,
+                    "pass": i.passed,
+                    "runs": i.result.runs,
+                    "chosen": i.result.chosen,
+                    "errors": i.result.errors,
+                    "skipped": i.result.skipped,
+                }
                 for i in self.items
             ],
             "accuracy": self.rounded_accuracy,
@@ -134,7 +153,7 @@ class RoutingTable:
             ),
             "passed": self.counted[0],
             "decided": self.counted[1],
-        }  # fmt: skip
+        }
 
 
 # each folder's routing items by entry index

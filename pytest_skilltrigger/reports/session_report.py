@@ -75,8 +75,10 @@ class SkillReport:
         if self.listed != BARE or self.fit is None:
             return None
         on = f" with {self.fit.model}" if self.fit.model else ""
-        return (f"{self.name} is listed as a bare name{on}: the folder's listing passes the "
-                f"budget of {self.fit.budget:,} characters by {self.fit.over_by:,}")  # fmt: skip
+        return (
+            f"{self.name} is listed as a bare name{on}: the folder's listing passes the "
+            f"budget of {self.fit.budget:,} characters by {self.fit.over_by:,}"
+        )
 
     @property
     def listed_line(self) -> str | None:
@@ -170,6 +172,13 @@ def build_report(
         for skill in results.ordered()
     ]
     return SessionReport(
-        backend, model, runs_per_query, threshold, skills, list(routing), dict(spending or {}),
-        base, rule,
-    )  # fmt: skip
+        backend,
+        model,
+        runs_per_query,
+        threshold,
+        skills,
+        list(routing),
+        dict(spending or {}),
+        base,
+        rule,
+    )

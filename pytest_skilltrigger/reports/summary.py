@@ -163,8 +163,7 @@ def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float 
         for o in r.outcomes:
             if o.from_store:
                 continue
-            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices), o.batch,
-                                  o.requests)  # fmt: skip
+            cost = maybe_cost_usd(o.usage, price_of(o.model or model, prices), o.batch, o.requests)
             if cost is None:
                 return None
             total += cost
@@ -243,6 +242,7 @@ class SessionResults:
         """Skills in target order (then any others by path), whatever the arrival order."""
         rank = {k: i for i, k in enumerate(self._order)}
         models = {m: i for i, m in enumerate(self._models)}
+
         def place(key: tuple[str, str | None]) -> tuple[int, str, int, str]:
             skill_md, model = key
             return rank.get(skill_md, len(rank)), skill_md, models.get(model, -1), model or ""

@@ -41,9 +41,12 @@ class TerminalLine:
 
 
 def header_lines(
-    skills: int, settings: Settings, context_label: str | None, estimate: Estimate | None = None,
+    skills: int,
+    settings: Settings,
+    context_label: str | None,
+    estimate: Estimate | None = None,
     drafted: Sequence[Draft] = (),
-) -> list[str]:  # fmt: skip
+) -> list[str]:
     """The report header: the eval sets drafted, what the run will do and may cost."""
     store = settings.active_store or "off"
     lines = [
@@ -145,8 +148,7 @@ def failure_lines(skill: SkillReport) -> list[str]:
             for choice, count in r.chosen.items():
                 chosen[choice] = chosen.get(choice, 0) + count
         own = f"skill:{skill.name}"
-        won = (f"; chosen instead: {describe_chosen(chosen, exclude=own)}" if should
-               else "")  # fmt: skip
+        won = f"; chosen instead: {describe_chosen(chosen, exclude=own)}" if should else ""
         lines.append(f"  {verb} {len(failed)} of {of} {kind} queries{won}")
         for r in failed[:MAX_LISTED_QUERIES]:
             how = "borderline" if r.borderline else f"{r.triggers}/{r.runs}"

@@ -61,9 +61,11 @@ class Target:
 
 
 def context_of(
-    skill: Skill, description: str, siblings: tuple[ListedSkill, ...],
+    skill: Skill,
+    description: str,
+    siblings: tuple[ListedSkill, ...],
     installed: tuple[ListedSkill, ...] = (),
-) -> TriggerContext:  # fmt: skip
+) -> TriggerContext:
     """The trigger context of a skill (its listing keys, its file) with a description, and
     the user's installed skills listed before the project's."""
     return TriggerContext(
@@ -102,8 +104,7 @@ def listing_warnings(skill: Skill, description: str) -> list[str]:
     """What keeps the model from seeing the description as written, one line each."""
     where = skill.skill_md
     if skill.unlisted_reason:
-        return [f"{where}: {skill.unlisted_reason}; its should-trigger queries fail without "
-                "a call"]  # fmt: skip
+        return [f"{where}: {skill.unlisted_reason}; its should-trigger queries fail without a call"]
     found = cut_point(description, skill.when_to_use)
     if found is None:
         return []
@@ -207,9 +208,12 @@ def load_targets(
         )
     clash = sorted({s.name for s in installed} & {t.name for t in targets})
     if clash:
-        raise InputError("--trigger-extra-skills", f"installs a skill named {clash[0]!r}, "
-                         "like a tested one: an installed skill shadows it in Claude Code, "
-                         "so the one under test would never be seen")  # fmt: skip
+        raise InputError(
+            "--trigger-extra-skills",
+            f"installs a skill named {clash[0]!r}, "
+            "like a tested one: an installed skill shadows it in Claude Code, "
+            "so the one under test would never be seen",
+        )
     return targets
 
 
@@ -268,4 +272,3 @@ def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[R
             continue
         found.append(load_routing_set(path, tuple(sorted(names))))
     return found
-

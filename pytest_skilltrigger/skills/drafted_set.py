@@ -52,12 +52,15 @@ def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = (
     competitors = ", ".join(s.name for s in context.generic_competitors) or "(none)"
     if context.installed:  # --trigger-extra-skills: they compete in every listing
         competitors += "\nSkills the user has installed, listed beside it too:\n" + "\n".join(
-            f"- {s.name}: {s.description}" for s in context.installed)  # fmt: skip
+            f"- {s.name}: {s.description}" for s in context.installed
+        )
     known = ""
     if avoid:
-        known = "\nThe skill's eval set already has these; write different ones:\n" + "\n".join(
-            f"- {q}" for q in avoid
-        ) + "\n"  # fmt: skip
+        known = (
+            "\nThe skill's eval set already has these; write different ones:\n"
+            + "\n".join(f"- {q}" for q in avoid)
+            + "\n"
+        )
     return (
         f"Write a trigger eval set for the Agent Skill '{skill.name}'. An assistant sees only "
         "the skill's name and description among other skills and decides from a user's "
@@ -131,8 +134,11 @@ def check_answer(data: Any, description: str) -> tuple[list[DraftedEntry], list[
     problems: list[str] = []
     seen: set[str] = set()
     for n, item in enumerate(data, 1):
-        if not (isinstance(item, dict) and isinstance(item.get("query"), str)
-                and isinstance(item.get("should_trigger"), bool)):  # fmt: skip
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("query"), str)
+            and isinstance(item.get("should_trigger"), bool)
+        ):
             problems.append(f'entry {n} is not a {{"query": text, "should_trigger": true/false}}')
             continue
         query = item["query"].strip()
@@ -150,8 +156,9 @@ def check_answer(data: Any, description: str) -> tuple[list[DraftedEntry], list[
     positives = sum(e.should_trigger for e in entries)
     for kind, count in (("should-trigger", positives), ("should-not", len(entries) - positives)):
         if count < MIN_SHARE * max(len(entries), 1):
-            problems.append(f"{count} {kind} entries of {len(entries)}: both kinds are wanted, "
-                            "about equally")  # fmt: skip
+            problems.append(
+                f"{count} {kind} entries of {len(entries)}: both kinds are wanted, about equally"
+            )
     return entries, problems
 
 

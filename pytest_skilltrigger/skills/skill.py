@@ -21,12 +21,22 @@ SKILL_FILE = "SKILL.md"
 MAX_DESCRIPTION = 1024
 MAX_NAME = 64
 ALLOWED_KEYS = (
-    "name", "description", "license", "allowed-tools", "metadata", "compatibility",
+    "name",
+    "description",
+    "license",
+    "allowed-tools",
+    "metadata",
+    "compatibility",
     # read by Claude Code: appended to the listed description / keep the skill unlisted /
     # whether a user may run it by name
-    "when_to_use", "disable-model-invocation", "paths", "user-invocable",
-)  # fmt: skip
+    "when_to_use",
+    "disable-model-invocation",
+    "paths",
+    "user-invocable",
+)
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
 @dataclass(frozen=True)
 class Skill:
     """One skill as found on disk.

@@ -28,7 +28,6 @@ class FileChangedError(Exception):
         )
 
 
-
 def write_description(skill_md: str, new_description: str, expected_raw: bytes) -> None:
     """Replace the description in ``skill_md`` on disk, atomically.
 

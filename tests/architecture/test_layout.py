@@ -19,9 +19,16 @@ MAX_FUNCTION_LINES = 60
 # The floors, from the ground up: a module may import its own floor and those below it, never
 # one above (lazy imports included). Value types at the bottom, pytest at the top.
 FLOORS = (
-    "support", "model", "skills", "backends", "engine", "optimizer", "reports", "conclusion",
+    "support",
+    "model",
+    "skills",
+    "backends",
+    "engine",
+    "optimizer",
+    "reports",
+    "conclusion",
     "plugin",
-)  # fmt: skip
+)
 
 
 def module_name(path: Path) -> str:
@@ -202,10 +209,17 @@ def test_lazy_imports_are_counted_and_type_checking_ones_are_not(tmp_path: Path)
         "    from pytest_skilltrigger.support import ROLE\n"
     )
     assert all_imports(source) == {
-        "typing", "typing.TYPE_CHECKING", "top", "at_runtime", "lazy.inner",
-        "lazy.inner.name", "deeper", f"{NAME}.plugin.options",  # the module, not its package
-        f"{NAME}.support", f"{NAME}.support.ROLE",  # a name the package defines: the package
-    }  # fmt: skip
+        "typing",
+        "typing.TYPE_CHECKING",
+        "top",
+        "at_runtime",
+        "lazy.inner",
+        "lazy.inner.name",
+        "deeper",
+        f"{NAME}.plugin.options",  # the module, not its package
+        f"{NAME}.support",
+        f"{NAME}.support.ROLE",  # a name the package defines: the package
+    }
     assert "lazy.inner" not in top_level_imports(source)
 
 
@@ -218,7 +232,8 @@ def test_no_module_is_over_the_line_limit(name: str) -> None:
 def test_the_package_root_holds_only_the_public_api_and_the_entry_point() -> None:
     at_root = sorted(p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or p.is_dir())
     assert [n for n in at_root if n != "__pycache__"] == [
-        "__init__.py", *sorted(FLOORS),
+        "__init__.py",
+        *sorted(FLOORS),
     ]
     import pytest_skilltrigger as api
 

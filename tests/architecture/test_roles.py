@@ -53,8 +53,11 @@ def opens_for_writing(call: ast.Call) -> bool:
     if callee(call) not in {"open", "fdopen"}:
         return False
     modes = [a.value for a in call.args[1:2] if isinstance(a, ast.Constant)]
-    modes += [k.value.value for k in call.keywords
-              if k.arg == "mode" and isinstance(k.value, ast.Constant)]  # fmt: skip
+    modes += [
+        k.value.value
+        for k in call.keywords
+        if k.arg == "mode" and isinstance(k.value, ast.Constant)
+    ]
     return any(isinstance(m, str) and set(m) & set("wax+") for m in modes)
 
 
@@ -81,8 +84,15 @@ def test_a_worker_role_reaches_no_report_or_skill_writer() -> None:
             continue
         seen.add(name)
         todo += [m for m in all_imports(MODULES[name]) if m.startswith(NAME)]
-    forbidden = {f"{NAME}.{m}" for m in ("reports.json_report", "reports.round_files",
-                                         "conclusion.outputs", "skills.write_back")}  # fmt: skip
+    forbidden = {
+        f"{NAME}.{m}"
+        for m in (
+            "reports.json_report",
+            "reports.round_files",
+            "conclusion.outputs",
+            "skills.write_back",
+        )
+    }
     assert not seen & forbidden, seen & forbidden
 
 
@@ -92,9 +102,11 @@ def test_the_session_is_the_stores_only_writer() -> None:
     makers = {short(n) for n in MODULES if any(callee(c) == "ResultStore" for c in calls(n))}
     assert makers - {"engine.store"} == {"engine.session"}  # (the store checks a path itself)
     writes = {
-        short(n) for n in MODULES for c in calls(n)
+        short(n)
+        for n in MODULES
+        for c in calls(n)
         if receiver(c) == "store" and callee(c) in {"record", "save_capture"}
-    }  # fmt: skip
+    }
     assert writes == {"engine.session"}
 
 
@@ -104,8 +116,9 @@ def test_backends_are_made_only_by_the_factory() -> None:
     classes = {"AnthropicBackend", "ClaudeCodeBackend"}
     builders = {short(n) for n in MODULES if any(callee(c) in classes for c in calls(n))}
     assert builders == {"backends"}
-    factory_callers = {short(n) for n in MODULES
-                       if any(callee(c) == "make_backend" for c in calls(n))}  # fmt: skip
+    factory_callers = {
+        short(n) for n in MODULES if any(callee(c) == "make_backend" for c in calls(n))
+    }
     assert factory_callers == {"engine.session", "engine.lanes"}
 
 
@@ -113,8 +126,9 @@ def test_the_reports_make_json_in_one_place() -> None:
     """Results stay typed until the edge: of the reports and the conclusion, only
     ``json_report`` serialises to JSON (reading a baseline file is reading input)."""
     makers = {
-        short(n) for n in MODULES
+        short(n)
+        for n in MODULES
         if short(n).startswith(("reports.", "conclusion."))
         and any(receiver(c) == "json" and callee(c) in {"dumps", "dump"} for c in calls(n))
-    }  # fmt: skip
+    }
     assert makers == {"reports.json_report"}

@@ -25,21 +25,46 @@ def skill_stream(newline: str = "\n", *, name: bool = True, skill: str = "pdf-to
     events = [
         ("message_start", {"type": "message_start", "message": {"usage": {"input_tokens": 7}}}),
         ("ping", {"type": "ping"}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "thinking", "thinking": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "thinking_delta", "thinking": "hm\n\nok"}}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "thinking", "thinking": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "thinking_delta", "thinking": "hm\n\nok"},
+            },
+        ),
         ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("content_block_start", {"type": "content_block_start", "index": 1,
-                                 "content_block": {"type": "tool_use", "name": "Skill",
-                                                   "input": {}}}),
-        *[("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                   "delta": {"type": "input_json_delta", "partial_json": p}})
-          for p in ["", *parts]],
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 1,
+                "content_block": {"type": "tool_use", "name": "Skill", "input": {}},
+            },
+        ),
+        *[
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": p},
+                },
+            )
+            for p in ["", *parts]
+        ],
         ("content_block_stop", {"type": "content_block_stop", "index": 1}),
         ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 12}}),
         ("message_stop", {"type": "message_stop"}),
-    ]  # fmt: skip
+    ]
     body = "".join(frame(e, d, newline=newline, name=name) for e, d in events)
     return ": a comment line\n" + body
 
@@ -76,8 +101,11 @@ def test_events_without_an_event_line_are_named_by_their_type() -> None:
 
 
 def test_multi_line_data_is_joined() -> None:
-    start = {"type": "content_block_start", "index": 0,
-             "content_block": {"type": "tool_use", "name": "Bash", "input": {}}}  # fmt: skip
+    start = {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "tool_use", "name": "Bash", "input": {}},
+    }
     text = json.dumps(start, indent=1).replace("\n", "\ndata: ")
     stream = f"event: content_block_start\ndata: {text}\n\n".encode()
     assert decide([stream]).chosen == "tool:Bash"
@@ -93,10 +121,16 @@ def test_non_ascii_skill_name_survives_any_cut() -> None:
 def test_text_answer_is_text() -> None:
     events = [
         frame("message_start", {"type": "message_start", "message": {}}),
-        frame("content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": {"type": "text", "text": ""}}),
+        frame(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
         frame("message_stop", {"type": "message_stop"}),
-    ]  # fmt: skip
+    ]
     assert decide([e.encode() for e in events]).chosen == "text"
 
 
@@ -110,8 +144,7 @@ def test_error_event_raises_with_its_type() -> None:
 
 def test_stream_cut_inside_an_event_is_a_stream_error_not_a_decision() -> None:
     data = skill_stream().encode()
-    tail = data.index(b"event: content_block_stop\ndata: {\"type\": \"content_block_stop\", "
-                      b"\"index\": 1")  # fmt: skip
+    tail = data.index(b'event: content_block_stop\ndata: {"type": "content_block_stop", "index": 1')
     with pytest.raises(StreamError, match="ended before"):
         decide([data[: tail + 40]])
 

@@ -429,17 +429,25 @@ def test_the_plugin_names_the_captured_context_and_runs_it(
     folder = skills / SKILL
     (folder / "evals").mkdir(parents=True)
     (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
-    rows = [("combine these three pdf files into one", True, f"skill:{SKILL}"),
-            ("what is the weather like on mars", False, "text")]  # fmt: skip
+    rows = [
+        ("combine these three pdf files into one", True, f"skill:{SKILL}"),
+        ("what is the weather like on mars", False, "text"),
+    ]
     evals = [{"query": q, "should_trigger": s} for q, s, _ in rows]
     (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
     for query, _should, outcome in rows:
         fake_api.script(query, [outcome])
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
-        "--trigger-context=claude-code", f"--claude-bin={claude_bin}", "--runs-per-query=1",
-        "--trigger-cache=off", timeout=240,
-    )  # fmt: skip
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={skills}",
+        "--trigger-backend=anthropic",
+        "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--runs-per-query=1",
+        "--trigger-cache=off",
+        timeout=240,
+    )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         ["skilltrigger: context claude-code (captured from the Claude Code CLI 2.1.328)"]
@@ -462,13 +470,24 @@ def test_the_captured_listing_has_the_bare_names_builtin_mode_predicts(
     fake_api.script(query, ["text"])
     out = pytester.path / "out.json"
     pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--skill-path={skills / 'skill-009'}",
-        "--trigger-backend=anthropic", "--trigger-context=claude-code",
-        f"--claude-bin={claude_bin}", "--trigger-model=claude-haiku-4-5", "--runs-per-query=1",
-        "--trigger-confidence=off", "--trigger-cache=off", f"--trigger-json={out}", timeout=240,
-    )  # fmt: skip
-    (replayed,) = [b for b, h in zip(fake_api.requests, fake_api.request_headers, strict=True)
-                   if h["user-agent"].startswith("Anthropic/Python")]  # fmt: skip
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={skills / 'skill-009'}",
+        "--trigger-backend=anthropic",
+        "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--trigger-model=claude-haiku-4-5",
+        "--runs-per-query=1",
+        "--trigger-confidence=off",
+        "--trigger-cache=off",
+        f"--trigger-json={out}",
+        timeout=240,
+    )
+    (replayed,) = [
+        b
+        for b, h in zip(fake_api.requests, fake_api.request_headers, strict=True)
+        if h["user-agent"].startswith("Anthropic/Python")
+    ]
     assert [n for n in bare_names(replayed) if n.startswith("skill-")] == [
         f"skill-{i:03d}" for i in range(5, 10)
     ]
@@ -476,9 +495,11 @@ def test_the_captured_listing_has_the_bare_names_builtin_mode_predicts(
 
 
 def test_one_hour_cache_writes_of_the_captured_request_are_priced_apart(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str,
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     """The CLI asks for one-hour caching when ENABLE_PROMPT_CACHING_1H is set; its captured
     request, replayed, makes the server bill one-hour writes, and the session's cost is the
     server's usage at claude-haiku-4-5's rates (a one-hour write at 2x input, not 1.25x)."""
@@ -496,10 +517,18 @@ def test_one_hour_cache_writes_of_the_captured_request_are_priced_apart(
     fake_api.script(query, [f"skill:{SKILL}"])
     out = pytester.path / "out.json"
     pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
-        "--trigger-context=claude-code", f"--claude-bin={claude_bin}",
-        "--trigger-model=claude-haiku-4-5", "--runs-per-query=3", "--trigger-confidence=off",
-        "--trigger-cache=off", f"--trigger-json={out}", timeout=240,
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={skills}",
+        "--trigger-backend=anthropic",
+        "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--trigger-model=claude-haiku-4-5",
+        "--runs-per-query=3",
+        "--trigger-confidence=off",
+        "--trigger-cache=off",
+        f"--trigger-json={out}",
+        timeout=240,
     ).assert_outcomes(passed=1)
     # the capture's own request was answered by the recorder, not the server: only the
     # replayed runs (two: early stopping settles 2 of 3) reached the server and were billed
@@ -529,12 +558,18 @@ def test_a_batch_sends_the_captured_request_whole(
     evals = [{"query": query, "should_trigger": True}]
     (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
     common = (
-        "-p", "no:cacheprovider", f"--skill-path={skills}", "--trigger-backend=anthropic",
-        "--trigger-context=claude-code", f"--claude-bin={claude_bin}", "--runs-per-query=1",
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={skills}",
+        "--trigger-backend=anthropic",
+        "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--runs-per-query=1",
         "--trigger-confidence=off",  # one run, the reference rule
         # the capture is stored and replayed by both runs; the runs are made afresh
-        "--trigger-cache=refresh", f"--trigger-store={pytester.path / 'store.sqlite'}",
-    )  # fmt: skip
+        "--trigger-cache=refresh",
+        f"--trigger-store={pytester.path / 'store.sqlite'}",
+    )
     fake_api.script(query, [f"skill:{SKILL}"])
     pytester.runpytest_subprocess(*common, timeout=240).assert_outcomes(passed=1)
     (live,) = fake_api.requests
@@ -576,11 +611,18 @@ def test_under_xdist_the_controller_captures_and_stores_the_request(
         fake_api.script(query, [f"skill:{SKILL}"])
     store = pytester.path / "store.sqlite"
     result = pytester.runpytest_subprocess(
-        "-n", "2", "-p", "no:cacheprovider", f"--skill-path={skills}",
-        "--trigger-backend=anthropic", "--trigger-context=claude-code",
-        f"--claude-bin={claude_bin}", "--runs-per-query=1", f"--trigger-store={store}",
+        "-n",
+        "2",
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={skills}",
+        "--trigger-backend=anthropic",
+        "--trigger-context=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--runs-per-query=1",
+        f"--trigger-store={store}",
         timeout=240,
-    )  # fmt: skip
+    )
     result.assert_outcomes(passed=3)
     with sqlite3.connect(store) as db:
         (captures,) = db.execute("SELECT COUNT(*) FROM captures").fetchone()

@@ -14,9 +14,11 @@ from pytest_skilltrigger.backends.claude_code.process import run_until_decided
 
 SKILL_CALL = [
     {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"},
-    {"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]}},
-]  # fmt: skip
+    {
+        "type": "assistant",
+        "message": {"content": [{"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]},
+    },
+]
 
 
 def fake_cli(tmp_path: Path, body: str) -> list[str]:
@@ -33,9 +35,13 @@ def fake_cli(tmp_path: Path, body: str) -> list[str]:
 def run(tmp_path: Path, body: str, timeout: float = 10.0):
     started = []
     finished = run_until_decided(
-        fake_cli(tmp_path, body), tmp_path, dict(os.environ), "merge these PDFs", timeout,
+        fake_cli(tmp_path, body),
+        tmp_path,
+        dict(os.environ),
+        "merge these PDFs",
+        timeout,
         started.append,
-    )  # fmt: skip
+    )
     assert len(started) == 1  # the backend could kill it from the start
     return finished
 
@@ -44,7 +50,7 @@ def test_the_decision_stops_the_process_and_its_children_at_once(tmp_path: Path)
     lines = "".join(json.dumps(line) + "\n" for line in SKILL_CALL)
     body = f"""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    open({str(tmp_path / 'child.pid')!r}, 'w').write(str(child.pid))
+    open({str(tmp_path / "child.pid")!r}, 'w').write(str(child.pid))
     sys.stdout.write({lines!r}); sys.stdout.flush()
     time.sleep(60)
     """

@@ -202,8 +202,23 @@ RESULT_OK = {
     "usage": {**USAGE, "output_tokens": 106},
 }
 SKILL_FRAGMENTS = ["", "{", '"skill', '": "', "pdf-t", "o", 'ols"}']
-READ_FRAGMENTS = ["", '{"f', "i", "le_p", 'ath":', ' ".cl', "aud", "e/s", "k", "ills", "/pd",
-                  "f-to", "o", "ls/SKI", 'LL.md"}']  # fmt: skip
+READ_FRAGMENTS = [
+    "",
+    '{"f',
+    "i",
+    "le_p",
+    'ath":',
+    ' ".cl',
+    "aud",
+    "e/s",
+    "k",
+    "ills",
+    "/pd",
+    "f-to",
+    "o",
+    "ls/SKI",
+    'LL.md"}',
+]
 
 
 def lines_of(*parts: Any) -> list[str]:
@@ -655,8 +670,12 @@ def test_roots_of_dead_sessions_are_removed(fake_cli: tuple[Path, Path]) -> None
     import subprocess
     import tempfile
 
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     dead = Path(tempfile.mkdtemp(prefix=f"skilltrigger-cc-{done.stdout.strip()}-"))
     live = Path(tempfile.mkdtemp(prefix=f"skilltrigger-cc-{os.getppid()}-"))
     (dead / "run-x" / "project").mkdir(parents=True)

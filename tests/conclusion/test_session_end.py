@@ -37,8 +37,11 @@ def gathered_end(tmp_path: Path, **kwargs: object) -> SessionEnd:
 
 
 def test_the_report_files_and_the_gate(tmp_path: Path) -> None:
-    outputs = Outputs(json_path=str(tmp_path / "out.json"), report_path=str(tmp_path / "p.html"),
-                      results_dir=str(tmp_path / "results"))  # fmt: skip
+    outputs = Outputs(
+        json_path=str(tmp_path / "out.json"),
+        report_path=str(tmp_path / "p.html"),
+        results_dir=str(tmp_path / "results"),
+    )
     end = gathered_end(tmp_path, outputs=outputs, gates=Gates(min_accuracy=0.9))
     end.check_inputs()
     conclusion = end.finish(None, interrupted=False, log=print)
@@ -65,8 +68,18 @@ def test_one_query_worse_is_not_a_regression_of_the_skill(tmp_path: Path) -> Non
     """A query whose settled verdict went from pass to fail is listed; alone it is no
     regression of the skill (the sign test's p is 0.5), so the gate holds."""
     baseline = tmp_path / "old.json"
-    baseline.write_text(json.dumps({"skills": [{"skill_name": "pdf-tools", "results": [
-        settled("merge a.pdf", True), settled("bake bread", True)]}]}))  # fmt: skip
+    baseline.write_text(
+        json.dumps(
+            {
+                "skills": [
+                    {
+                        "skill_name": "pdf-tools",
+                        "results": [settled("merge a.pdf", True), settled("bake bread", True)],
+                    }
+                ]
+            }
+        )
+    )
     gates = Gates(baseline_path=str(baseline), fail_on_regression=True)
     end = gathered_end(tmp_path, gates=gates)
     end.check_inputs()
@@ -92,14 +105,16 @@ def test_a_paired_test_decides_when_a_skill_regressed() -> None:
     # five settled passes now settle as fails: p = 1/32 < 0.05; one goes borderline (noise),
     # one errors (noise), one holds
     after_rows = [settled(q, False) for q in queries[:5]]
-    after_rows += [{"query": "q5", "pass": False, "decided": False, "borderline": True},
-                   {"query": "q6", "pass": None, "errors": 1}, settled("q7", True)]  # fmt: skip
+    after_rows += [
+        {"query": "q5", "pass": False, "decided": False, "borderline": True},
+        {"query": "q6", "pass": None, "errors": 1},
+        settled("q7", True),
+    ]
     comparison = compare(before, {"skills": [{"skill_name": "s", "results": after_rows}]})
     (skill,) = comparison.skills
     assert len(skill.regressed) == 5 and skill.p_value == pytest.approx(1 / 32)
     assert skill.significant and comparison.regressed_skills == [skill]
-    assert [(c.query, c.after) for c in comparison.noise] == [("q5", "borderline"),
-                                                             ("q6", "error")]  # fmt: skip
+    assert [(c.query, c.after) for c in comparison.noise] == [("q5", "borderline"), ("q6", "error")]
     assert skill.line(0.95) == (
         "s: regressed against the baseline: 5 queries worse, 0 better (sign test p = 0.0312, "
         "below 0.05)"
@@ -107,8 +122,10 @@ def test_a_paired_test_decides_when_a_skill_regressed() -> None:
     # four worse and one better is chance at 95% (p = 6/32)
     old = [settled(q, n != 7) for n, q in enumerate(queries)]
     new = [settled(q, n not in range(4)) for n, q in enumerate(queries)]
-    mixed = compare({"skills": [{"skill_name": "s", "results": old}]},
-                    {"skills": [{"skill_name": "s", "results": new}]})  # fmt: skip
+    mixed = compare(
+        {"skills": [{"skill_name": "s", "results": old}]},
+        {"skills": [{"skill_name": "s", "results": new}]},
+    )
     (skill,) = mixed.skills
     assert (len(skill.regressed), len(skill.improved)) == (4, 1)
     assert skill.p_value == pytest.approx(6 / 32) and not skill.significant
@@ -135,8 +152,13 @@ def test_a_plain_run_keeps_the_items_results_in_the_results_folder(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skill(pytester.path, [("merge these two PDFs into one", True)])
-    result = pytester.runpytest(f"--skill-path={folder}", "-p", "no:cacheprovider",
-                                "--trigger-cache=off", "--trigger-results-dir=results")  # fmt: skip
+    result = pytester.runpytest(
+        f"--skill-path={folder}",
+        "-p",
+        "no:cacheprovider",
+        "--trigger-cache=off",
+        "--trigger-results-dir=results",
+    )
     assert result.ret in (0, 1)  # whatever the fake decided, the files say it
     (stamped,) = (pytester.path / "results").iterdir()
     data = json.loads((stamped / "results.json").read_text())

@@ -36,15 +36,21 @@ def skill(name: str) -> dict:
     ("content", "stop", "chosen"),
     [
         ([THINK, PREAMBLE, skill("pdf")], "tool_use", "skill:pdf"),
-        ([THINK, {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}, skill("pdf")],
-         "tool_use", "tool:Bash"),
+        (
+            [THINK, {"type": "tool_use", "id": "t", "name": "Bash", "input": {}}, skill("pdf")],
+            "tool_use",
+            "tool:Bash",
+        ),
         ([THINK, PREAMBLE], "end_turn", "text"),
         ([THINK, PREAMBLE], "max_tokens", None),  # cut before any tool call: undecided
-        ([THINK, {"type": "tool_use", "id": "t", "name": "Skill", "input": {}}], "max_tokens",
-         None),  # cut inside the Skill call: which skill is unknown
+        (
+            [THINK, {"type": "tool_use", "id": "t", "name": "Skill", "input": {}}],
+            "max_tokens",
+            None,
+        ),  # cut inside the Skill call: which skill is unknown
         ([skill("pdf")], "max_tokens", "skill:pdf"),  # the call was complete
     ],
-)  # fmt: skip
+)
 def test_a_whole_message_is_decided_by_its_first_tool_call(
     content: list[dict], stop: str, chosen: str | None
 ) -> None:
@@ -54,10 +60,12 @@ def test_a_whole_message_is_decided_by_its_first_tool_call(
 
 def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
     body = {
-        "model": "m", "max_tokens": 32000, "stream": True,
+        "model": "m",
+        "max_tokens": 32000,
+        "stream": True,
         "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
         "messages": [{"role": "user", "content": "q"}],
-    }  # fmt: skip
+    }
     params = batch_params(json.dumps(body).encode())
     assert "stream" not in params
     assert params["max_tokens"] == DECISION_MAX_TOKENS
@@ -72,9 +80,11 @@ def test_batched_runs_cross_as_json_unchanged() -> None:
     plan = SamplingPlan(hits=frozenset({"skill:pdf", "skill:xlsx"}))  # the sequential rule
     item = BatchedRuns(
         ("key", "merge pdfs", plan.ident()),
-        [RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
-         RunOutcome("not_triggered", chosen="text", from_store=True)],
-    )  # fmt: skip
+        [
+            RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
+            RunOutcome("not_triggered", chosen="text", from_store=True),
+        ],
+    )
     again = BatchedRuns.from_dict(json.loads(json.dumps(item.to_dict())))
     assert again == item
 
@@ -96,9 +106,11 @@ def test_a_library_session_samples_in_waves_of_batches(
 ) -> None:
     """Exact early stopping across waves: 2 runs each first; only the query split 1-1 gets a
     third, in a second batch. Verdicts and run counts equal the live path's."""
-    queries = [("tidy csv one", ["skill:alpha", "skill:alpha"]),
-               ("tidy csv two", ["skill:alpha", "text", "skill:alpha"]),
-               ("write a poem", ["text"])]  # fmt: skip
+    queries = [
+        ("tidy csv one", ["skill:alpha", "skill:alpha"]),
+        ("tidy csv two", ["skill:alpha", "text", "skill:alpha"]),
+        ("write a poem", ["text"]),
+    ]
     outcomes = {
         batch: [(r.query, r.triggers, r.runs, r.passed) for r in results]
         for batch, results in sampled_both_ways(fake_api, tmp_path, queries, None).items()
@@ -114,15 +126,21 @@ def test_sequential_verdicts_sample_in_the_same_waves_batched_and_live(
 ) -> None:
     """The default rule in batches: clear queries settle in one wave of four; one whose runs
     alternate goes on in waves until no bound can be reached (borderline), exactly as live."""
-    queries = [("tidy csv one", ["skill:alpha"]), ("tidy csv two", ["skill:alpha", "text"]),
-               ("write a poem", ["text"])]  # fmt: skip
+    queries = [
+        ("tidy csv one", ["skill:alpha"]),
+        ("tidy csv two", ["skill:alpha", "text"]),
+        ("write a poem", ["text"]),
+    ]
     outcomes = {
         batch: [(r.verdict, r.runs, r.passed, r.borderline) for r in results]
         for batch, results in sampled_both_ways(fake_api, tmp_path, queries, 0.95).items()
     }
     assert outcomes[True] == outcomes[False]
-    assert outcomes[True] == [("triggered", 4, True, False), ("undecided", 13, False, True),
-                              ("not_triggered", 4, True, False)]  # fmt: skip
+    assert outcomes[True] == [
+        ("triggered", 4, True, False),
+        ("undecided", 13, False, True),
+        ("not_triggered", 4, True, False),
+    ]
     # waves: 4 each; the alternating query stands level (2 of 4), and four more could reach 6
     # of 8; level again, five more could reach 9 of 13 (five ahead after eight runs); at 7 of
     # 13 no bound is in reach of the last two
@@ -139,8 +157,9 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
 
     monkeypatch.setattr(batches, "DECISION_MAX_TOKENS", 1)
     queries = [("tidy csv one", ["skill:alpha"]), ("write a poem", ["text"])]
-    results, session = sample_once(fake_api, alpha_target(tmp_path, queries), queries,
-                                   batch=True, confidence=None)  # fmt: skip
+    results, session = sample_once(
+        fake_api, alpha_target(tmp_path, queries), queries, batch=True, confidence=None
+    )
     assert [(r.triggers, r.runs, r.passed) for r in results] == [(2, 2, True), (0, 2, True)]
     capped = [p["max_tokens"] for p in fake_api.batch_requests_log]
     assert capped[:4] == [1] * 4 and all(m > 1 for m in capped[4:]) and len(capped) == 8
@@ -202,8 +221,12 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     winner again: they stop, saying why."""
     from pytest_skilltrigger.optimizer.loop import optimize
 
-    entries = [entry("tidy csv one", True), entry("zzz qqq unrelated", True),
-               entry("bake bread", False), entry("paint walls", False)]  # fmt: skip
+    entries = [
+        entry("tidy csv one", True),
+        entry("zzz qqq unrelated", True),
+        entry("bake bread", False),
+        entry("paint walls", False),
+    ]
     folder = make_skill(tmp_path, "alpha", entries, "Tidy csv one files.")
     (target,) = load_targets([str(folder)])
     timeout = 2.0
@@ -223,8 +246,7 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
         initial = {e.index: session.submit(context, e).result() for e in target.eval_set.entries}
         assert initial[1].passed is False  # a train or test query to improve on
         time.sleep(timeout + 0.5)
-        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3,
-                       initial=initial)  # fmt: skip
+        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3, initial=initial)
         halted = session.halted
     finally:
         session.close()
@@ -243,9 +265,13 @@ def alpha_target(tmp_path: Path, queries: list) -> Target:
 
 
 def sample_once(
-    fake_api: FakeMessagesAPI, target: Target, queries: list, *, batch: bool,
+    fake_api: FakeMessagesAPI,
+    target: Target,
+    queries: list,
+    *,
+    batch: bool,
     confidence: float | None,
-) -> tuple[list, TriggerSession]:  # fmt: skip
+) -> tuple[list, TriggerSession]:
     """The scripted queries sampled once, live or in batches: the results and the (closed)
     session that made them."""
     for query, script in queries:
@@ -267,8 +293,10 @@ def sampled_both_ways(
     """The same scripted queries sampled live and in batches (``confidence`` None: the
     reference rule): each way's results, by whether it was batched."""
     target = alpha_target(tmp_path, queries)
-    return {batch: sample_once(fake_api, target, queries, batch=batch, confidence=confidence)[0]
-            for batch in (False, True)}  # fmt: skip
+    return {
+        batch: sample_once(fake_api, target, queries, batch=batch, confidence=confidence)[0]
+        for batch in (False, True)
+    }
 
 
 def test_a_batch_run_goes_to_its_own_models_lane_only(fake_api: FakeMessagesAPI) -> None:
@@ -290,7 +318,8 @@ def test_a_batch_run_goes_to_its_own_models_lane_only(fake_api: FakeMessagesAPI)
 
 def test_a_batchs_progress_names_its_model_in_a_matrix() -> None:
     progress = BatchProgress("msgbatch_1", 2, 5, 3, 1, 75.0, False)
-    assert progress.line() == ("batch msgbatch_1 (wave 2, in progress): 5 succeeded, "
-                               "3 processing, 1 errored, 1m15s")  # fmt: skip
+    assert progress.line() == (
+        "batch msgbatch_1 (wave 2, in progress): 5 succeeded, 3 processing, 1 errored, 1m15s"
+    )
     named = replace(progress, model="claude-haiku-4-5", ended=True)
     assert named.line().startswith("batch msgbatch_1 on claude-haiku-4-5 (wave 2, ended): ")

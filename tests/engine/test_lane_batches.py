@@ -12,8 +12,13 @@ from pytest_skilltrigger.engine.lane_batches import run_together
 class Runner:
     """A stand-in for a lane's BatchRunner: how long its batches take, or what breaks it."""
 
-    def __init__(self, model: str, takes: float = 0.0, breaks: Exception | None = None,
-                 meets: threading.Barrier | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: str,
+        takes: float = 0.0,
+        breaks: Exception | None = None,
+        meets: threading.Barrier | None = None,
+    ) -> None:
         self.model = model
         self.takes = takes
         self.breaks = breaks
@@ -40,8 +45,10 @@ def test_the_lanes_run_at_once_and_a_failure_stops_its_own_lane_only() -> None:
     broken = Runner("sonnet", breaks=OSError("database or disk is full"))
     broken.stopping.set()  # a stop left over from an earlier run is cleared
     ended: list[str] = []
-    run_together([(slow, []), (other, []), (broken, [])],  # type: ignore[list-item]
-                 lambda: ended.append(threading.current_thread().name))  # fmt: skip
+    run_together(
+        [(slow, []), (other, []), (broken, [])],  # type: ignore[list-item]
+        lambda: ended.append(threading.current_thread().name),
+    )
     assert slow.ended is not None and other.ended is not None
     assert broken.fatal == "the message batches failed: database or disk is full"
     assert slow.fatal is None and other.fatal is None

@@ -28,17 +28,27 @@ def skill(name: str, length: int) -> ListedSkill:
 
 def project(*lengths: int, installed: tuple[ListedSkill, ...] = ()) -> TriggerContext:
     skills = [skill(f"skill-{i:03d}", n) for i, n in enumerate(lengths)]
-    return TriggerContext(skills[0].name, skills[0].description, tuple(skills[1:]),
-                          installed=installed)  # fmt: skip
+    return TriggerContext(
+        skills[0].name, skills[0].description, tuple(skills[1:]), installed=installed
+    )
 
 
 @pytest.mark.parametrize(
     "model,budget",
-    [("claude-haiku-4-5", 8000), ("claude-haiku-4-5-20251001", 8000), ("claude-sonnet-4-6", 8000),
-     ("claude-opus-4-6", 8000), ("claude-opus-4-7", 30000), ("claude-opus-5-5", 30000),
-     ("claude-sonnet-5-5", 30000), ("claude-haiku-5-5", 30000), ("claude-sonnet-4-6[1m]", 40000),
-     ("a-model-the-cli-does-not-know", 30000), (None, 30000)],
-)  # fmt: skip
+    [
+        ("claude-haiku-4-5", 8000),
+        ("claude-haiku-4-5-20251001", 8000),
+        ("claude-sonnet-4-6", 8000),
+        ("claude-opus-4-6", 8000),
+        ("claude-opus-4-7", 30000),
+        ("claude-opus-5-5", 30000),
+        ("claude-sonnet-5-5", 30000),
+        ("claude-haiku-5-5", 30000),
+        ("claude-sonnet-4-6[1m]", 40000),
+        ("a-model-the-cli-does-not-know", 30000),
+        (None, 30000),
+    ],
+)
 def test_the_budget_follows_the_models_context_window(model: str | None, budget: int) -> None:
     assert listing_budget(model, NO_ENV) == budget
 
@@ -50,13 +60,15 @@ def test_the_clis_environment_variable_replaces_the_budget() -> None:
 
 @pytest.mark.parametrize(
     "lengths,bare",
-    [((882, 882), set()),  # 8,000 characters: every text kept
-     ((883, 882), {"security-review"}),  # 8,001: the last built-in command loses its text
-     ((1500, 265), {"security-review"}),
-     ((300,) * 6, {"project-init", "security-review"}),
-     ((300,) * 8, {"skill-006", "skill-007", "project-init", "security-review"}),
-     ((300,) * 10, {f"skill-{i:03d}" for i in range(5, 10)})],  # 10 -> 5 keep their text
-)  # fmt: skip
+    [
+        ((882, 882), set()),  # 8,000 characters: every text kept
+        ((883, 882), {"security-review"}),  # 8,001: the last built-in command loses its text
+        ((1500, 265), {"security-review"}),
+        ((300,) * 6, {"project-init", "security-review"}),
+        ((300,) * 8, {"skill-006", "skill-007", "project-init", "security-review"}),
+        ((300,) * 10, {f"skill-{i:03d}" for i in range(5, 10)}),
+    ],  # 10 -> 5 keep their text
+)
 def test_haiku_4_5_shows_the_bare_names_the_cli_showed(lengths: tuple, bare: set) -> None:
     assert fit_of(project(*lengths), "claude-haiku-4-5", NO_ENV).bare == bare
 
@@ -79,8 +91,11 @@ def test_the_tested_skill_is_shown_full_cut_bare_or_not_at_all() -> None:
     assert how_shown(project(300, 300), "claude-haiku-4-5", NO_ENV)[0] == FULL
     long = TriggerContext("pdf", "Merge PDFs. " * 200)
     assert how_shown(long, "claude-opus-5-5", NO_ENV)[0] == CUT
-    last = TriggerContext("skill-009", skill("x", 300).description,
-                          tuple(skill(f"skill-{i:03d}", 300) for i in range(9)))  # fmt: skip
+    last = TriggerContext(
+        "skill-009",
+        skill("x", 300).description,
+        tuple(skill(f"skill-{i:03d}", 300) for i in range(9)),
+    )
     shown, fit = how_shown(last, "claude-haiku-4-5", NO_ENV)
     assert shown == BARE and fit.over_by == fit.size - 8000 > 0
     assert fit.line(last.tested) == "- skill-009"

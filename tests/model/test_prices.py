@@ -27,8 +27,13 @@ from pytest_skilltrigger.support.errors import InputError
     ],
 )
 def test_each_model_has_its_own_cache_rates(model: str, dollars: float) -> None:
-    usage = Usage(input_tokens=1000, output_tokens=1000, cache_creation_input_tokens=3000,
-                  cache_read_input_tokens=10_000, cache_creation_1h_input_tokens=2000)  # fmt: skip
+    usage = Usage(
+        input_tokens=1000,
+        output_tokens=1000,
+        cache_creation_input_tokens=3000,
+        cache_read_input_tokens=10_000,
+        cache_creation_1h_input_tokens=2000,
+    )
     assert cost_usd(usage, price_of(model)) == pytest.approx(dollars)
 
 
@@ -42,16 +47,23 @@ def test_a_long_prompt_is_billed_at_the_long_tier_per_request() -> None:
 
 
 def test_the_api_usage_shape_gives_the_one_hour_writes() -> None:
-    usage = Usage.from_dict({"input_tokens": 5, "cache_creation_input_tokens": 30,
-                             "cache_creation": {"ephemeral_5m_input_tokens": 10,
-                                                "ephemeral_1h_input_tokens": 20}})  # fmt: skip
+    usage = Usage.from_dict(
+        {
+            "input_tokens": 5,
+            "cache_creation_input_tokens": 30,
+            "cache_creation": {"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 20},
+        }
+    )
     assert usage.cache_creation_1h_input_tokens == 20 and usage.prompt_tokens == 35
 
 
 def test_a_price_file_overrides_any_rate_and_derives_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"claude-opus-5-5": {"cache_read": 0.4},
-                                "my-model": {"input": 2.0, "output": 8.0}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"claude-opus-5-5": {"cache_read": 0.4}, "my-model": {"input": 2.0, "output": 8.0}}
+        )
+    )
     table = load_prices(str(path))
     assert table["claude-opus-5-5"]["cache_read"] == 0.4
     assert table["claude-opus-5-5"]["input"] == 4.0  # the rest kept
@@ -83,16 +95,24 @@ def test_a_bad_price_file_is_one_line_naming_the_model(
         ("cheap", "needs an object of rates"),
         ({"input": True, "output": 2.0}, "rates must be numbers of at least 0"),
         ({"input": "1", "output": 2.0}, "rates must be numbers of at least 0"),
-        ({"input": 1.0, "output": 2.0, "long": {"input": 1, "output": 2}},
-         "long_above and long go together"),
-        ({"input": 1.0, "output": 2.0, "long_above": 0, "long": {"input": 1, "output": 2}},
-         "long must hold rates and long_above a positive token count"),
-        ({"input": 1.0, "output": 2.0, "long_above": 1.5, "long": {"input": 1, "output": 2}},
-         "long must hold rates and long_above a positive token count"),
-        ({"input": 1.0, "output": 2.0, "long_above": 10, "long": {"input": 1}},
-         "long must hold rates and long_above a positive token count"),
+        (
+            {"input": 1.0, "output": 2.0, "long": {"input": 1, "output": 2}},
+            "long_above and long go together",
+        ),
+        (
+            {"input": 1.0, "output": 2.0, "long_above": 0, "long": {"input": 1, "output": 2}},
+            "long must hold rates and long_above a positive token count",
+        ),
+        (
+            {"input": 1.0, "output": 2.0, "long_above": 1.5, "long": {"input": 1, "output": 2}},
+            "long must hold rates and long_above a positive token count",
+        ),
+        (
+            {"input": 1.0, "output": 2.0, "long_above": 10, "long": {"input": 1}},
+            "long must hold rates and long_above a positive token count",
+        ),
     ],
-)  # fmt: skip
+)
 def test_every_kind_of_bad_entry_is_named(tmp_path: Path, entry: object, problem: str) -> None:
     path = tmp_path / "prices.json"
     path.write_text(json.dumps({"new-model": entry}))
@@ -106,8 +126,10 @@ def test_an_unknown_rate_lists_the_known_ones(tmp_path: Path) -> None:
     path.write_text(json.dumps({"m": {"input": 1, "output": 2, "zz": 1, "aa": 2}}))
     with pytest.raises(InputError) as err:
         load_prices(str(path))
-    assert ("unknown rate 'aa' (known: input, output, cache_write, cache_write_1h, cache_read, "
-            "long_above, long)") in str(err.value)  # fmt: skip
+    assert (
+        "unknown rate 'aa' (known: input, output, cache_write, cache_write_1h, cache_read, "
+        "long_above, long)"
+    ) in str(err.value)
 
 
 def test_an_unreadable_or_shapeless_price_file_is_one_line(tmp_path: Path) -> None:
@@ -135,11 +157,18 @@ def test_the_table_without_a_file_is_a_copy() -> None:
 
 def test_a_price_file_can_give_a_long_tier(tmp_path: Path) -> None:
     path = tmp_path / "prices.json"
-    path.write_text(json.dumps({"m": {"input": 1, "output": 2, "long_above": 50,
-                                      "long": {"input": 3, "output": 4}}}))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {"m": {"input": 1, "output": 2, "long_above": 50, "long": {"input": 3, "output": 4}}}
+        )
+    )
     entry = load_prices(str(path))["m"]
-    assert entry == {"input": 1.0, "output": 2.0, "long_above": 50,
-                     "long": {"input": 3.0, "output": 4.0}}  # fmt: skip
+    assert entry == {
+        "input": 1.0,
+        "output": 2.0,
+        "long_above": 50,
+        "long": {"input": 3.0, "output": 4.0},
+    }
     assert isinstance(entry["input"], float) and isinstance(entry["long_above"], int)
     at_edge, past = Usage(input_tokens=50), Usage(input_tokens=51)
     assert cost_usd(at_edge, entry) == pytest.approx(50 * 1 / 1e6)
@@ -194,10 +223,22 @@ def test_spends_add_up_and_an_unknown_cost_stays_unknown() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(None, "unknown"), (0, "$0.00"), (12.5, "$12.50"), (1, "$1.00"), (-2.345, "$-2.35"),
-     (0.5, "$0.50"), (0.042, "$0.042"), (0.0001, "$0.0001"), (0.00012345, "$0.00012"),
-     (0.1, "$0.10"), (0.999, "$1.00"), (0.0101, "$0.01"), (-0.042, "$-0.042")],
-)  # fmt: skip
+    [
+        (None, "unknown"),
+        (0, "$0.00"),
+        (12.5, "$12.50"),
+        (1, "$1.00"),
+        (-2.345, "$-2.35"),
+        (0.5, "$0.50"),
+        (0.042, "$0.042"),
+        (0.0001, "$0.0001"),
+        (0.00012345, "$0.00012"),
+        (0.1, "$0.10"),
+        (0.999, "$1.00"),
+        (0.0101, "$0.01"),
+        (-0.042, "$-0.042"),
+    ],
+)
 def test_small_amounts_keep_two_significant_digits(value: float | None, text: str) -> None:
     from pytest_skilltrigger.model.prices import format_usd
 

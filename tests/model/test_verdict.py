@@ -20,8 +20,28 @@ from pytest_skilltrigger.model.verdict import (
     triggers_needed,
 )
 
-THRESHOLDS = [0.0, 0.05, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65,
-              2 / 3, 0.7, 0.75, 0.8, 0.9, 0.95, 1.0]  # fmt: skip
+THRESHOLDS = [
+    0.0,
+    0.05,
+    0.1,
+    0.2,
+    0.25,
+    0.3,
+    1 / 3,
+    0.4,
+    0.45,
+    0.5,
+    0.55,
+    0.6,
+    0.65,
+    2 / 3,
+    0.7,
+    0.75,
+    0.8,
+    0.9,
+    0.95,
+    1.0,
+]
 
 
 def curtailed(answers: tuple[bool, ...], threshold: float) -> tuple[int, int]:
@@ -192,6 +212,9 @@ def test_the_fixed_rule_is_the_reference_one() -> None:
 
 
 def test_rules_cross_as_json() -> None:
-    for rule in (FixedRule(5, 0.6, False), SequentialRule(0.4, 0.9, 0.2, 4, 12),
-                 SequentialRule(0.4, 0.9, 0.2, 4, 12, calibrated=False)):
+    for rule in (
+        FixedRule(5, 0.6, False),
+        SequentialRule(0.4, 0.9, 0.2, 4, 12),
+        SequentialRule(0.4, 0.9, 0.2, 4, 12, calibrated=False),
+    ):
         assert rule_from_dict(json.loads(json.dumps(rule.to_dict()))) == rule

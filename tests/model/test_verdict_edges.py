@@ -55,9 +55,12 @@ def test_runs_still_needed_is_the_first_run_that_could_settle_the_verdict(
             elif done >= runs or _decided(triggers, misses, runs, need):
                 assert got == 0
             else:
-                first = next(k for k in range(1, runs - done + 1)
-                             if _decided(triggers + k, misses, runs, need)
-                             or _decided(triggers, misses + k, runs, need))  # fmt: skip
+                first = next(
+                    k
+                    for k in range(1, runs - done + 1)
+                    if _decided(triggers + k, misses, runs, need)
+                    or _decided(triggers, misses + k, runs, need)
+                )
                 assert got == first, (triggers, misses, runs, threshold)
     assert runs_still_needed(runs, 1, runs, threshold) == 0  # past the end: nothing
 
@@ -91,10 +94,12 @@ def test_a_log_ratio_exactly_on_the_bound_settles() -> None:
 
 @pytest.mark.parametrize(
     "rule",
-    [SequentialRule(calibrated=False),
-     SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12, calibrated=False),
-     SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9, calibrated=False)],
-)  # fmt: skip
+    [
+        SequentialRule(calibrated=False),
+        SequentialRule(threshold=0.3, margin=0.1, min_runs=2, max_runs=12, calibrated=False),
+        SequentialRule(confidence=0.9, margin=0.2, min_runs=4, max_runs=9, calibrated=False),
+    ],
+)
 def test_walds_rule_from_every_state(rule: SequentialRule) -> None:
     """Against the test written out: settled when the log-likelihood ratio reaches the
     bound (not before min_runs); the next wave the fewest runs after which a bound could be
@@ -113,8 +118,12 @@ def test_walds_rule_from_every_state(rule: SequentialRule) -> None:
             else:
                 assert verdict == "undecided", (t, m)
             left = rule.max_runs - done
-            reach = [k for k in range(1, left + 1) if abs(_llr(rule, t + k, m)) >= bound - 1e-9
-                     or abs(_llr(rule, t, m + k)) >= bound - 1e-9]  # fmt: skip
+            reach = [
+                k
+                for k in range(1, left + 1)
+                if abs(_llr(rule, t + k, m)) >= bound - 1e-9
+                or abs(_llr(rule, t, m + k)) >= bound - 1e-9
+            ]
             if settled(t, m) or not reach:
                 assert rule.next_runs(t, m) == 0, (t, m)
             else:
@@ -143,8 +152,11 @@ def test_the_calibrated_rule_from_every_state(rule: SequentialRule) -> None:
             settled = n >= rule.min_runs and (t >= up[n] or t <= down[n])
             want = ("triggered" if t >= up[n] else "not_triggered") if settled else "undecided"
             assert rule.verdict(t, n) == want, (t, m)
-            reach = [k for k in range(max(1, rule.min_runs - n), rule.max_runs - n + 1)
-                     if t + k >= up[n + k] or t <= down[n + k]]  # fmt: skip
+            reach = [
+                k
+                for k in range(max(1, rule.min_runs - n), rule.max_runs - n + 1)
+                if t + k >= up[n + k] or t <= down[n + k]
+            ]
             expected = 0 if settled or not reach else reach[0]
             assert rule.next_runs(t, m) == expected, (t, m)
 
@@ -158,8 +170,9 @@ def test_the_calibration_spends_the_error_allowed_and_no_more(rule: SequentialRu
     low, high = rule.threshold - rule.margin, rule.threshold + rule.margin
     assert operating(rule, low).triggered <= alpha
     assert operating(rule, high).not_triggered <= alpha
-    wald = SequentialRule(rule.threshold, rule.confidence, rule.margin, rule.min_runs,
-                          rule.max_runs, calibrated=False).bounds  # fmt: skip
+    wald = SequentialRule(
+        rule.threshold, rule.confidence, rule.margin, rule.min_runs, rule.max_runs, calibrated=False
+    ).bounds
     up, down = list(rule.bounds.up), list(rule.bounds.down)
     for n in range(rule.min_runs, rule.max_runs + 1):
         assert up[n] <= wald.up[n] and down[n] >= wald.down[n], n
@@ -169,8 +182,12 @@ def test_the_calibration_spends_the_error_allowed_and_no_more(rule: SequentialRu
             test = Bounds(tuple(up), tuple(down), rule.min_runs)
             rate = rule.threshold * n
             against_rate = up[n] < rate - 1e-9 or down[n] >= rate - 1e-9
-            assert (against_rate or down[n] >= up[n] or test.settles(low)[0] > alpha
-                    or test.settles(high)[1] > alpha), (n, step)  # fmt: skip
+            assert (
+                against_rate
+                or down[n] >= up[n]
+                or test.settles(low)[0] > alpha
+                or test.settles(high)[1] > alpha
+            ), (n, step)
             side[n] -= step
 
 
@@ -190,10 +207,12 @@ def test_bounds_settle_nothing_before_their_minimum_and_rules_say_what_they_are(
     assert bounds.up[2] == 2 and bounds.verdict(2, 2) == "undecided"
     assert Bounds(bounds.up, bounds.down, 1).verdict(2, 2) == "triggered"
     assert SequentialRule().describe() == (
-        "sequential at 95% (threshold 0.5 ± 0.15, 3 to 15 runs per query)")  # fmt: skip
+        "sequential at 95% (threshold 0.5 ± 0.15, 3 to 15 runs per query)"
+    )
     wald = SequentialRule(0.4, 0.9, 0.1, 4, 12, calibrated=False)
-    assert wald.describe() == ("sequential at 90% (threshold 0.4 ± 0.1, 4 to 12 runs per "
-                               "query, Wald's bounds)")  # fmt: skip
+    assert wald.describe() == (
+        "sequential at 90% (threshold 0.4 ± 0.1, 4 to 12 runs per query, Wald's bounds)"
+    )
     last = SequentialRule(max_runs=10)  # its last look is calibrated, not Wald's
     assert last.verdict(7, 10) == "triggered" and last.verdict(3, 10) == "not_triggered"
 

@@ -18,8 +18,9 @@ SKILL_MD = "---\nname: pdf\n# keep me\ndescription: Merge PDFs.\nlicense: MIT\n-
 
 def result(query: str, should: bool, passed: bool) -> QueryResult:
     triggered = should == passed
-    outcome = RunOutcome("triggered" if triggered else "not_triggered",
-                         chosen="skill:pdf" if triggered else "text")  # fmt: skip
+    outcome = RunOutcome(
+        "triggered" if triggered else "not_triggered", chosen="skill:pdf" if triggered else "text"
+    )
     return QueryResult(query, should, FixedRule(10, 0.5), (outcome,) * 10)
 
 
@@ -27,8 +28,13 @@ def improved_run(tmp_path: Path, holds: bool = True) -> Optimization:
     folder = tmp_path / "pdf"
     (folder / "evals").mkdir(parents=True)
     (folder / "SKILL.md").write_text(SKILL_MD)
-    queries = [("merge a.pdf and b.pdf", True), ("split c.pdf", True), ("bake bread", False),
-               ("join two PDFs", True), ("what is a PDF", False)]  # fmt: skip
+    queries = [
+        ("merge a.pdf and b.pdf", True),
+        ("split c.pdf", True),
+        ("bake bread", False),
+        ("join two PDFs", True),
+        ("what is a PDF", False),
+    ]
     (folder / "evals" / "trigger-eval.json").write_text(
         json.dumps([{"query": q, "should_trigger": s} for q, s in queries])
     )

@@ -29,8 +29,11 @@ def make_skills(root: Path, names: tuple[str, ...] = tuple(SKILLS)) -> Path:
 
 
 def draft_requests(api: FakeMessagesAPI) -> list[str]:
-    return [body["messages"][0]["content"] for body in api.requests
-            if "trigger eval set" in json.dumps(body)]  # fmt: skip
+    return [
+        body["messages"][0]["content"]
+        for body in api.requests
+        if "trigger eval set" in json.dumps(body)
+    ]
 
 
 def run(pytester: pytest.Pytester, folder: Path, *args: str) -> pytest.RunResult:
@@ -48,13 +51,15 @@ def test_a_skill_without_an_eval_set_gets_one_drafted_written_and_run(
     assert len(data) == 20 and all(e["drafted"] is True for e in data)
     assert sum(e["should_trigger"] for e in data) == 10
     result.assert_outcomes(passed=20)  # collected and run in the same session
-    result.stdout.fnmatch_lines([
-        "skilltrigger: drafted skills/csv-tidy/evals/trigger-eval.json for csv-tidy (10 should "
-        "trigger, 10 should not): drafted: review these queries before you trust them",
-        "  drafted: review these queries before you trust them (20 of 20 queries)",
-        "    should trigger:",
-        "      ✓ 'please *",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "skilltrigger: drafted skills/csv-tidy/evals/trigger-eval.json for csv-tidy (10 should "
+            "trigger, 10 should not): drafted: review these queries before you trust them",
+            "  drafted: review these queries before you trust them (20 of 20 queries)",
+            "    should trigger:",
+            "      ✓ 'please *",
+        ]
+    )
     # one request, counted and priced under its own phase, as the server saw it
     (prompt,) = draft_requests(fake_api)
     assert "# csv-tidy\n\nSteps." in prompt  # the whole SKILL.md, body included
@@ -121,8 +126,14 @@ def test_an_existing_eval_set_is_never_overwritten_and_also_drafts_beside_it(
     folder = make_skills(pytester.path, ("csv-tidy",))
     own = folder / "csv-tidy" / "evals" / "trigger-eval.json"
     own.parent.mkdir()
-    own.write_text(json.dumps([{"query": "repair encodings in this export", "should_trigger": True},
-                               {"query": "plant tomatoes", "should_trigger": False}]))  # fmt: skip
+    own.write_text(
+        json.dumps(
+            [
+                {"query": "repair encodings in this export", "should_trigger": True},
+                {"query": "plant tomatoes", "should_trigger": False},
+            ]
+        )
+    )
     before = own.read_bytes()
     run(pytester, folder, "--draft-eval-set").assert_outcomes(passed=2)
     assert draft_requests(fake_api) == []  # it has one: nothing to draft
@@ -133,8 +144,9 @@ def test_an_existing_eval_set_is_never_overwritten_and_also_drafts_beside_it(
     assert len(extra) == 20
     (prompt,) = draft_requests(fake_api)
     assert "- repair encodings in this export" in prompt  # told what the set has already
-    result.stdout.fnmatch_lines(["*drafted: review these queries before you trust them (20 of "
-                                 "22 queries)"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*drafted: review these queries before you trust them (20 of 22 queries)"]
+    )
     run(pytester, folder, "--draft-eval-set=also").assert_outcomes(passed=22)
     assert len(draft_requests(fake_api)) == 1  # the drafted file is there: no second draft
 

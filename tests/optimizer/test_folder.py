@@ -65,8 +65,11 @@ def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.Run
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
         *plugin_args(folder, f"--trigger-json={out}"),
-        "--optimize-description", "--holdout=0.5", "--no-early-stop", *args,
-    )  # fmt: skip
+        "--optimize-description",
+        "--holdout=0.5",
+        "--no-early-stop",
+        *args,
+    )
     return result, json.loads(out.read_text())
 
 
@@ -80,12 +83,19 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
     tmp_path: Path,
 ) -> None:
     folder = make_folder(tmp_path)
-    (folder / "routing-eval.json").write_text(json.dumps([
-        {"query": "sum the spreadsheet totals column", "expected_skill": "sheets"},
-        {"query": "pull the table out of invoice.pdf", "expected_skill": "pdf"},
-        {"query": "what is a spreadsheet", "expected_skill": None},
-        {"query": "tidy spreadsheet columns", "expected_skill": "sheets"},  # own query: once
-    ]))  # fmt: skip
+    (folder / "routing-eval.json").write_text(
+        json.dumps(
+            [
+                {"query": "sum the spreadsheet totals column", "expected_skill": "sheets"},
+                {"query": "pull the table out of invoice.pdf", "expected_skill": "pdf"},
+                {"query": "what is a spreadsheet", "expected_skill": None},
+                {
+                    "query": "tidy spreadsheet columns",
+                    "expected_skill": "sheets",
+                },  # own query: once
+            ]
+        )
+    )
     targets = load_targets([str(folder)])
     pdf, sheets = targets
     routing = load_routing_sets(targets, [str(folder)])
@@ -96,8 +106,11 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
     assert {c.entry.query for c in scope.train if c.owner == "pdf"} == {
         e.query for e in pdf_train if e.should_trigger
     }
-    routed = {c.entry.query: c.entry.should_trigger for c in scope.train + scope.test
-              if c.owner == ROUTING}  # fmt: skip
+    routed = {
+        c.entry.query: c.entry.should_trigger
+        for c in scope.train + scope.test
+        if c.owner == ROUTING
+    }
     assert routed == {
         "sum the spreadsheet totals column": True,
         "pull the table out of invoice.pdf": False,
@@ -141,12 +154,14 @@ def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     assert greedy_race["verdict"] == "worse" and greedy_race["expected"] < 0
     assert sheets["best_iteration"] == 1 and sheets["improved"] is False
     assert (folder / "sheets" / "SKILL.md").read_bytes() == original
-    result.stdout.fnmatch_lines([
-        "*sheets iteration 2/2: train * of * (*), test *; against the best so far -*: kept the "
-        "best so far*",
-        "*sheets/SKILL.md unchanged: no candidate's gain over the best so far was positive at "
-        "95% on the train queries: kept the start",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*sheets iteration 2/2: train * of * (*), test *; against the best so far -*: kept the "
+            "best so far*",
+            "*sheets/SKILL.md unchanged: no candidate's gain over the best so far was positive at "
+            "95% on the train queries: kept the start",
+        ]
+    )
     # every iteration records each skill's score and the folder's
     start, greedy = sheets["history"][0], sheets["history"][1]
     assert start["skill_scores"]["pdf"] == "8/8" and greedy["skill_scores"]["pdf"] == "0/8"
@@ -154,9 +169,10 @@ def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     assert (start["folder_score"], greedy["folder_score"]) == ("10/17", "6/17")
     # the proposal was asked knowing pdf's train requests are pdf's, never pdf's test ones
     prompts = [
-        json.dumps(body) for body in fake_api.requests
+        json.dumps(body)
+        for body in fake_api.requests
         if not any(t.get("name") == "Skill" for t in body.get("tools") or [])
-    ]  # fmt: skip
+    ]
     pdf_train, pdf_test = split_entries(
         load_targets([str(folder / "pdf")])[0].eval_set.entries, 0.5, 42
     )
@@ -190,10 +206,11 @@ def test_a_modest_winner_is_written_and_the_next_skill_sees_it(
     # zeta came after sheets: its rounds listed sheets under the new description
     zeta_queries = {e["query"] for e in entries}
     listings = [
-        dict(parse_listing(body)) for body in fake_api.requests
+        dict(parse_listing(body))
+        for body in fake_api.requests
         if any(t.get("name") == "Skill" for t in body.get("tools") or [])
         and extract_query(body) in zeta_queries
-    ]  # fmt: skip
+    ]
     assert any(listing.get("sheets", "").startswith(MODEST[:40]) for listing in listings)
 
 
@@ -229,8 +246,11 @@ def test_a_gain_on_its_own_queries_that_the_folder_pays_for_is_no_gain() -> None
         outcome = RunOutcome(status, chosen="skill:sheets" if hit else "skill:pdf")
         return QueryResult(query, should, FixedRule(10, 0.5), (outcome,) * 10)
 
-    start = [result("tidy", True, False), result("pdf a", False, False),
-             result("pdf b", False, False)]  # fmt: skip
+    start = [
+        result("tidy", True, False),
+        result("pdf a", False, False),
+        result("pdf b", False, False),
+    ]
     best = [result("tidy", True, True), result("pdf a", False, True), result("pdf b", False, True)]
     acceptance = Acceptance(2, "test", Race(start, best, paired_gain(start, best, 0.95)), own=1)
     assert acceptance.race.gain.expected == pytest.approx(-1, abs=0.01)
@@ -260,14 +280,19 @@ def test_a_greedier_candidate_loses_its_race_and_the_modest_one_is_written(
     assert [h["became_best"] for h in sheets["history"]] == [False, False, True]
     assert sheets["best_iteration"] == 3 and sheets["improved"] is True, result.stdout.str()
     assert MODEST in (folder / "sheets" / "SKILL.md").read_text()
-    result.stdout.fnmatch_lines([
-        "*sheets iteration 2/3: *: kept the best so far*",
-        "*sheets iteration 3/3: *: the new best*",
-        f"  wrote the new description to *{folder.name}/sheets/SKILL.md",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*sheets iteration 2/3: *: kept the best so far*",
+            "*sheets iteration 3/3: *: the new best*",
+            f"  wrote the new description to *{folder.name}/sheets/SKILL.md",
+        ]
+    )
     _page, section = rounds_page(pytester, "sheets")
-    rows = re.findall(r'<tr class="([^"]*)"><td class="num">(?:<span[^>]*>[^<]*</span><br>)*'
-                      r"(\d+)</td>", section)  # fmt: skip
+    rows = re.findall(
+        r'<tr class="([^"]*)"><td class="num">(?:<span[^>]*>[^<]*</span><br>)*'
+        r"(\d+)</td>",
+        section,
+    )
     marks = {int(number): set(classes.split()) - {"evaluated"} for classes, number in rows}
     assert marks == {1: set(), 2: set(), 3: {"best"}}
     assert "kept the best so far" in section and "new best" in section
@@ -300,9 +325,14 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     fake_api.proposals = [MODEST]
     # the rule of the reference: the race on the held-out queries alone
     result, report = run(
-        pytester, folder, "--max-iterations=2", "--trigger-concurrency=1",
-        "--trigger-report=rounds.html", "--race-runs=0", "--accept-on=test",
-    )  # fmt: skip
+        pytester,
+        folder,
+        "--max-iterations=2",
+        "--trigger-concurrency=1",
+        "--trigger-report=rounds.html",
+        "--race-runs=0",
+        "--accept-on=test",
+    )
     sent = [extract_query(b) for b in fake_api.requests if b.get("tools")]
     assert all(sent.count(q) == 10 for q in taken), [sent.count(q) for q in taken]
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
@@ -312,16 +342,16 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     acceptance = sheets["acceptance"]
     assert acceptance["best_iteration"] == 2 and acceptance["complete"] is True
     assert (acceptance["start_score"], acceptance["best_score"]) == ("1/4", "3/4")
-    assert (acceptance["folder_start_score"], acceptance["folder_best_score"]) == (
-        "5/8", "4/8"
-    )  # fmt: skip
+    assert (acceptance["folder_start_score"], acceptance["folder_best_score"]) == ("5/8", "4/8")
     assert acceptance["gain"]["expected"] < 0 and not acceptance["accepted"]
     assert sheets["improved"] is False
     assert (folder / "sheets" / "SKILL.md").read_bytes() == original
-    result.stdout.fnmatch_lines([
-        "*sheets/SKILL.md unchanged: on fresh runs of the test queries the best's gain over "
-        "the start -*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*sheets/SKILL.md unchanged: on fresh runs of the test queries the best's gain over "
+            "the start -*",
+        ]
+    )
     _page, section = rounds_page(pytester, "sheets")
     assert "iteration 2 raced against the start on fresh runs (test): gain over the start -" in (
         section
@@ -339,17 +369,25 @@ def test_the_start_iteration_repeats_no_request_the_items_made(
     the same), and their runs are read for the skill being improved. Counted on the server:
     with one iteration (no proposal) the rounds send nothing, with or without a store."""
     folder = make_folder(pytester.path)
-    routing = [{"query": PDF_POS[0], "expected_skill": "pdf"},
-               {"query": "plant tomato seeds in spring", "expected_skill": None}]  # fmt: skip
+    routing = [
+        {"query": PDF_POS[0], "expected_skill": "pdf"},
+        {"query": "plant tomato seeds in spring", "expected_skill": None},
+    ]
     (folder / "routing-eval.json").write_text(json.dumps(routing))
-    cache = ["--trigger-cache=off"] if store == "off" else [
-        f"--trigger-store={pytester.path / 'store.sqlite'}"]  # fmt: skip
+    cache = (
+        ["--trigger-cache=off"]
+        if store == "off"
+        else [f"--trigger-store={pytester.path / 'store.sqlite'}"]
+    )
     result, report = run(pytester, folder, "--max-iterations=1", *cache)
     phases = report["totals"]["by_phase"]
     items = phases["items"]["calls"]
     assert items > 0 and "rounds" not in phases, result.stdout.str()
-    sent = [body for body in fake_api.requests
-            if any(t.get("name") == "Skill" for t in body.get("tools") or [])]  # fmt: skip
+    sent = [
+        body
+        for body in fake_api.requests
+        if any(t.get("name") == "Skill" for t in body.get("tools") or [])
+    ]
     assert len(sent) == items == fake_api.stats["trigger_calls"]
     for skill in report["skills"]:
         start = skill["history"][0]

@@ -46,8 +46,16 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
 
     session = TriggerSession(Settings(cache_mode="off"))
     try:
-        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3,
-                       candidates=1, race_runs=24, on_iteration=on_iteration)  # fmt: skip
+        run = optimize(
+            target,
+            session,
+            Proposer(),
+            holdout=0.5,
+            max_iterations=3,
+            candidates=1,
+            race_runs=24,
+            on_iteration=on_iteration,
+        )
     finally:
         session.close()
     start, second, third = run.iterations

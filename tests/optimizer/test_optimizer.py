@@ -145,8 +145,9 @@ def test_improves_from_the_best_and_rewrites_only_the_description(
     front = yaml.safe_load(new.split("---")[1])
     assert front["description"] == GOOD
     assert front["metadata"] == {"owner": "finance"} and front["license"] == "MIT"
-    result.stdout.fnmatch_lines(["*invoices iteration 1/5: train * of 6 (*), test * of 4 (*",
-                                 "*wrote*"])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        ["*invoices iteration 1/5: train * of 6 (*), test * of 4 (*", "*wrote*"]
+    )
     # BAD lost its race on train; GOOD won its race, and then its race against the start on
     # fresh runs of every query, without losing on the held-out ones
     assert history[1]["race"]["verdict"] == "worse" and not history[1]["became_best"]
@@ -182,8 +183,12 @@ def test_a_lead_won_by_chance_on_test_chooses_nothing(
     assert skill["best_description"] == START and skill["acceptance"] is None
     assert skill["improved"] is False
     assert (folder / "SKILL.md").read_bytes() == SKILL_MD.encode("utf-8")
-    result.stdout.fnmatch_lines(["*unchanged: no candidate's gain over the best so far was "
-                                 "positive at 95% on the train queries: kept the start*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*unchanged: no candidate's gain over the best so far was "
+            "positive at 95% on the train queries: kept the start*"
+        ]
+    )
 
 
 def test_no_rewrite_when_nothing_beats_the_start(
@@ -301,9 +306,13 @@ def test_iteration_one_reuses_the_items_results(
 ) -> None:
     folder = make_skill(pytester.path)
     pytester.runpytest_subprocess(
-        f"--skill-path={folder}", "-p", "no:cacheprovider", "--trigger-cache", "off",
+        f"--skill-path={folder}",
+        "-p",
+        "no:cacheprovider",
+        "--trigger-cache",
+        "off",
         "--trigger-confidence=off",
-    )  # fmt: skip
+    )
     items_only = fake_api.stats["trigger_calls"]
     _result, report = run(pytester, folder, "--max-iterations", "1", "--trigger-cache", "off")
     assert fake_api.stats["trigger_calls"] == 2 * items_only  # no second evaluation
@@ -321,9 +330,17 @@ def test_under_xdist_the_budget_left_after_the_items_still_funds_the_rounds(
     fake_api.proposals = [GOOD]
     budget = f"{items_cost * 12:.8f}"  # the rounds cost several times what the items did
     _r, report = run(
-        pytester, folder, "--max-iterations", "2", "-n", "2",
-        "--trigger-concurrency", "2", "--trigger-budget-usd", budget,
-    )  # fmt: skip
+        pytester,
+        folder,
+        "--max-iterations",
+        "2",
+        "-n",
+        "2",
+        "--trigger-concurrency",
+        "2",
+        "--trigger-budget-usd",
+        budget,
+    )
     second = report["skills"][0]["history"][1]
     rows = second["train_results"] + second["test_results"]
     assert second["status"] == "evaluated"
@@ -400,8 +417,9 @@ def test_a_repeated_proposal_is_never_measured_again_and_the_repeat_is_named(
     assert len(asked) == 3  # iteration 2's proposal; iteration 3's, and its one repair
     assert "repeats a description already tried" in json.loads(asked[2])["messages"][0]["content"]
     assert history[2]["status"] == "invalid"
-    assert history[2]["note"].startswith("asked once more, because the answer repeated a "
-                                         "description already tried")  # fmt: skip
+    assert history[2]["note"].startswith(
+        "asked once more, because the answer repeated a description already tried"
+    )
     result.stdout.fnmatch_lines(["*iteration 3/3: asked once more, because the answer repeated*"])
 
 
@@ -415,8 +433,13 @@ def test_with_a_model_matrix_the_best_may_lose_on_no_model(
     folder = make_skill(pytester.path)
     fake_api.proposals = [GOOD]
     fake_api.contrary_models = {"claude-haiku-4-5"}
-    _result, report = run(pytester, folder, "--max-iterations", "2",
-                         "--trigger-model=claude-opus-5-5,claude-haiku-4-5")  # fmt: skip
+    _result, report = run(
+        pytester,
+        folder,
+        "--max-iterations",
+        "2",
+        "--trigger-model=claude-opus-5-5,claude-haiku-4-5",
+    )
     (skill,) = [s for s in report["skills"] if s["model"] == "claude-opus-5-5"]
     acceptance = skill["acceptance"]
     assert acceptance["gain"]["verdict"] == "better"
@@ -425,8 +448,11 @@ def test_with_a_model_matrix_the_best_may_lose_on_no_model(
     assert "worse on claude-haiku-4-5" in acceptance["verdict"]
     assert (folder / "SKILL.md").read_bytes().decode("utf-8") == SKILL_MD  # untouched
     # the other model's race was sent to it: the server saw confirmation runs on both models
-    models = {b["model"] for b in fake_api.requests if any(
-        t.get("name") == "Skill" for t in b.get("tools") or [])}  # fmt: skip
+    models = {
+        b["model"]
+        for b in fake_api.requests
+        if any(t.get("name") == "Skill" for t in b.get("tools") or [])
+    }
     assert models == {"claude-opus-5-5", "claude-haiku-4-5"}
 
 
@@ -435,8 +461,13 @@ def test_with_a_model_matrix_a_best_that_loses_nowhere_is_written(
 ) -> None:
     folder = make_skill(pytester.path)
     fake_api.proposals = [GOOD]
-    _result, report = run(pytester, folder, "--max-iterations", "2",
-                         "--trigger-model=claude-opus-5-5,claude-haiku-4-5")  # fmt: skip
+    _result, report = run(
+        pytester,
+        folder,
+        "--max-iterations",
+        "2",
+        "--trigger-model=claude-opus-5-5,claude-haiku-4-5",
+    )
     (skill,) = [s for s in report["skills"] if s["model"] == "claude-opus-5-5"]
     assert skill["acceptance"]["accepted"] is True
     assert skill["acceptance"]["models"]["claude-haiku-4-5"]["verdict"] != "worse"
@@ -470,8 +501,9 @@ def test_a_best_that_loses_on_the_held_out_queries_is_not_written(
     skill_md = folder / "SKILL.md"
     skill_md.write_text(skill_md.read_text().replace(START, held_out_start))
     before = skill_md.read_bytes()
-    fake_api.proposals = ["Track payments arrived this month; mark paid and record the "
-                          "payment; acme terms."]  # fmt: skip
+    fake_api.proposals = [
+        "Track payments arrived this month; mark paid and record the payment; acme terms."
+    ]
     _result, report = run(pytester, folder, "--max-iterations", "2")
     acceptance = report["skills"][0]["acceptance"]
     assert acceptance["on"] == "all"

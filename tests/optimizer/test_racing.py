@@ -18,8 +18,13 @@ from pytest_skilltrigger.optimizer.racing import Racer
 from pytest_skilltrigger.skills.catalog import load_targets
 from tests.helpers import make_skill
 
-QUERIES = [("merge a.pdf and b.pdf", True), ("split c.pdf", True), ("rotate d.pdf", True),
-           ("bake bread", False), ("write a poem", False)]  # fmt: skip
+QUERIES = [
+    ("merge a.pdf and b.pdf", True),
+    ("split c.pdf", True),
+    ("rotate d.pdf", True),
+    ("bake bread", False),
+    ("write a poem", False),
+]
 
 
 class ByDescription:

@@ -39,14 +39,25 @@ def optimization(tmp_path: Path) -> Optimization:
 
 def iteration(number: int, train_passes: int, won: bool = False, error: bool = False) -> Iteration:
     train = [result(True, train_passes >= 1), result(False, train_passes >= 2, error=error)]
-    return Iteration(number, f"description {number}", "evaluated", train=train,
-                     test=[result(True, True), result(False, True)], became_best=won)  # fmt: skip
+    return Iteration(
+        number,
+        f"description {number}",
+        "evaluated",
+        train=train,
+        test=[result(True, True), result(False, True)],
+        became_best=won,
+    )
 
 
 def test_the_best_is_the_latest_that_won_its_race(tmp_path: Path) -> None:
     run = optimization(tmp_path)
-    run.iterations = [iteration(1, 0), iteration(2, 1, won=True), iteration(3, 2),
-                      iteration(4, 2, won=True), Iteration(5, "", "invalid")]  # fmt: skip
+    run.iterations = [
+        iteration(1, 0),
+        iteration(2, 1, won=True),
+        iteration(3, 2),
+        iteration(4, 2, won=True),
+        Iteration(5, "", "invalid"),
+    ]
     assert run.best().iteration == 4 and run.beats_start
     # an iteration that scored better but did not win its race is not the best
     run.iterations[3].became_best = False
@@ -66,8 +77,9 @@ def test_only_a_complete_race_won_on_fresh_runs_writes(tmp_path: Path) -> None:
     assert race.verdict == "better" and run.improved
     # the same lead with an errored fresh run confirms nothing: an outage decides nothing
     broken = [best[0], result(False, True, error=True)]
-    run.acceptance = Acceptance(2, "test", Race(start, broken, paired_gain(start, broken, 0.95)),
-                                own=2)  # fmt: skip
+    run.acceptance = Acceptance(
+        2, "test", Race(start, broken, paired_gain(start, broken, 0.95)), own=2
+    )
     assert not run.improved and "errored or were skipped" in unchanged_reason(run)
 
 

@@ -102,9 +102,11 @@ def test_batch_calls_are_priced_at_half_the_live_rate(
 
 
 def test_under_xdist_only_the_controller_submits_batches_and_workers_make_no_call(
-    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path,
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+) -> None:
     private_tmp = tmp_path / "tmp"
     private_tmp.mkdir()
     monkeypatch.setenv("TMPDIR", str(private_tmp))  # the batch runs file goes here
@@ -245,11 +247,21 @@ def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path, signum: int) -> 
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         out = tmp_path / "out.json"
         proc = subprocess.Popen(
-            [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider",
-             "--trigger-cache=off", *BATCH, f"--trigger-json={out}"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                *PYTEST,
+                f"--skill-path={folder}",
+                "-p",
+                "no:cacheprovider",
+                "--trigger-cache=off",
+                *BATCH,
+                f"--trigger-json={out}",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             preexec_fn=interruptible,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 60
         while api.stats["batch_polls"] < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -272,11 +284,21 @@ def test_a_matrix_runs_its_models_batches_at_once_and_ctrl_c_cancels_them_all(
         api.batch_polls = 10_000
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         proc = subprocess.Popen(
-            [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider", "--trigger-cache=off",
-             *BATCH, "--trigger-model=claude-opus-5-5,claude-haiku-4-5"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                *PYTEST,
+                f"--skill-path={folder}",
+                "-p",
+                "no:cacheprovider",
+                "--trigger-cache=off",
+                *BATCH,
+                "--trigger-model=claude-opus-5-5,claude-haiku-4-5",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             preexec_fn=interruptible,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 60
         while (api.stats["batches_created"] < 2 or api.stats["batch_polls"] < 4) and (
             time.monotonic() < deadline
@@ -299,15 +321,27 @@ def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> N
     interrupted wave was making."""
     folder = make_skill(tmp_path, "alpha-skill", [entry(q, s) for q, s, _ in ALPHA], "Alpha.")
     store = tmp_path / "store.sqlite"
-    args = [*PYTEST, f"--skill-path={folder}", "-p", "no:cacheprovider",
-            f"--trigger-store={store}", "--trigger-confidence=off", *BATCH]  # fmt: skip
+    args = [
+        *PYTEST,
+        f"--skill-path={folder}",
+        "-p",
+        "no:cacheprovider",
+        f"--trigger-store={store}",
+        "--trigger-confidence=off",
+        *BATCH,
+    ]
     with FakeMessagesAPI() as api:
         script(api)  # one query splits 1-1 in the first wave: a second wave of one run
         api.batch_holds = [1, 10_000]  # the first batch ends at its second poll, not the next
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
-        proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=interruptible)  # fmt: skip
+        proc = subprocess.Popen(
+            args,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=interruptible,
+        )
         deadline = time.monotonic() + 60
         # the first batch's three polls (with the SDK's before the results), then the second's
         while (api.stats["batches_created"] < 2 or api.stats["batch_polls"] < 5) and (
@@ -341,14 +375,21 @@ def test_the_optimizer_measures_each_round_in_batches(
     queries = [(f"alpha: tidy csv column {i}", True) for i in range(4)] + [
         (f"write a poem about {w}", False) for w in ("rain", "snow")
     ]
-    folder = make_skill(pytester.path, "alpha-skill", [entry(q, s) for q, s in queries],
-                        "Gardening helper.")  # fmt: skip
+    folder = make_skill(
+        pytester.path, "alpha-skill", [entry(q, s) for q, s in queries], "Gardening helper."
+    )
     fake_api.proposals = ["Alpha tidies csv column data in spreadsheets."] * 3
     store = pytester.path / "store.sqlite"
     result = pytester.runpytest(
-        *run_args(folder, *BATCH, "--optimize-description", "--max-iterations=2",
-                  "--trigger-json=out.json", f"--trigger-store={store}")
-    )  # fmt: skip
+        *run_args(
+            folder,
+            *BATCH,
+            "--optimize-description",
+            "--max-iterations=2",
+            "--trigger-json=out.json",
+            f"--trigger-store={store}",
+        )
+    )
     assert fake_api.stats["trigger_calls"] == 0  # every trigger run was a batch run
     report = json.loads((pytester.path / "out.json").read_text())
     phases = report["totals"]["by_phase"]
@@ -441,8 +482,7 @@ def test_a_create_that_may_have_been_taken_is_not_sent_again(
     assert stats["trigger_calls"] == 0
 
 
-@pytest.mark.parametrize(("status", "etype"), [(404, "not_found_error"),
-                                               (403, "permission_error")])  # fmt: skip
+@pytest.mark.parametrize(("status", "etype"), [(404, "not_found_error"), (403, "permission_error")])
 def test_a_create_refused_for_good_stops_the_session(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, status: int, etype: str
 ) -> None:

@@ -23,22 +23,32 @@ def billed(usage: dict[str, Any], rates: tuple[float, ...]) -> float:
     """One answer's price, as the price list reads."""
     hour = usage.get("cache_creation", {}).get("ephemeral_1h_input_tokens", 0)
     five = usage["cache_creation_input_tokens"] - hour
-    tokens = (usage["input_tokens"], five, hour, usage["cache_read_input_tokens"],
-              usage["output_tokens"])  # fmt: skip
+    tokens = (
+        usage["input_tokens"],
+        five,
+        hour,
+        usage["cache_read_input_tokens"],
+        usage["output_tokens"],
+    )
     return sum(t * r for t, r in zip(tokens, rates, strict=True)) / 1_000_000
 
 
 def prompt(usage: dict[str, Any]) -> int:
-    return (usage["input_tokens"] + usage["cache_creation_input_tokens"]
-            + usage["cache_read_input_tokens"])  # fmt: skip
+    return (
+        usage["input_tokens"]
+        + usage["cache_creation_input_tokens"]
+        + usage["cache_read_input_tokens"]
+    )
 
 
 def make_skill(root: Path) -> Path:
     folder = root / "skills" / "ledger"
     (folder / "evals").mkdir(parents=True)
     (folder / "SKILL.md").write_text("---\nname: ledger\ndescription: Keep the ledger.\n---\n")
-    evals = [{"query": "post these invoices to the ledger", "should_trigger": True},
-             {"query": "write a poem", "should_trigger": False}]  # fmt: skip
+    evals = [
+        {"query": "post these invoices to the ledger", "should_trigger": True},
+        {"query": "write a poem", "should_trigger": False},
+    ]
     (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals))
     return folder
 
@@ -51,8 +61,10 @@ def test_a_long_prompt_is_billed_at_the_long_tier(
     out = pytester.path / "out.json"
     pytester.runpytest_subprocess(
         *plugin_args(make_skill(pytester.path), f"--trigger-json={out}"),
-        "--trigger-model=claude-haiku-5-5", "--trigger-confidence=off", "--runs-per-query=3",
-    )  # fmt: skip
+        "--trigger-model=claude-haiku-5-5",
+        "--trigger-confidence=off",
+        "--runs-per-query=3",
+    )
     totals = json.loads(out.read_text())["totals"]
     assert totals["calls"] == len(fake_api.usages) > 0
     assert all((prompt(u) > 100_000) == bool(padding) for u in fake_api.usages)

@@ -18,10 +18,12 @@ from pytest_skilltrigger.model.settings import Settings
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 
-LINE = re.compile(r"estimate for (\d+) queries: up to ([\d,]+) calls \(([\d,]+) if every query "
-                  r"is clear-cut\), about \$[\d.]+ to \$[\d.]+ on ([^;]+)"
-                  r"(?:; the improvement rounds up to ([\d,]+) more calls \(at most \$[\d.]+\) "
-                  r"and (\d+) requests to the improve model)?")  # fmt: skip
+LINE = re.compile(
+    r"estimate for (\d+) queries: up to ([\d,]+) calls \(([\d,]+) if every query "
+    r"is clear-cut\), about \$[\d.]+ to \$[\d.]+ on ([^;]+)"
+    r"(?:; the improvement rounds up to ([\d,]+) more calls \(at most \$[\d.]+\) "
+    r"and (\d+) requests to the improve model)?"
+)
 
 
 def make_folder(root: Path) -> Path:
@@ -30,15 +32,20 @@ def make_folder(root: Path) -> Path:
     for name, words in (("sheets", "spreadsheet columns"), ("notes", "meeting notes")):
         (folder / name / "evals").mkdir(parents=True)
         (folder / name / "SKILL.md").write_text(
-            f"---\nname: {name}\ndescription: Tidy {words} for the team.\n---\n\n# {name}\n")
+            f"---\nname: {name}\ndescription: Tidy {words} for the team.\n---\n\n# {name}\n"
+        )
         entries = [{"query": f"tidy the {words} {i}", "should_trigger": True} for i in range(2)]
         entries += [{"query": f"bake bread {name} {i}", "should_trigger": False} for i in range(2)]
         (folder / name / "evals" / "trigger-eval.json").write_text(json.dumps(entries))
-    (folder / "routing-eval.json").write_text(json.dumps([
-        {"query": "tidy the spreadsheet columns please", "expected_skill": "sheets"},
-        {"query": "write up the meeting notes now", "expected_skill": "notes"},
-        {"query": "paint the garden fence", "expected_skill": None},
-    ]))  # fmt: skip
+    (folder / "routing-eval.json").write_text(
+        json.dumps(
+            [
+                {"query": "tidy the spreadsheet columns please", "expected_skill": "sheets"},
+                {"query": "write up the meeting notes now", "expected_skill": "notes"},
+                {"query": "paint the garden fence", "expected_skill": None},
+            ]
+        )
+    )
     return folder
 
 
@@ -67,9 +74,15 @@ def test_a_matrix_counts_each_model_and_the_rounds_once(
     folder = make_folder(pytester.path)
     models = "claude-opus-5-5,claude-haiku-4-5"
     one = header(pytester.runpytest_subprocess(*plugin_args(folder)))
-    result = pytester.runpytest_subprocess(*plugin_args(
-        folder, f"--trigger-model={models}", "--optimize-description", "--max-iterations=2",
-        "--trigger-confidence=off"))  # fmt: skip
+    result = pytester.runpytest_subprocess(
+        *plugin_args(
+            folder,
+            f"--trigger-model={models}",
+            "--optimize-description",
+            "--max-iterations=2",
+            "--trigger-confidence=off",
+        )
+    )
     found = header(result)
     assert int(found.group(2)) == 2 * int(one.group(2))
     assert found.group(4).startswith("claude-opus-5-5 and claude-haiku-4-5")
@@ -103,15 +116,17 @@ def test_the_dollars_follow_the_cache_and_the_runs() -> None:
     own = len(b"q1") // 3 + 1
     read = Usage(input_tokens=own, output_tokens=100, cache_read_input_tokens=1000 - own)
     write = Usage(cache_creation_input_tokens=1000 - own)
-    assert got.fewest_usd == pytest.approx(3 * 4 * cost_usd(read, price)
-                                           + 2 * cost_usd(write, price))  # fmt: skip
+    assert got.fewest_usd == pytest.approx(
+        3 * 4 * cost_usd(read, price) + 2 * cost_usd(write, price)
+    )
     assert got.most_usd == pytest.approx(3 * 15 * cost_usd(Usage(1000, 500), price))
     assert (got.queries, got.fewest_calls, got.most_calls) == (3, 12, 45)
     # the dearest call, with the longest description a round may propose (1,024 characters)
     longest = Usage(1000 + (1024 - len(b"A.")) // 3, 500)
     sibling = ListedSkill("s", "Schön.")  # already improved: as long too, as wide in bytes
-    wide = estimate_session([(TriggerContext("a", "A.", (sibling,)), "q")], Settings(), Sized(),
-                            price).call_usd[0]  # fmt: skip
+    wide = estimate_session(
+        [(TriggerContext("a", "A.", (sibling,)), "q")], Settings(), Sized(), price
+    ).call_usd[0]
     grown = 1000 + (1024 - 2) // 3 + (int(1024 * 7 / 6) - 7) // 3
     assert wide == pytest.approx(cost_usd(Usage(grown, 500), price))
     assert got.call_usd == pytest.approx((cost_usd(longest, price),))
@@ -124,7 +139,8 @@ def test_the_dollars_follow_the_cache_and_the_runs() -> None:
     both = combined([got, estimate_session(samplings, Settings(), Sized(), small)])
     priced = both.with_rounds(100, 10, 8)
     assert priced.round_calls == 110
-    assert priced.round_usd == pytest.approx(100 * cost_usd(longest, price)
-                                             + 10 * cost_usd(longest, small))  # fmt: skip
+    assert priced.round_usd == pytest.approx(
+        100 * cost_usd(longest, price) + 10 * cost_usd(longest, small)
+    )
     hidden = TriggerContext("c", "C.", model_invocable=False)  # never listed: no call
     assert estimate_session([(hidden, "q")], Settings(), Sized(), price).most_calls == 0

@@ -190,13 +190,24 @@ def test_an_interrupt_in_a_later_skills_rounds_leaves_every_skill_md_as_it_was(
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         results = tmp_path / "results"
         proc = subprocess.Popen(
-            [*PYTEST, f"--skill-path={tmp_path / 'skills'}",
-             "-p", "no:cacheprovider", "--trigger-cache=off", "--optimize-description",
-             "--max-iterations=9", "--holdout=0.34", f"--trigger-results-dir={results}",
-             "--trigger-concurrency=2"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [
+                *PYTEST,
+                f"--skill-path={tmp_path / 'skills'}",
+                "-p",
+                "no:cacheprovider",
+                "--trigger-cache=off",
+                "--optimize-description",
+                "--max-iterations=9",
+                "--holdout=0.34",
+                f"--trigger-results-dir={results}",
+                "--trigger-concurrency=2",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
             preexec_fn=interruptible,
-        )  # fmt: skip
+        )
         deadline = time.monotonic() + 150
         while time.monotonic() < deadline:
             if list(results.glob("*/b-invoices/iteration-2/description.txt")):

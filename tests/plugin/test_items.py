@@ -812,14 +812,19 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
 @pytest.mark.parametrize(
     ("key", "said"),
     [
-        ("disable-model-invocation: true", "disable-model-invocation: true in SKILL.md: "
-                                           "Claude Code does not list this skill"),
-        ('paths: "**/*.xlsx"', "paths: '**/*.xlsx' in SKILL.md: Claude Code lists this skill "
-                               "only once the session works on matching files"),
+        (
+            "disable-model-invocation: true",
+            "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill",
+        ),
+        (
+            'paths: "**/*.xlsx"',
+            "paths: '**/*.xlsx' in SKILL.md: Claude Code lists this skill "
+            "only once the session works on matching files",
+        ),
         ("paths:\n  - data/*.csv", "paths: ?'data/*.csv'? in SKILL.md: Claude Code lists"),
     ],
     ids=["disable-model-invocation", "paths-glob", "paths-list"],
-)  # fmt: skip
+)
 def test_a_skill_the_model_is_not_shown_fails_its_positives_without_a_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, key: str, said: str
 ) -> None:

@@ -27,10 +27,18 @@ def test_extra_skills_are_listed_first_and_compete_without_items(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     project = pytester.path / "skills"
-    write_skill(project, "b-sheets", "Tidy spreadsheet columns and rows.",
-                [{"query": "tidy spreadsheet columns please", "should_trigger": True}])  # fmt: skip
-    write_skill(project, "a-notes", "Write meeting notes.",
-                [{"query": "write meeting notes", "should_trigger": True}])  # fmt: skip
+    write_skill(
+        project,
+        "b-sheets",
+        "Tidy spreadsheet columns and rows.",
+        [{"query": "tidy spreadsheet columns please", "should_trigger": True}],
+    )
+    write_skill(
+        project,
+        "a-notes",
+        "Write meeting notes.",
+        [{"query": "write meeting notes", "should_trigger": True}],
+    )
     installed = pytester.path / "home-skills"
     write_skill(installed, "zz-tidy", "Tidy spreadsheet columns, rows and cells quickly.")
     write_skill(installed, "aa-poems", "Write poems.")
@@ -58,8 +66,9 @@ def test_an_extra_skill_named_like_a_tested_one_is_refused(
     write_skill(project, "sheets", "Tidy spreadsheets.", [{"query": "q", "should_trigger": True}])
     installed = pytester.path / "home-skills"
     write_skill(installed, "sheets", "Another sheets skill.")
-    result = pytester.runpytest_subprocess(*plugin_args(project),
-                                           f"--trigger-extra-skills={installed}")  # fmt: skip
+    result = pytester.runpytest_subprocess(
+        *plugin_args(project), f"--trigger-extra-skills={installed}"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --trigger-extra-skills: installs a skill named 'sheets'*"])
     assert fake_api.stats["calls"] == 0
@@ -74,11 +83,13 @@ def test_the_fixture_and_a_draft_list_the_extra_skills_too(
     write_skill(project, "sheets", "Tidy spreadsheet columns and rows.")
     installed = pytester.path / "home-skills"
     write_skill(installed, "zz-tidy", "Tidy spreadsheet columns, rows and cells quickly.")
-    pytester.makepyfile(test_check=f"""
+    pytester.makepyfile(
+        test_check=f"""
         def test_sheets(skill_trigger):
             check = skill_trigger({str(project / "sheets")!r}, "tidy spreadsheet columns", runs=1)
             assert check.runs == 1
-    """)  # fmt: skip
+    """
+    )
     extra = f"--trigger-extra-skills={installed}"
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_check.py", extra)
     result.assert_outcomes(passed=1)
@@ -116,9 +127,16 @@ def test_past_the_models_listing_budget_a_skill_is_listed_by_name_alone(
     query = write_ten_skills(skills)
     fake_api.script(query, ["text"])
     out = pytester.path / "out.json"
-    args = (f"--skill-path={skills / 'skill-009'}", "--trigger-backend=anthropic",
-            "--runs-per-query=1", "--trigger-confidence=off", "--trigger-cache=off",
-            "-p", "no:cacheprovider", f"--trigger-json={out}")  # fmt: skip
+    args = (
+        f"--skill-path={skills / 'skill-009'}",
+        "--trigger-backend=anthropic",
+        "--runs-per-query=1",
+        "--trigger-confidence=off",
+        "--trigger-cache=off",
+        "-p",
+        "no:cacheprovider",
+        f"--trigger-json={out}",
+    )
     result = pytester.runpytest_subprocess(*args, "--trigger-model=claude-haiku-4-5")
     (body,) = fake_api.requests
     assert [n for n in bare_names(body) if n.startswith("skill-")] == [
@@ -128,10 +146,12 @@ def test_past_the_models_listing_budget_a_skill_is_listed_by_name_alone(
     assert skill["listed"] == "bare"
     assert skill["listing_budget"]["budget"] == 8000 and skill["listing_budget"]["over_by"] > 0
     over = skill["listing_budget"]["over_by"]
-    result.stdout.fnmatch_lines([
-        f"*warning: skill-009 is listed as a bare name with claude-haiku-4-5: the folder's "
-        f"listing passes the budget of 8,000 characters by {over:,}*"
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            f"*warning: skill-009 is listed as a bare name with claude-haiku-4-5: the folder's "
+            f"listing passes the budget of 8,000 characters by {over:,}*"
+        ]
+    )
     fake_api.script(query, ["text"])
     pytester.runpytest_subprocess(*args, "--trigger-model=claude-sonnet-5-5")
     assert bare_names(fake_api.requests[-1]) == []

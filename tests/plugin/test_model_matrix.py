@@ -53,27 +53,36 @@ def test_a_two_model_matrix_on_two_skills(
         *plugin_args(folder, f"--trigger-json={out}"), f"--trigger-model={','.join(MODELS)}", "-v"
     )
     result.assert_outcomes(passed=7, failed=1)
-    result.stdout.fnmatch_lines([
-        f"*ledger/SKILL.md::ledger?01-reconcile-the-quarterly-invoices-please-{MODELS[1]}? FAILED*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*ledger/SKILL.md::ledger?01-reconcile-the-quarterly-invoices-please-"
+            f"{MODELS[1]}? FAILED*",
+        ]
+    )
     # every request went to one of the matrix's models, the same number to each
     sent = Counter(body["model"] for body in fake_api.requests)
     assert set(sent) == set(MODELS) and sent[MODELS[0]] == sent[MODELS[1]]
     report = json.loads(out.read_text())
     assert report["models"] == list(MODELS)
     assert [(s["skill_name"], s["model"]) for s in report["skills"]] == [
-        ("ledger", MODELS[0]), ("ledger", MODELS[1]), ("notes", MODELS[0]), ("notes", MODELS[1])
-    ]  # fmt: skip
+        ("ledger", MODELS[0]),
+        ("ledger", MODELS[1]),
+        ("notes", MODELS[0]),
+        ("notes", MODELS[1]),
+    ]
     assert sum(s["summary"]["calls"] for s in report["skills"]) == len(fake_api.requests)
     (split,) = report["model_disagreements"]
     assert split["query"] == SMALL_MISS and split["skill"] == "ledger"
     assert split["by_model"][MODELS[0]]["verdict"] == "pass"
     assert split["by_model"][MODELS[1]]["verdict"] == "fail"
-    result.stdout.fnmatch_lines([
-        f"ledger on {MODELS[1]}: 2 passed, 1 failed*",
-        "the models disagree on 1 queries:",
-        f"  ledger: {SMALL_MISS!r} (should trigger): {MODELS[0]} pass */*, {MODELS[1]} fail 0/*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            f"ledger on {MODELS[1]}: 2 passed, 1 failed*",
+            "the models disagree on 1 queries:",
+            f"  ledger: {SMALL_MISS!r} (should trigger): "
+            f"{MODELS[0]} pass */*, {MODELS[1]} fail 0/*",
+        ]
+    )
     # each model priced at its own rates: the small model's calls cost less
     ledger = [s for s in report["skills"] if s["skill_name"] == "ledger"]
     costs = {s["model"]: s["summary"]["cost_usd"] for s in ledger}
@@ -91,8 +100,11 @@ def test_k_selects_one_models_items_and_only_its_requests_are_sent(
     result.assert_outcomes(passed=3, failed=1, deselected=4)
     assert {body["model"] for body in fake_api.requests} == {MODELS[1]}
     assert {extract_query(b) for b in fake_api.requests} == {
-        SHARP, SMALL_MISS, NEGATIVE, "summarise the meeting notes"
-    }  # fmt: skip
+        SHARP,
+        SMALL_MISS,
+        NEGATIVE,
+        "summarise the meeting notes",
+    }
 
 
 def test_the_store_keeps_each_models_runs_apart(
@@ -116,10 +128,14 @@ def test_routing_items_run_on_every_model_of_the_matrix(
     model's requests sent to it, and a routing table per model in the terminal and the JSON,
     each with its own verdicts."""
     folder = make_skills(pytester.path)
-    (folder / "routing-eval.json").write_text(json.dumps([
-        {"query": SMALL_MISS, "expected_skill": "ledger"},
-        {"query": NEGATIVE, "expected_skill": None},
-    ]))  # fmt: skip
+    (folder / "routing-eval.json").write_text(
+        json.dumps(
+            [
+                {"query": SMALL_MISS, "expected_skill": "ledger"},
+                {"query": NEGATIVE, "expected_skill": None},
+            ]
+        )
+    )
     script(fake_api)
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
@@ -145,17 +161,24 @@ def test_the_command_line_model_wins_over_an_ini_matrix_and_two_names_at_once_ar
     pytester.makeini(f"[pytest]\ntrigger_models = {' '.join(MODELS)}\n")
     collected = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q")
     assert sum(MODELS[1] in line for line in collected.stdout.lines) == 4  # the matrix
-    one = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q",
-                                        f"--trigger-model={MODELS[1]}")  # fmt: skip
+    one = pytester.runpytest_subprocess(
+        *plugin_args(folder), "--collect-only", "-q", f"--trigger-model={MODELS[1]}"
+    )
     assert "4 tests collected" in one.stdout.str()
-    both = pytester.runpytest_subprocess(*plugin_args(folder), f"--trigger-model={MODELS[0]}",
-                                         f"--trigger-models={MODELS[1]}")  # fmt: skip
+    both = pytester.runpytest_subprocess(
+        *plugin_args(folder), f"--trigger-model={MODELS[0]}", f"--trigger-models={MODELS[1]}"
+    )
     assert both.ret == pytest.ExitCode.USAGE_ERROR
-    both.stderr.fnmatch_lines(["ERROR: --trigger-models: given with --trigger-model on the "
-                               "command line: name the models once*"])  # fmt: skip
+    both.stderr.fnmatch_lines(
+        [
+            "ERROR: --trigger-models: given with --trigger-model on the "
+            "command line: name the models once*"
+        ]
+    )
     pytester.makeini(f"[pytest]\ntrigger_models = {MODELS[0]}\ntrigger_model = {MODELS[1]}\n")
     in_ini = pytester.runpytest_subprocess(*plugin_args(folder), "--collect-only", "-q")
     assert in_ini.ret == pytest.ExitCode.USAGE_ERROR
-    in_ini.stderr.fnmatch_lines(["ERROR: --trigger-models: given with --trigger-model in the "
-                                 "ini file*"])  # fmt: skip
+    in_ini.stderr.fnmatch_lines(
+        ["ERROR: --trigger-models: given with --trigger-model in the ini file*"]
+    )
     assert fake_api.stats["calls"] == 0

@@ -52,9 +52,11 @@ def test_a_path_option_written_with_a_space_never_drops_the_config(
     )
     assert second.ret == pytest.ExitCode.USAGE_ERROR
     second.stderr.fnmatch_lines(
-        [f"*--trigger-json {out}: pytest took this value for a test path*"
-         f"write --trigger-json={out}"]
-    )  # fmt: skip
+        [
+            f"*--trigger-json {out}: pytest took this value for a test path*"
+            f"write --trigger-json={out}"
+        ]
+    )
     assert "Traceback" not in second.stderr.str()
     assert fake_api.stats["calls"] == calls
     # a value that does not move rootdir or the config file is fine either way
@@ -83,14 +85,19 @@ def test_last_failed_failed_first_stepwise_and_deselect(
 
 @pytest.mark.parametrize(
     "option",
-    ["--trigger-json={blocker}/r.json", "--trigger-report={blocker}/r.html",
-     "--trigger-results-dir={blocker}/results", "--trigger-store={blocker}/s.sqlite"],
-)  # fmt: skip
+    [
+        "--trigger-json={blocker}/r.json",
+        "--trigger-report={blocker}/r.html",
+        "--trigger-results-dir={blocker}/results",
+        "--trigger-store={blocker}/s.sqlite",
+    ],
+)
 def test_an_output_under_a_file_is_a_usage_error_before_any_call(
     pytester: pytest.Pytester, project: Path, fake_api: FakeMessagesAPI, option: str
 ) -> None:
     blocker = pytester.path / "blocker"
     blocker.write_text("a file, not a folder")
+
     def files() -> list[Path]:  # (pytester's own files for each run left out)
         return sorted(
             p
@@ -150,14 +157,24 @@ def test_a_read_only_skill_folder_is_refused_before_the_rounds(
     """A skill the user may not write: --optimize-description stops at once with one line
     instead of failing after every round was paid for."""
     folder = standard_skill(pytester, fake_api)
-    command = [*PYTEST, "-p", "no:cacheprovider",
-               f"--skill-path={folder}", "--trigger-cache=off", "--optimize-description",
-               "--holdout=0.5"]  # fmt: skip
+    command = [
+        *PYTEST,
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={folder}",
+        "--trigger-cache=off",
+        "--optimize-description",
+        "--holdout=0.5",
+    ]
     try:
         done = subprocess.run(
-            read_only(folder, command), cwd=pytester.path, capture_output=True, text=True,
-            timeout=120, check=False,
-        )  # fmt: skip
+            read_only(folder, command),
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
     finally:
         for path in [folder, *folder.rglob("*")]:
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -192,8 +209,13 @@ def test_fixture_runs_are_stored_by_the_controller_under_xdist(
         f"    assert skill_trigger('skills/{SKILL}', {Q_YES!r}, runs=2).triggered\n"
     )
     store = pytester.path / "store.sqlite"
-    args = ("-n", "2", f"--trigger-store={store}", "test_fixture.py",
-            f"--trigger-json={store}.json")  # fmt: skip
+    args = (
+        "-n",
+        "2",
+        f"--trigger-store={store}",
+        "test_fixture.py",
+        f"--trigger-json={store}.json",
+    )
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
     calls = fake_api.stats["calls"]
     assert calls >= 1
@@ -219,8 +241,13 @@ def test_fixture_runs_in_a_fixtures_setup_and_teardown_are_counted_under_xdist(
         "    pass\n"
     )
     store = pytester.path / "store.sqlite"
-    args = ("-n", "2", f"--trigger-store={store}", "test_fixture.py",
-            f"--trigger-json={store}.json")  # fmt: skip
+    args = (
+        "-n",
+        "2",
+        f"--trigger-store={store}",
+        "test_fixture.py",
+        f"--trigger-json={store}.json",
+    )
     pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
     calls = fake_api.stats["calls"]
     assert calls == 2
@@ -237,14 +264,20 @@ def test_files_are_written_with_the_users_umask(
     old = os.umask(0o022)
     try:
         pytester.runpytest_subprocess(
-            "--trigger-json=out.json", "--trigger-report=report.html",
-            "--trigger-results-dir=results", "--optimize-description", "--max-iterations=1",
+            "--trigger-json=out.json",
+            "--trigger-report=report.html",
+            "--trigger-results-dir=results",
+            "--optimize-description",
+            "--max-iterations=1",
             "--holdout=0.5",
-        )  # fmt: skip
+        )
     finally:
         os.umask(old)
-    written = [pytester.path / "out.json", pytester.path / "report.html",
-               *(p for p in (pytester.path / "results").rglob("*") if p.is_file())]  # fmt: skip
+    written = [
+        pytester.path / "out.json",
+        pytester.path / "report.html",
+        *(p for p in (pytester.path / "results").rglob("*") if p.is_file()),
+    ]
     assert len(written) > 3
     for path in written:
         assert stat.S_IMODE(path.stat().st_mode) == 0o644, path
@@ -264,10 +297,12 @@ def test_warnings_point_at_the_skill_and_a_symlinked_folder_is_collected_once(
 def test_the_gate_prints_the_number_it_compares(pytester: pytest.Pytester, project: Path) -> None:
     result = pytester.runpytest_subprocess("--trigger-min-accuracy=0.645")
     result.stdout.fnmatch_lines(
-        ["*queries passed 2/4 (0.50)*",
-         "*GATE FAILED csv-tidy: queries passed 0.5 (2/4, 95% interval 0.15–0.85) is below "
-         "--trigger-min-accuracy 0.645"]
-    )  # fmt: skip
+        [
+            "*queries passed 2/4 (0.50)*",
+            "*GATE FAILED csv-tidy: queries passed 0.5 (2/4, 95% interval 0.15–0.85) is below "
+            "--trigger-min-accuracy 0.645",
+        ]
+    )
 
 
 def test_the_optimizers_lines_start_on_a_line_of_their_own_under_q(

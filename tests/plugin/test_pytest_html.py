@@ -93,9 +93,16 @@ def run_report(
     skills = make_project(pytester, api)
     runpytest = pytester.runpytest_subprocess if subprocess else pytester.runpytest
     result = runpytest(
-        "-p", "no:cacheprovider", "test_plain.py", f"--skill-path={skills}",
-        "--html", "report.html", "--self-contained-html", "--no-early-stop", *more,
-    )  # fmt: skip
+        "-p",
+        "no:cacheprovider",
+        "test_plain.py",
+        f"--skill-path={skills}",
+        "--html",
+        "report.html",
+        "--self-contained-html",
+        "--no-early-stop",
+        *more,
+    )
     result.assert_outcomes(passed=4)
     text = (pytester.path / "report.html").read_text("utf-8")
     assert "<script>alert" not in text
@@ -200,9 +207,11 @@ def test_row_hook_unit(tmp_path: Path) -> None:
     (skill / "trigger-eval.json").write_text('[{"query": "q <i>", "should_trigger": true}]')
     target = load_targets([str(skill)])[0]
     result = QueryResult(
-        "q <i>", True, FixedRule(2, 0.5),
+        "q <i>",
+        True,
+        FixedRule(2, 0.5),
         (RunOutcome("triggered", chosen="skill:s"), RunOutcome("not_triggered", chosen="text")),
-    )  # fmt: skip
+    )
 
     class Report:
         def __init__(self, nodeid: str) -> None:

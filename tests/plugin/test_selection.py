@@ -78,8 +78,10 @@ def test_arg_paths_are_absolute_and_drop_node_ids(
 ) -> None:
     monkeypatch.chdir(tree)
     assert arg_paths(["skills/pdf/SKILL.md::pdf[01-merge]", "tests", str(tree / "x")]) == [
-        p(tree, "skills/pdf/SKILL.md"), p(tree, "tests"), p(tree, "x"),
-    ]  # fmt: skip
+        p(tree, "skills/pdf/SKILL.md"),
+        p(tree, "tests"),
+        p(tree, "x"),
+    ]
 
 
 @pytest.mark.parametrize("source", [Source.TESTPATHS, Source.INVOCATION_DIR])
@@ -219,9 +221,11 @@ def collected(pytester: pytest.Pytester, *args: str) -> list[str]:
 
 
 PDF, CSV, OTHER, TESTS = (
-    "skills/pdf/SKILL.md", "skills/group/csv/SKILL.md", "vendor/skills/other/SKILL.md",
+    "skills/pdf/SKILL.md",
+    "skills/group/csv/SKILL.md",
+    "vendor/skills/other/SKILL.md",
     "tests/test_x.py",
-)  # fmt: skip
+)
 
 
 @pytest.mark.parametrize(

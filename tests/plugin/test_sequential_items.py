@@ -23,8 +23,11 @@ def scripted(pytester: pytest.Pytester, api: FakeMessagesAPI) -> Path:
     api.script(CLEAR, [f"skill:{SKILL}"])
     api.script(NEVER, ["text"])
     api.script(SPLIT, [f"skill:{SKILL}", "text"])  # alternates: never settles
-    return make_skill(pytester.path / "skills", SKILL,
-                      [entry(CLEAR, True), entry(NEVER, False), entry(SPLIT, True)])  # fmt: skip
+    return make_skill(
+        pytester.path / "skills",
+        SKILL,
+        [entry(CLEAR, True), entry(NEVER, False), entry(SPLIT, True)],
+    )
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -36,22 +39,25 @@ def test_items_settle_at_the_confidence_and_borderline_fails_saying_so(
 ) -> None:
     skills = scripted(pytester, fake_api)
     out, xml = pytester.path / "out.json", pytester.path / "junit.xml"
-    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}",
-                 f"--junitxml={xml}")  # fmt: skip
+    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}", f"--junitxml={xml}")
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*sequential at 95% (threshold 0.5 ± 0.15, 3 to 15 runs per query)*",
-        f"expected '{SKILL}' to trigger: borderline: triggered 7 of 13 runs, 95% interval "
-        "0.29–0.77: this request is decided by chance",
-        f"{SKILL}: 2 passed, 1 failed (1 borderline), 0 errors | queries passed 2/3 (0.67), "
-        "95% interval 0.21–0.94*",
-    ])  # fmt: skip
+    result.stdout.fnmatch_lines(
+        [
+            "*sequential at 95% (threshold 0.5 ± 0.15, 3 to 15 runs per query)*",
+            f"expected '{SKILL}' to trigger: borderline: triggered 7 of 13 runs, 95% interval "
+            "0.29–0.77: this request is decided by chance",
+            f"{SKILL}: 2 passed, 1 failed (1 borderline), 0 errors | queries passed 2/3 (0.67), "
+            "95% interval 0.21–0.94*",
+        ]
+    )
     # four runs settle each clear query; the split one goes on while a bound is in reach
     assert fake_api.stats["trigger_calls"] == 4 + 4 + 13
     rows = json.loads(out.read_text())["skills"][0]["results"]
     assert [(r["runs"], r["decided"], r["borderline"], r["pass"]) for r in rows] == [
-        (4, True, False, True), (4, True, False, True), (13, False, True, False),
-    ]  # fmt: skip
+        (4, True, False, True),
+        (4, True, False, True),
+        (13, False, True, False),
+    ]
     assert rows[0]["interval"] == [0.5101, 1.0] and rows[1]["interval"] == [0.0, 0.4899]
     summary = json.loads(out.read_text())["skills"][0]["summary"]
     assert summary["borderline"] == 1 and summary["query_pass_interval"] == [0.2077, 0.9385]
@@ -101,7 +107,8 @@ def test_the_fixture_follows_the_sessions_rule(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = scripted(pytester, fake_api)
-    pytester.makepyfile(test_checks=f"""
+    pytester.makepyfile(
+        test_checks=f"""
         def test_clear(skill_trigger):
             check = skill_trigger({str(skills)!r}, {CLEAR!r})
             assert check.triggered and check.decided and check.runs == 4
@@ -110,6 +117,7 @@ def test_the_fixture_follows_the_sessions_rule(
         def test_split(skill_trigger):
             check = skill_trigger({str(skills)!r}, {SPLIT!r})
             assert not check.triggered and check.borderline and check.runs == 13
-    """)  # fmt: skip
+    """
+    )
     result = run(pytester, "test_checks.py")
     result.assert_outcomes(passed=2)

@@ -105,8 +105,10 @@ def test_min_accuracy_turns_misses_into_xfail_and_gates_the_session(
     failing.assert_outcomes(passed=3, xfailed=1)
     assert failing.ret == 1
     failing.stdout.fnmatch_lines(
-        ["*GATE FAILED pdf-tools: queries passed 0.75 (3/4, 95% interval 0.30–0.95) is below "
-         "--trigger-min-accuracy 0.9"]
+        [
+            "*GATE FAILED pdf-tools: queries passed 0.75 (3/4, 95% interval 0.30–0.95) is below "
+            "--trigger-min-accuracy 0.9"
+        ]
     )
     plain = pytester.runpytest_subprocess("skills")
     plain.assert_outcomes(passed=3, failed=1)

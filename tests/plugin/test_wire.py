@@ -14,8 +14,9 @@ class Report:
 
 
 def test_records_round_trip_through_json() -> None:
-    outcome = RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 2, 1, 3),
-                         requests=2, model="m", batch=True)  # fmt: skip
+    outcome = RunOutcome(
+        "triggered", chosen="skill:pdf", usage=Usage(5, 2, 1, 3), requests=2, model="m", batch=True
+    )
     runs = (outcome, RunOutcome("error", error="boom"))
     result = QueryResult("merge", True, FixedRule(3, 0.5), runs, hits=frozenset({"skill:a"}))
     records = [

@@ -67,8 +67,14 @@ def script(api: FakeMessagesAPI) -> None:
 
 def run_args(root: Path, *more: str) -> tuple[str, ...]:
     """Command-line arguments of one run of the skills under ``root``."""
-    return ("-p", "no:cacheprovider", f"--skill-path={root}", *no_store(more),
-            *reference_rule(more), *more)  # fmt: skip
+    return (
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={root}",
+        *no_store(more),
+        *reference_rule(more),
+        *more,
+    )
 
 
 def stable(report: dict[str, Any]) -> dict[str, Any]:

@@ -62,9 +62,16 @@ def test_the_installed_xdist_is_one_the_peek_was_written_for() -> None:
 
 @pytest.mark.parametrize(
     "version,supported",
-    [("3.8.0", True), ("3.0", True), ("4.0.0", False), ("2.5.0", False), ("dev", False),
-     ("", False), ("v3.1", False)],
-)  # fmt: skip
+    [
+        ("3.8.0", True),
+        ("3.0", True),
+        ("4.0.0", False),
+        ("2.5.0", False),
+        ("dev", False),
+        ("", False),
+        ("v3.1", False),
+    ],
+)
 def test_the_version_guard_accepts_only_known_majors(
     monkeypatch: pytest.MonkeyPatch, version: str, supported: bool
 ) -> None:

@@ -67,17 +67,23 @@ def target(text: str, queries: list[tuple[str, bool]], description: str) -> Targ
         for i, (q, s) in enumerate(queries)
     )
     name = f"demo {text}"
-    skill = Skill(name, description, f"/skills/{text}/demo", f"/skills/{text}/demo/SKILL.md",
-                  {}, "", (), b"")  # fmt: skip
-    return Target(skill, EvalSet(f"/skills/{text}/demo/evals/trigger-eval.json", entries),
-                  description, (), ())  # fmt: skip
+    skill = Skill(
+        name, description, f"/skills/{text}/demo", f"/skills/{text}/demo/SKILL.md", {}, "", (), b""
+    )
+    return Target(
+        skill, EvalSet(f"/skills/{text}/demo/evals/trigger-eval.json", entries), description, (), ()
+    )
 
 
 def make_run(text: str = "plain") -> Optimization:
     """Two iterations, 3 train + 2 test queries; every user field carries ``text``."""
-    queries = [(f"train one {text}", True), (f"train two {text}", False),
-               (f"train three {text}", True), (f"test one {text}", True),
-               (f"test two {text}", False)]  # fmt: skip
+    queries = [
+        (f"train one {text}", True),
+        (f"train two {text}", False),
+        (f"train three {text}", True),
+        (f"test one {text}", True),
+        (f"test two {text}", False),
+    ]
     skill = target(text, queries, f"original {text}")
     entries = skill.eval_set.entries
 
@@ -85,9 +91,10 @@ def make_run(text: str = "plain") -> Optimization:
         train = [
             result(f"train one {text}", True, 3),
             result(f"train two {text}", False, 2 if not good else 0),
-            result(f"train three {text}", True, 0, runs=2, error=f"boom {text}",
-                   chosen=f"tool:{text}"),
-        ]  # fmt: skip
+            result(
+                f"train three {text}", True, 0, runs=2, error=f"boom {text}", chosen=f"tool:{text}"
+            ),
+        ]
         test = [
             result(f"test one {text}", True, 2 if good else 1),
             result(f"test two {text}", False, 0, runs=0, skipped=f"budget {text}"),
@@ -103,8 +110,12 @@ def make_run(text: str = "plain") -> Optimization:
     return run
 
 
-def render_html(runs: list[Optimization], *, running: bool, title: str = "Skill trigger report",
-                ) -> str:  # fmt: skip
+def render_html(
+    runs: list[Optimization],
+    *,
+    running: bool,
+    title: str = "Skill trigger report",
+) -> str:
     return render_rounds_page([skill_view(r) for r in runs], running=running, title=title)
 
 
@@ -242,8 +253,11 @@ def find_chromium() -> str:
 def headless(chromium: str, *args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [chromium, "--headless", "--no-sandbox", "--disable-gpu", *args],
-        check=False, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done
 
@@ -296,9 +310,17 @@ def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
     chosen = {"skill:sheets": 2, "skill:charts": 3, "skill:review": 1, "text": 1, "tool:Bash": 1}
     headings = re.findall(r"<th>(.*?)</th>", render_routing_section(routing_table(chosen)))
     assert headings == [
-        "queries of", "kind", "pdf", "sheets", "other skill charts", "other skill review",
-        "a plain answer", "tool Bash", "errors", "sheets",  # the last: the row's own heading
-    ]  # fmt: skip
+        "queries of",
+        "kind",
+        "pdf",
+        "sheets",
+        "other skill charts",
+        "other skill review",
+        "a plain answer",
+        "tool Bash",
+        "errors",
+        "sheets",  # the last: the row's own heading
+    ]
     assert choice_label("skill:charts", ["pdf"]) == "other skill charts"
     assert choice_label("skill:pdf", ["pdf"]) == "pdf"
     assert choice_label("skill:charts") == "charts"  # a caller that does not know the folder
@@ -307,27 +329,42 @@ def test_a_skill_that_is_not_the_folders_is_headed_other_skill() -> None:
 def in_folder(text: str = "plain") -> Optimization:
     """A skill of a folder, measured whole: a greedy iteration 2 takes its sibling's queries
     and loses its race on train; the start stays the best."""
-    queries = [(f"train one {text}", True), (f"train two {text}", False),
-               (f"test one {text}", True), (f"test two {text}", False)]  # fmt: skip
+    queries = [
+        (f"train one {text}", True),
+        (f"train two {text}", False),
+        (f"test one {text}", True),
+        (f"test two {text}", False),
+    ]
     skill = target(text, queries, f"original {text}")
     entries = skill.eval_set.entries
-    sibling = [CrossEntry(EvalEntry(1_000_000 + i, f"sibling {i} {text}", False,
-                                    {"owner": f"sibling {text}"}), f"sibling {text}")
-               for i in range(4)]  # fmt: skip
+    sibling = [
+        CrossEntry(
+            EvalEntry(1_000_000 + i, f"sibling {i} {text}", False, {"owner": f"sibling {text}"}),
+            f"sibling {text}",
+        )
+        for i in range(4)
+    ]
     folder = Folder(tuple(sibling[:2]), tuple(sibling[2:]))
     run = Optimization(skill, 0.4, list(entries[:2]), list(entries[2:]), folder=folder)
 
     def iteration(n: int, taken: int) -> Iteration:
         train = [result(q, s, 3 if s else 0) for q, s in queries[:2]]
         test = [result(q, s, 3 if s else 0) for q, s in queries[2:]]
-        cross = [result(c.entry.query, False, 3 if i < taken else 0)
-                 for i, c in enumerate(sibling)]  # fmt: skip
-        return Iteration(n, f"{'original' if n == 1 else 'greedy'} {text}", "evaluated", train,
-                         test, cross_train=cross[:2], cross_test=cross[2:])  # fmt: skip
+        cross = [result(c.entry.query, False, 3 if i < taken else 0) for i, c in enumerate(sibling)]
+        return Iteration(
+            n,
+            f"{'original' if n == 1 else 'greedy'} {text}",
+            "evaluated",
+            train,
+            test,
+            cross_train=cross[:2],
+            cross_test=cross[2:],
+        )
 
     start, greedy = iteration(1, 0), iteration(2, 4)
-    greedy.race = Race(start.train_side, greedy.train_side,
-                       paired_gain(start.train_side, greedy.train_side, 0.95))  # fmt: skip
+    greedy.race = Race(
+        start.train_side, greedy.train_side, paired_gain(start.train_side, greedy.train_side, 0.95)
+    )
     run.iterations = [start, greedy]
     run.exit_reason = f"max_iterations (2) {text}"
     return run
@@ -360,7 +397,7 @@ def test_the_acceptance_race_is_on_the_page() -> None:
 
 
 # a query that would be markup, an attribute break-out and an entity, all at once
-NASTY = "<script>alert(\"x\")</script> & 'q' \"><img src=x onerror=alert(1)>"
+NASTY = '<script>alert("x")</script> & \'q\' "><img src=x onerror=alert(1)>'
 
 
 def plain_run(root: Path) -> Any:
@@ -385,10 +422,14 @@ def plain_run(root: Path) -> Any:
 
     def runs(owner: str, *chosen: str) -> tuple[RunOutcome, ...]:
         return tuple(
-            RunOutcome("triggered" if c == f"skill:{owner}" else "not_triggered",
-                       chosen=c, usage=usage, model="claude-sonnet-5")
+            RunOutcome(
+                "triggered" if c == f"skill:{owner}" else "not_triggered",
+                chosen=c,
+                usage=usage,
+                model="claude-sonnet-5",
+            )
             for c in chosen
-        )  # fmt: skip
+        )
 
     outcomes = {
         "demo": [
@@ -404,12 +445,18 @@ def plain_run(root: Path) -> Any:
         mine = outcomes[target.name]
         for entry, these in zip(target.eval_set.entries, mine, strict=True):
             rule = FixedRule(3, 0.5)
-            results.add(target, entry.index,
-                        QueryResult(entry.query, entry.should_trigger, rule, these))  # fmt: skip
+            results.add(
+                target, entry.index, QueryResult(entry.query, entry.should_trigger, rule, these)
+            )
     return build_report(
-        results, backend="api", model="claude-sonnet-5", runs_per_query=3, threshold=0.5,
-        routing=routing_tables(results.ordered()), spending={"items": Spend(12, usage, 0.0331)},
-    )  # fmt: skip
+        results,
+        backend="api",
+        model="claude-sonnet-5",
+        runs_per_query=3,
+        threshold=0.5,
+        routing=routing_tables(results.ordered()),
+        spending={"items": Spend(12, usage, 0.0331)},
+    )
 
 
 def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first(
@@ -443,8 +490,9 @@ def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first
     numbers = re.findall(r'<td class="num">(\d+)</td>', page)
     assert numbers == ["1", "3", "2", "4", "1"]  # then the other skill's one query
     assert [a["class"] for a in tags.tags_of("tr") if "failing" in (a.get("class") or "")] == [
-        "failing fail", "failing error"
-    ]  # fmt: skip
+        "failing fail",
+        "failing error",
+    ]
     assert "0/3" in demo and "3/3" in demo and "0.00" in demo
     assert "skill 'charts' x2, a plain answer x1" in demo  # what was chosen instead
     assert demo.count("✓ should trigger") == 3 and demo.count("✗ should not") == 1

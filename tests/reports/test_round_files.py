@@ -21,8 +21,12 @@ def test_two_runs_in_one_second_get_their_own_folders(tmp_path: Path) -> None:
 def test_a_proposal_is_kept_redacted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-secret-value-123456")
     files = RoundFiles(None, str(tmp_path))
-    proposal = Proposal("prompt with sk-ant-secret-value-123456", "answer",
-                        ["New text.", "Other text."], problems=["too long"])  # fmt: skip
+    proposal = Proposal(
+        "prompt with sk-ant-secret-value-123456",
+        "answer",
+        ["New text.", "Other text."],
+        problems=["too long"],
+    )
     files.save_proposal("pdf", 2, proposal)
     assert files.results_dir is not None
     folder = Path(files.results_dir) / "pdf" / "iteration-2"

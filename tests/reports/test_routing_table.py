@@ -101,9 +101,15 @@ def test_routing_items_the_gate_and_their_place_in_the_table(
     (folder / "evals" / "routing-eval.json").write_text(json.dumps(ROUTING))
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, f"--trigger-json={out}", "--no-early-stop", "-v",
-                     "--trigger-min-routing-accuracy=0.9", *workers)
-    )  # fmt: skip
+        *plugin_args(
+            folder,
+            f"--trigger-json={out}",
+            "--no-early-stop",
+            "-v",
+            "--trigger-min-routing-accuracy=0.9",
+            *workers,
+        )
+    )
     # the first routing entry: pdf is chosen in 2 of 3 runs, so xlsx does not reach 0.5;
     # with the routing gate set, that miss is an xfail (the gate decides)
     outcome = {
@@ -119,9 +125,11 @@ def test_routing_items_the_gate_and_their_place_in_the_table(
         "routing[03-what-is-the-capital-of-peru]": "PASSED",
     }
     result.stdout.fnmatch_lines(
-        ["*GATE FAILED routing in *skills: 0.6667 of routing items and should-trigger "
-         "queries passed (6/9), below --trigger-min-routing-accuracy 0.9"]
-    )  # fmt: skip
+        [
+            "*GATE FAILED routing in *skills: 0.6667 of routing items and should-trigger "
+            "queries passed (6/9), below --trigger-min-routing-accuracy 0.9"
+        ]
+    )
     assert result.ret == 1
     (table,) = json.loads(out.read_text())["routing"]
     items = {i["query"]: i for i in table["items"]}
@@ -139,27 +147,35 @@ def test_the_failure_text_says_what_was_chosen(
     (folder / "routing-eval.json").write_text(json.dumps(ROUTING[:1]))
     result = pytester.runpytest_subprocess(*plugin_args(folder, "--no-early-stop"))
     result.stdout.fnmatch_lines(
-        ["*expected 'xlsx' chosen first in at least 0.5 of the runs; over 3 runs the model "
-         "chose: skill 'pdf' x2, skill 'xlsx' x1"]
-    )  # fmt: skip
+        [
+            "*expected 'xlsx' chosen first in at least 0.5 of the runs; over 3 runs the model "
+            "chose: skill 'pdf' x2, skill 'xlsx' x1"
+        ]
+    )
 
 
 @pytest.mark.parametrize(
     ("entries", "message"),
     [
-        ([{"query": "q", "expected_skill": "docx"}],
-         "entry 1: unknown skill 'docx' (this folder: pdf, xlsx)"),
-        ([{"query": "q", "expected_skill": "pdf"}, {"query": " q ", "expected_skill": None}],
-         "entry 2 repeats the query of entry 1"),
+        (
+            [{"query": "q", "expected_skill": "docx"}],
+            "entry 1: unknown skill 'docx' (this folder: pdf, xlsx)",
+        ),
+        (
+            [{"query": "q", "expected_skill": "pdf"}, {"query": " q ", "expected_skill": None}],
+            "entry 2 repeats the query of entry 1",
+        ),
         ([{"query": "q"}], "entry 1: has no expected_skill"),
         ({"query": "q"}, "must be a JSON list"),
         # raw text: the eval sets' own JSON checks
-        ('[{"query": "q", "expected_skill": "pdf", "query": "r"}]',
-         'entry 1: key "query" appears twice'),
+        (
+            '[{"query": "q", "expected_skill": "pdf", "query": "r"}]',
+            'entry 1: key "query" appears twice',
+        ),
         ("[" * 100_000 + "]" * 100_000, "not usable JSON: nested too deeply"),
         (" ", "the file is empty"),
     ],
-)  # fmt: skip
+)
 def test_bad_routing_entries_are_usage_errors_before_any_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, entries: object, message: str
 ) -> None:
@@ -195,9 +211,10 @@ def test_the_routing_gate_and_table_show_when_only_routing_items_ran(
     summary = pytester.path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, "--no-early-stop", "-k", "routing",
-                     "--trigger-min-routing-accuracy=0.9")
-    )  # fmt: skip
+        *plugin_args(
+            folder, "--no-early-stop", "-k", "routing", "--trigger-min-routing-accuracy=0.9"
+        )
+    )
     result.assert_outcomes(passed=3, xfailed=1, deselected=7)
     assert result.ret == 1
     result.stdout.fnmatch_lines(
@@ -231,9 +248,10 @@ def test_routing_items_stop_early_with_the_verdicts_of_every_run(
         fake_api.requests.clear()
         out = pytester.path / "out.json"
         pytester.runpytest_subprocess(
-            *plugin_args(folder, f"--trigger-json={out}", "-k", "routing",
-                         "--trigger-cache=off", *early)
-        )  # fmt: skip
+            *plugin_args(
+                folder, f"--trigger-json={out}", "-k", "routing", "--trigger-cache=off", *early
+            )
+        )
         (table,) = json.loads(out.read_text())["routing"]
         verdicts.append({i["query"]: i["pass"] for i in table["items"]})
         asked.append(Counter(extract_query(body) for body in fake_api.requests))

@@ -17,10 +17,13 @@ DESCRIPTION = "Clean and repair messy CSV files so they load correctly in spread
 
 
 def entries(positives: int, negatives: int) -> list[dict]:
-    return [{"query": f"tidy up export number {i} please", "should_trigger": True}
-            for i in range(positives)] + [
+    return [
+        {"query": f"tidy up export number {i} please", "should_trigger": True}
+        for i in range(positives)
+    ] + [
         {"query": f"write a limerick about topic {i}", "should_trigger": False}
-        for i in range(negatives)]  # fmt: skip
+        for i in range(negatives)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -55,13 +58,23 @@ def test_a_good_set_has_no_problems() -> None:
         (entries(16, 4), "4 should-not entries of 20"),
         ({"query": "x"}, "no JSON array"),
         ([*entries(10, 9), {"query": 3, "should_trigger": True}], "entry 20 is not a"),
-        ([*entries(10, 9), {"query": "TIDY up  export number 1 please", "should_trigger": True}],
-         "entry 20 repeats an earlier query"),
-        ([*entries(10, 9), {"query": "please clean and repair messy csv files so they load",
-                            "should_trigger": True}], "entry 20 quotes the description"),
+        (
+            [*entries(10, 9), {"query": "TIDY up  export number 1 please", "should_trigger": True}],
+            "entry 20 repeats an earlier query",
+        ),
+        (
+            [
+                *entries(10, 9),
+                {
+                    "query": "please clean and repair messy csv files so they load",
+                    "should_trigger": True,
+                },
+            ],
+            "entry 20 quotes the description",
+        ),
     ],
     ids=["too-few", "too-many", "unbalanced", "not-a-list", "bad-entry", "duplicate", "quote"],
-)  # fmt: skip
+)
 def test_a_bad_set_says_what_is_wrong(data: object, expected: str) -> None:
     _found, problems = check_answer(data, DESCRIPTION)
     assert any(expected in p for p in problems), problems

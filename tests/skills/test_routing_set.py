@@ -21,16 +21,21 @@ def write(folder: Path, data: object, name: str = "routing-eval.json") -> Path:
 
 
 def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path) -> None:
-    path = write(tmp_path, [
-        {"query": "plot it", "expected_skill": "spreadsheet-charts"},
-        {"query": "what is a TSV?", "expected_skill": None, "note": "kept aside"},
-    ], "evals/routing-eval.json")  # fmt: skip
+    path = write(
+        tmp_path,
+        [
+            {"query": "plot it", "expected_skill": "spreadsheet-charts"},
+            {"query": "what is a TSV?", "expected_skill": None, "note": "kept aside"},
+        ],
+        "evals/routing-eval.json",
+    )
     assert find_routing_set(str(tmp_path)) == str(path)
     routing = load_routing_set(str(path), SKILLS)
     assert routing.folder == str(tmp_path)  # the folder above evals/
     assert [(e.index, e.query, e.expected_skill) for e in routing.entries] == [
-        (0, "plot it", "spreadsheet-charts"), (1, "what is a TSV?", None),
-    ]  # fmt: skip
+        (0, "plot it", "spreadsheet-charts"),
+        (1, "what is a TSV?", None),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -42,13 +47,16 @@ def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path
         ([{"query": "plot it"}], "entry 1: has no expected_skill"),
         ([{"query": "plot it", "expected_skill": 3}], "expected_skill must be a skill name"),
         ([{"query": "plot it", "expected_skill": "pdf"}], "unknown skill 'pdf'"),
-        ([{"query": "a", "expected_skill": None}, {"query": "a", "expected_skill": None}],
-         "entry 2"),
+        (
+            [{"query": "a", "expected_skill": None}, {"query": "a", "expected_skill": None}],
+            "entry 2",
+        ),
         ('[{"query": "a", "query": "b", "expected_skill": null}]', "entry 1"),
     ],
 )
-def test_a_bad_entry_is_one_line_naming_the_file(tmp_path: Path, data: object,
-                                                 problem: str) -> None:  # fmt: skip
+def test_a_bad_entry_is_one_line_naming_the_file(
+    tmp_path: Path, data: object, problem: str
+) -> None:
     path = write(tmp_path, data)
     with pytest.raises(InputError) as caught:
         load_routing_set(str(path), SKILLS)

@@ -210,11 +210,20 @@ def test_write_problem_names_what_is_not_writable(tmp_path: Path) -> None:
                 pytest.skip("running as root with no system python3 for the nobody user")
             env = {"PYTHONPATH": str(Path(atomic.__file__).resolve().parents[2])}
         done = subprocess.run(
-            [python, "-c", WRITE_PROBLEMS, str(base)], capture_output=True, text=True,
-            check=False, timeout=60, user=NOBODY if as_root else None, cwd="/", env=env,
-        )  # fmt: skip
-        if as_root and done.returncode and "Error: " in done.stderr and (
-            "No module named" in done.stderr or "Permission denied" in done.stderr
+            [python, "-c", WRITE_PROBLEMS, str(base)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            user=NOBODY if as_root else None,
+            cwd="/",
+            env=env,
+        )
+        if (
+            as_root
+            and done.returncode
+            and "Error: " in done.stderr
+            and ("No module named" in done.stderr or "Permission denied" in done.stderr)
         ):
             pytest.skip(f"the nobody user cannot read this checkout: {done.stderr[-200:]}")
         assert done.returncode == 0, done.stderr
@@ -257,9 +266,11 @@ def test_interrupts_at_random_points_never_leave_a_temporary_file(tmp_path: Path
     temporary file is left and the file is always whole. Without holding the signal for the
     write this leaves temporary files within a few thousand interrupts."""
     child = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", CHILD, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
         preexec_fn=interruptible,
-    )  # fmt: skip
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         rng = random.Random(7)

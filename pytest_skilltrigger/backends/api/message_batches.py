@@ -46,6 +46,7 @@ class BatchingHost(Protocol):
         self, context: TriggerContext, query: str
     ) -> tuple[bytes, str, dict[str, str]]: ...
 
+
 # Output a decision needs: a short preamble and one tool call fit with room to spare.
 DECISION_MAX_TOKENS = 2048
 BATCH_LIMIT = 100_000  # requests the API takes in one batch
@@ -107,7 +108,8 @@ class MessageBatches:
             if not request.capped:
                 self._uncapped.add(request.custom_id)
             item = b'{"custom_id": %s, "params": %s}' % (
-                json.dumps(request.custom_id).encode("ascii"), splice(frame, request.query)
+                json.dumps(request.custom_id).encode("ascii"),
+                splice(frame, request.query),
             )
             chunks = groups.setdefault(betas, [[]])
             if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + len(item) > BATCH_BYTES:
@@ -164,7 +166,7 @@ class MessageBatches:
                         path, cast_to=MessageBatch, content=body, options={"headers": headers}
                     ),
                     fatal_statuses=FATAL_CREATE_STATUSES,
-                )  # fmt: skip
+                )
                 break
             except BatchError as exc:
                 if not exc.rejected or attempt == CREATE_TRIES - 1:
@@ -254,8 +256,10 @@ class MessageBatches:
             return call()
         except sdk.APIStatusError as exc:
             status = exc.status_code
-            raise BatchError(describe_error(exc), fatal=status in fatal_statuses,
-                             rejected=status in NOT_TAKEN_STATUSES) from None  # fmt: skip
+            raise BatchError(
+                describe_error(exc),
+                fatal=status in fatal_statuses,
+                rejected=status in NOT_TAKEN_STATUSES,
+            ) from None
         except Exception as exc:  # the SDK's other errors, the HTTP library's read errors
             raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None
-

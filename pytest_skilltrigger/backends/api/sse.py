@@ -102,7 +102,7 @@ def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
     """One event block (``event:`` and ``data:`` lines); comments and other fields are ignored."""
     if event.startswith(b"event:"):  # the usual shape: skip an unwanted event on its name alone
         end = event.find(b"\n")
-        raw = event[6:end if end >= 0 else None].strip()
+        raw = event[6 : end if end >= 0 else None].strip()
         if not choice.wants(_EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")):
             return None
     name = ""

@@ -60,6 +60,7 @@ NESTING_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 # of ANTHROPIC_BASE_URL.
 CLOUD_PROVIDER_ENV = ("CLAUDE_CODE_USE_", "ANTHROPIC_BEDROCK", "ANTHROPIC_VERTEX")
 
+
 class ClaudeCodeBackend:
     """Runs trigger checks through the ``claude`` CLI; ``run`` is thread-safe."""
 
@@ -129,9 +130,7 @@ class ClaudeCodeBackend:
         return done.stdout.split()[0]
 
     def context_key(self, context: TriggerContext) -> str:
-        return context.key(
-            backend=self.name, model=self.key_model, cli_version=self.cli_version
-        )
+        return context.key(backend=self.name, model=self.key_model, cli_version=self.cli_version)
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it starts: the CLI's own prompt and tools
@@ -246,9 +245,13 @@ class ClaudeCodeBackend:
                 self._live[str(run_dir)] = proc
 
         finished = run_until_decided(
-            self._command(), run_dir / "project", self._env(run_dir), query, self.timeout,
+            self._command(),
+            run_dir / "project",
+            self._env(run_dir),
+            query,
+            self.timeout,
             started,
-        )  # fmt: skip
+        )
         verdict = finished.verdict
         if verdict.skills is not None:
             with self._lock:
@@ -261,12 +264,18 @@ class ClaudeCodeBackend:
         model = verdict.model or self.model
         if verdict.chosen is not None and not finished.timed_out:
             status = "triggered" if verdict.chosen == f"skill:{skill_name}" else "not_triggered"
-            return RunOutcome(status, chosen=verdict.chosen, usage=verdict.usage,
-                              requests=requests, model=model)  # fmt: skip
+            return RunOutcome(
+                status, chosen=verdict.chosen, usage=verdict.usage, requests=requests, model=model
+            )
         return RunOutcome(
-            "error", error=redact(self._failure(finished)), usage=verdict.usage,
-            request_id=verdict.request_id, fatal=verdict.fatal, requests=requests, model=model,
-        )  # fmt: skip
+            "error",
+            error=redact(self._failure(finished)),
+            usage=verdict.usage,
+            request_id=verdict.request_id,
+            fatal=verdict.fatal,
+            requests=requests,
+            model=model,
+        )
 
     def _failure(self, finished: Finished) -> str:
         """Why a run decided nothing: a timeout (with what went wrong before it), an error

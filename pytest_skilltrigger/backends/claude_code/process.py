@@ -31,18 +31,29 @@ class Finished:
 
 
 def run_until_decided(
-    command: list[str], cwd: Path, env: dict[str, str], query: str, timeout: float,
+    command: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    query: str,
+    timeout: float,
     started: Callable[[subprocess.Popen[str]], None],
-) -> Finished:  # fmt: skip
+) -> Finished:
     """Start the CLI in its own process group, give it ``query`` on stdin (an argument
     starting with "-" would read as an option), read its output until the first decision,
     then kill the group at once. ``started`` is told the process as soon as it exists (the
     backend's close() must be able to kill it); a watchdog kills it after ``timeout``."""
     proc = subprocess.Popen(
-        command, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
+        command,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
         start_new_session=True,
-    )  # fmt: skip
+    )
     started(proc)
     assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
     tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
