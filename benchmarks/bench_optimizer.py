@@ -121,7 +121,7 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
 
     target, model = fresh_skill(api, name, seed)
     session = TriggerSession(
-        Settings(cache_mode="off", concurrency=16, confidence=None, runs_per_query=3, curtail=False)
+        Settings(cache_mode="off", concurrency=16, confidence=None, min_runs=3, no_early_stop=True)
     )
     proposer = DescriptionProposer(lambda prompt: session.ask(prompt))
     train, test = split_entries(target.eval_set.entries, 0.4, 42)

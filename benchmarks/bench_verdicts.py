@@ -190,13 +190,13 @@ def _print_expected(
 
 def _settings(rule: Rule) -> Settings:
     if isinstance(rule, FixedRule):
-        return Settings(runs_per_query=rule.runs, confidence=None, cache_mode="off", concurrency=16)
+        return Settings(min_runs=rule.runs, confidence=None, cache_mode="off", concurrency=16)
     kind = Settings if rule.calibrated else _WaldSettings
     return kind(
         confidence=rule.confidence,
         margin=rule.margin,
-        runs_per_query=rule.min_runs,
-        max_runs_per_query=rule.max_runs,
+        min_runs=rule.min_runs,
+        max_runs=rule.max_runs,
         cache_mode="off",
         concurrency=16,
     )

@@ -4,7 +4,7 @@ The public API, for library users who call the engine directly::
 
     from pytest_skilltrigger import Settings, evaluate_skill
 
-    for target, results in evaluate_skill("skills/pdf", Settings(runs_per_query=5)):
+    for target, results in evaluate_skill("skills/pdf", Settings(min_runs=5)):
         print(target.name, sum(1 for r in results if r.passed), "/", len(results))
 
 Names are imported on first use (PEP 562): importing the package, as pytest does for the

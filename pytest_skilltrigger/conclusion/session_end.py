@@ -157,7 +157,7 @@ class SessionEnd:
             self.gathered.results,
             backend=engine.backend_name if engine else None,
             model=engine.model if engine else None,
-            runs_per_query=self.settings.runs_per_query,
+            runs_per_query=self.settings.min_runs,
             threshold=self.settings.threshold,
             optimizations=rounds,
             prices=engine.prices if engine else None,

@@ -44,15 +44,17 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
+from pytest_skilltrigger.model.options import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MARGIN,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MIN_RUNS,
+    DEFAULT_THRESHOLD,
+)
 from pytest_skilltrigger.model.stats import wilson
 
 Verdict = Literal["triggered", "not_triggered", "undecided"]
 
-DEFAULT_CONFIDENCE = 0.95
-DEFAULT_MARGIN = 0.15
-DEFAULT_MIN_RUNS = 3
-DEFAULT_MAX_RUNS = 15
-MOST_RUNS = 100  # bounds calibrated exactly at every look: 0.2 s at 100 (3 s at 99%, margin 0.01)
 _EDGE = 1e-6  # rates are kept inside (0, 1) so that every log-ratio is finite
 
 
@@ -132,7 +134,7 @@ class FixedRule:
     remaining runs cannot change the verdict. ``confidence`` only sets the shown interval."""
 
     runs: int = 3
-    threshold: float = 0.5
+    threshold: float = DEFAULT_THRESHOLD
     curtail: bool = True
     confidence: float = DEFAULT_CONFIDENCE
 
@@ -170,7 +172,7 @@ class SequentialRule:
     threshold, between ``min_runs`` and ``max_runs`` runs, its bounds calibrated exactly
     unless ``calibrated`` is False (see the module docstring)."""
 
-    threshold: float = 0.5
+    threshold: float = DEFAULT_THRESHOLD
     confidence: float = DEFAULT_CONFIDENCE
     margin: float = DEFAULT_MARGIN
     min_runs: int = DEFAULT_MIN_RUNS

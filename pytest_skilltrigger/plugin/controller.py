@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.plugin import options, wire
+from pytest_skilltrigger.plugin import options, pytest_internals, wire
 from pytest_skilltrigger.plugin.role import Role, warn_at
 from pytest_skilltrigger.plugin.running import ItemRunner
 
@@ -95,9 +95,7 @@ class Controller(Role):
         from pytest_skilltrigger.conclusion.outputs import Outputs
 
         return Outputs(
-            json_path=options.json_path(self.config),
-            report_path=options.report_path(self.config),
-            results_dir=options.results_dir(self.config),
+            **options.outputs_fields(self.config),
             step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             store_path=self.settings.active_store,
         )
@@ -177,7 +175,7 @@ class Controller(Role):
         with _LOG_LOCK:  # a matrix's batches report from a thread each
             # after the last progress mark (``[100%]``) the cursor is still on that line,
             # which write_line does not know under -q: start a line of our own
-            if getattr(getattr(reporter, "_tw", None), "width_of_current_line", 0):
+            if pytest_internals.line_in_progress(reporter):
                 reporter.write("\n")
             reporter.write_line(line)
 

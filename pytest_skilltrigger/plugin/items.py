@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.model.plan import SamplingPlan
+    from pytest_skilltrigger.plugin.pytest_internals import TerminalRepr, TracebackStyle
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.evalset import EvalEntry
     from pytest_skilltrigger.skills.routing_set import RoutingEntry, RoutingSet
@@ -225,19 +226,23 @@ class SamplingItem(pytest.Item):
                 pytest.xfail(message.replace("\n", "; "))
             raise TriggerMismatch(message)
 
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> str:
+    def short_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> str | None:
+        """The failure in our own words (a wrong rate, a failed run), or None for any other
+        exception, which keeps pytest's traceback."""
         if isinstance(excinfo.value, TriggerMismatch):
             return str(excinfo.value)
         if isinstance(excinfo.value, TriggerRunError):
             query = self.result.query if self.result is not None else "?"
             return f"query: {query!r}\ntrigger run failed: {excinfo.value}"
-        return str(super().repr_failure(excinfo, style=style))
+        return None
 
-    def _repr_failure_py(self, excinfo: pytest.ExceptionInfo[BaseException], style=None) -> Any:
-        # pytest renders setup errors with this method, not repr_failure: keep them short too
-        if isinstance(excinfo.value, (TriggerMismatch, TriggerRunError)):
-            return self.repr_failure(excinfo, style=style)
-        return super()._repr_failure_py(excinfo, style=style)
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: TracebackStyle | None = None,
+    ) -> str | TerminalRepr:
+        short = self.short_failure(excinfo)
+        return short if short is not None else super().repr_failure(excinfo, style=style)
 
 
 class TriggerItem(SamplingItem):

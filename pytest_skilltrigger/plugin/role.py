@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.plugin import options
+from pytest_skilltrigger.plugin import options, pytest_internals
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
@@ -162,26 +162,5 @@ class Role:
 
 def warn_at(config: pytest.Config, path: str, text: str) -> None:
     """A configuration warning located at the file it is about (a SKILL.md), not at this
-    module: as ``Config.issue_config_time_warning`` does it, with pytest's warning filters
-    (``-W``, ``filterwarnings``) applied, but with an explicit location."""
-    import warnings
-
-    from _pytest.config import apply_warning_filters
-
-    if config.pluginmanager.is_blocked("warnings"):
-        return
-    with warnings.catch_warnings(record=True) as records:
-        warnings.simplefilter("always", pytest.PytestConfigWarning)
-        apply_warning_filters(
-            config.getini("filterwarnings"), config.known_args_namespace.pythonwarnings or []
-        )
-        warnings.warn_explicit(pytest.PytestConfigWarning(text), None, filename=path, lineno=1)
-    if records:
-        config.hook.pytest_warning_recorded.call_historic(
-            kwargs={
-                "warning_message": records[0],
-                "when": "config",
-                "nodeid": "",
-                "location": (path, 1, "SKILL.md"),
-            }
-        )
+    module, with pytest's warning filters applied."""
+    pytest_internals.warn_at_file(config, path, text)

@@ -104,6 +104,11 @@ class ItemRunner(Role):
         """Put the item's result on its report (call, or a setup that did not pass), and a
         test's fixture results on the report of the phase that made them."""
         report = yield
+        if isinstance(item, SamplingItem) and report.when == "setup" and call.excinfo:
+            # pytest renders a setup error as a traceback: keep ours as short as a failure
+            short = item.short_failure(call.excinfo)
+            if short is not None:
+                report.longrepr = short
         # the fixture's checks made so far: in a fixture's setup or teardown too
         records: list[wire.Record] = list(self._checks.pop(item.nodeid, []))
         decided = report.when == "call" or (report.when == "setup" and not report.passed)

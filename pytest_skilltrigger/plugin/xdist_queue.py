@@ -1,8 +1,8 @@
 """A look at the items an xdist worker will run next, so their runs can start now.
 
-xdist keeps a worker's assigned items in ``WorkerInteractor.torun``, a queue read under its
-own lock. That is not public API: the peek is written against the xdist versions below and
-gives up (no runs started ahead, same verdicts, only slower) on any other.
+xdist keeps a worker's assigned items in a queue that is not public API
+(:func:`~.pytest_internals.xdist_worker_queue`): where it cannot be read the peek gives up
+(no runs started ahead, same verdicts, only slower).
 """
 
 from __future__ import annotations
@@ -11,22 +11,10 @@ from typing import Any
 
 import pytest
 
-# the xdist major versions whose WorkerInteractor.torun this reads
-KNOWN_MAJORS = (3,)
+from pytest_skilltrigger.plugin import pytest_internals
+
 # workerinput: the controller's --dist (xdist sets a worker's own to "no")
 DIST_KEY = "skilltrigger_dist"
-
-
-def _supported() -> bool:
-    try:
-        import xdist
-    except ImportError:  # pragma: no cover - xdist is a dependency
-        return False
-    major = str(getattr(xdist, "__version__", "0")).split(".")[0]
-    return major.isdigit() and int(major) in KNOWN_MAJORS
-
-
-SUPPORTED = _supported()
 
 
 def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
@@ -49,12 +37,8 @@ def _queue(config: pytest.Config) -> Any:
     """This worker's queue of assigned items, looked up once."""
     if _QUEUE not in config.stash:
         found = None
-        if SUPPORTED and _dist(config) != "worksteal":
-            for plugin in config.pluginmanager.get_plugins():
-                queue = getattr(plugin, "torun", None)
-                if queue is not None and hasattr(queue, "lock"):
-                    found = queue
-                    break
+        if _dist(config) != "worksteal":
+            found = pytest_internals.xdist_worker_queue(config)
         config.stash[_QUEUE] = found
     return config.stash[_QUEUE]
 

@@ -15,8 +15,8 @@ import pytest
 import xdist
 from xdist import remote as xdist_remote  # (its TestQueue is no test class of ours)
 
-from pytest_skilltrigger.plugin import xdist_queue
-from pytest_skilltrigger.plugin.xdist_queue import KNOWN_MAJORS, upcoming_items
+from pytest_skilltrigger.plugin import pytest_internals
+from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
 
 
 def real_queue(entries: Iterable[object]) -> xdist_remote.TestQueue:
@@ -56,8 +56,8 @@ def interactor(*entries: object) -> SimpleNamespace:
 
 
 def test_the_installed_xdist_is_one_the_peek_was_written_for() -> None:
-    assert int(xdist.__version__.split(".")[0]) in KNOWN_MAJORS
-    assert xdist_queue.SUPPORTED is True
+    assert int(xdist.__version__.split(".")[0]) in pytest_internals.XDIST_MAJORS
+    assert pytest_internals.XDIST_SUPPORTED is True
 
 
 @pytest.mark.parametrize(
@@ -76,20 +76,20 @@ def test_the_version_guard_accepts_only_known_majors(
     monkeypatch: pytest.MonkeyPatch, version: str, supported: bool
 ) -> None:
     monkeypatch.setattr(xdist, "__version__", version)
-    assert xdist_queue._supported() is supported
+    assert pytest_internals.xdist_supported() is supported
 
 
 def test_an_xdist_without_a_version_or_not_importable_is_not_supported(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delattr(xdist, "__version__")
-    assert xdist_queue._supported() is False
+    assert pytest_internals.xdist_supported() is False
     monkeypatch.setitem(sys.modules, "xdist", None)  # import xdist raises ImportError
-    assert xdist_queue._supported() is False
+    assert pytest_internals.xdist_supported() is False
 
 
 def test_an_unsupported_xdist_gives_no_peek(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(xdist_queue, "SUPPORTED", False)
+    monkeypatch.setattr(pytest_internals, "XDIST_SUPPORTED", False)
     plugin = interactor(2, 3, 4)
     item = worker_item(plugin)
     assert upcoming_items(item) == []

@@ -1,0 +1,526 @@
+"""Every command-line option and ini key, declared once.
+
+Each :class:`Option` says its flag, ini key, kind, default, help and check. The pytest layer
+builds argparse options and ini keys from this table, :class:`~.settings.Settings` (and the
+other settings objects) take their defaults and range checks from it, and the documentation's
+options page is rendered from it (:func:`options_markdown`), so the four cannot disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from pytest_skilltrigger.support.errors import InputError
+
+#: how a value is read: argparse's action and the ini key's type follow from it
+Kind = Literal["int", "float", "str", "bool", "choice", "path", "paths", "append", "optional"]
+#: which settings object an option fills (``run``: read by the pytest layer itself)
+Target = Literal["settings", "optimizer", "gates", "outputs", "run"]
+#: a check of one value: the problem in words, or None when it is fine
+Check = Callable[[object], str | None]
+
+GROUP_TITLE = "skill trigger tests"
+
+BACKENDS = ("auto", "anthropic", "claude-code")
+# which context API runs send: the installed CLI's captured request, our builtin one, or the
+# captured one when a claude binary is found
+CONTEXTS = ("auto", "claude-code", "builtin")
+# use: reuse stored runs and store new ones; refresh: only store; off: neither
+CACHE_MODES = ("use", "refresh", "off")
+ACCEPT_ON = ("all", "test")  # what the fresh acceptance race runs on
+DRAFT_MISSING, DRAFT_ALSO = "missing", "also"
+
+DEFAULT_MIN_RUNS = 3
+DEFAULT_MAX_RUNS = 15
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_CONFIDENCE = 0.95
+DEFAULT_MARGIN = 0.15
+# the sequential test's bounds are calibrated exactly at every look, which takes about a
+# second past this many runs
+MOST_RUNS = 100
+
+
+def at_least(lowest: float) -> Check:
+    """A number not below ``lowest``."""
+    return lambda value: None if _number(value) >= lowest else f"must be at least {lowest:g}"
+
+
+def within_unit(value: object) -> str | None:
+    """A share: 0 to 1."""
+    return None if 0.0 <= _number(value) <= 1.0 else "must be within 0..1"
+
+
+def positive(value: object) -> str | None:
+    """A finite number above 0 (a time, a pause)."""
+    number = _number(value)
+    return None if math.isfinite(number) and number > 0 else "must be positive"
+
+
+def not_negative(value: object) -> str | None:
+    """A finite number of 0 or more (a budget)."""
+    number = _number(value)
+    return None if math.isfinite(number) and number >= 0 else "must be a number >= 0"
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) else math.nan
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its flag, and the ini key of the same name unless ``ini`` is false."""
+
+    flag: str
+    kind: Kind
+    default: object
+    help: str
+    target: Target = "settings"
+    #: the settings field it fills (None: the pytest layer reads it itself, as it does the
+    #: model matrix, which two options name)
+    field: str | None = None
+    ini: bool = True
+    choices: tuple[str, ...] = ()
+    check: Check | None = None
+    #: how the default reads in the help and the docs, when not the value itself
+    default_text: str | None = None
+
+    @property
+    def dest(self) -> str:
+        """The attribute argparse stores it under (also the ini key's name)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def ini_key(self) -> str | None:
+        return self.dest if self.ini else None
+
+    @property
+    def takes_value(self) -> bool:
+        return self.kind != "bool"
+
+    def shown_default(self) -> str | None:
+        """The default as the help and the docs show it (None: nothing worth saying)."""
+        if self.default_text is not None:
+            return self.default_text
+        if self.default is None or self.default is False or self.kind in ("append", "paths"):
+            return None
+        return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
+
+    def help_text(self) -> str:
+        """The help with its choices and default, as ``pytest --help`` shows it."""
+        text = self.help
+        if self.choices:
+            text = f"{' | '.join(self.choices)}: {text}"
+        shown = self.shown_default()
+        return f"{text} (default {shown})" if shown is not None else text
+
+    def problem(self, value: object) -> str | None:
+        """What is wrong with a value of this option, if anything."""
+        if self.choices and value not in self.choices:
+            return f"must be one of {', '.join(self.choices)}"
+        if self.check is not None and value is not None:
+            return self.check(value)
+        return None
+
+    def validate(self, value: object) -> None:
+        """Raise :class:`InputError` naming the option when the value is wrong."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise InputError(self.flag, f"{problem}, got {value!r}")
+
+
+OPTIONS: tuple[Option, ...] = (
+    # -- what to test ---------------------------------------------------------------------
+    Option(
+        "--skill-path",
+        "append",
+        None,
+        "a skill folder (holding SKILL.md), a folder of skill folders, or a Claude Code "
+        "plugin; repeatable",
+        target="run",
+        ini=False,
+    ),
+    Option(
+        "--eval-set",
+        "path",
+        None,
+        "the eval set file",
+        target="run",
+        default_text="found in the skill folder",
+        ini=False,
+    ),
+    Option(
+        "--skill-description",
+        "str",
+        None,
+        "test this description instead of the one in SKILL.md",
+        target="run",
+        ini=False,
+    ),
+    # -- the verdict rule -----------------------------------------------------------------
+    Option(
+        "--runs-per-query",
+        "int",
+        DEFAULT_MIN_RUNS,
+        "the fewest runs of a query (with --trigger-confidence off: the runs)",
+        field="min_runs",
+        check=at_least(1),
+    ),
+    Option(
+        "--max-runs-per-query",
+        "int",
+        DEFAULT_MAX_RUNS,
+        "the most runs of a query before it is called borderline",
+        field="max_runs",
+        check=lambda v: None if _number(v) <= MOST_RUNS else f"must be at most {MOST_RUNS}",
+    ),
+    Option(
+        "--trigger-confidence",
+        "str",
+        DEFAULT_CONFIDENCE,
+        "sample each query until its verdict is settled at this confidence (a sequential "
+        "test); off: the reference rule, --runs-per-query runs against the threshold",
+        field="confidence",
+        check=lambda v: (
+            None if 0.5 < _number(v) < 1.0 else "must be above 0.5 and below 1 (or off)"
+        ),
+    ),
+    Option(
+        "--trigger-margin",
+        "float",
+        DEFAULT_MARGIN,
+        "how near the threshold a true rate may be and still be settled (the sequential "
+        "test's indifference zone: threshold ± margin)",
+        field="margin",
+        check=lambda v: None if 0.0 < _number(v) < 0.5 else "must be above 0 and below 0.5",
+    ),
+    Option(
+        "--trigger-threshold",
+        "float",
+        DEFAULT_THRESHOLD,
+        "trigger rate that counts as triggered",
+        field="threshold",
+        check=within_unit,
+    ),
+    Option(
+        "--no-early-stop",
+        "bool",
+        False,
+        "the reference rule without early stopping: every one of --runs-per-query runs "
+        "(implies --trigger-confidence off)",
+        field="no_early_stop",
+    ),
+    # -- how runs are made ----------------------------------------------------------------
+    Option(
+        "--trigger-timeout",
+        "float",
+        30.0,
+        "seconds a run may take, retries included (a CLI process for claude-code)",
+        field="timeout",
+        check=positive,
+    ),
+    Option(
+        "--trigger-backend",
+        "choice",
+        "auto",
+        "the Messages API, the Claude Code CLI, or auto: the API when credentials are set",
+        field="backend",
+        choices=BACKENDS,
+    ),
+    Option(
+        "--trigger-model",
+        "str",
+        None,
+        "model id, or several comma-separated for a model matrix: every entry is one item per "
+        "model",
+        default_text="$SKILLTRIGGER_MODEL, else claude-opus-5-5 for the API",
+    ),
+    Option(
+        "--trigger-models",
+        "str",
+        None,
+        "the model matrix as an ini key or option: models separated by commas or spaces",
+    ),
+    Option(
+        "--trigger-concurrency",
+        "int",
+        None,
+        "runs in flight at once for the whole session, split across xdist workers",
+        default_text="10 for the API; for claude-code it adapts to the machine",
+        field="concurrency",
+        check=at_least(1),
+    ),
+    Option(
+        "--trigger-context",
+        "choice",
+        "auto",
+        "what API runs send: the request the installed claude CLI sends (captured), or our "
+        "builtin approximation; auto captures when claude is found",
+        field="trigger_context",
+        choices=CONTEXTS,
+    ),
+    Option(
+        "--claude-bin",
+        "path",
+        None,
+        "the claude CLI binary",
+        default_text="claude on PATH",
+        field="claude_bin",
+    ),
+    Option(
+        "--trigger-extra-skills",
+        "paths",
+        None,
+        "a folder of skills (your ~/.claude/skills, a team's plugin) listed beside the "
+        "tested ones where Claude Code lists them, never tested; repeatable",
+        target="run",
+    ),
+    # -- the store and the cost ------------------------------------------------------------
+    Option(
+        "--trigger-cache",
+        "choice",
+        "use",
+        "reuse stored runs, only store new ones, or neither",
+        field="cache_mode",
+        choices=CACHE_MODES,
+    ),
+    Option(
+        "--trigger-store",
+        "path",
+        None,
+        "SQLite result store",
+        field="store_path",
+        default_text="~/.cache/pytest-skilltrigger/results.sqlite",
+    ),
+    Option(
+        "--trigger-budget-usd",
+        "float",
+        None,
+        "never send a call whose estimated cost would take the session past this",
+        field="budget_usd",
+        check=not_negative,
+    ),
+    Option(
+        "--trigger-prices",
+        "path",
+        None,
+        "JSON file of model prices per million tokens, overriding the built-in table",
+        field="prices_path",
+    ),
+    Option(
+        "--trigger-batch",
+        "bool",
+        False,
+        "run the items' queries as Message Batches (API backend): half the price, results "
+        "in minutes to hours; for nightly and large runs",
+        field="batch",
+    ),
+    Option(
+        "--trigger-batch-timeout",
+        "float",
+        4 * 3600.0,
+        "one deadline for all of the session's batches, in seconds from its first batch "
+        "(the improvement rounds included): runs not back by then are errors",
+        field="batch_timeout",
+        check=positive,
+    ),
+    Option(
+        "--trigger-batch-poll",
+        "float",
+        5.0,
+        "seconds before the first poll of a batch; the pause doubles up to 60",
+        field="batch_poll",
+        check=positive,
+    ),
+    # -- outputs --------------------------------------------------------------------------
+    Option(
+        "--trigger-json",
+        "path",
+        None,
+        "write the results as JSON here",
+        target="outputs",
+        field="json_path",
+    ),
+    Option(
+        "--trigger-report",
+        "path",
+        None,
+        "self-contained HTML report: the items' results and routing tables, or with "
+        "--optimize-description the improvement rounds",
+        target="outputs",
+        field="report_path",
+    ),
+    Option(
+        "--trigger-results-dir",
+        "path",
+        None,
+        "folder for a time-stamped results folder per run: the results JSON and page (and "
+        "with --optimize-description each iteration's exchange with the improve model)",
+        target="outputs",
+        field="results_dir",
+    ),
+    # -- CI gates -------------------------------------------------------------------------
+    Option(
+        "--trigger-min-accuracy",
+        "float",
+        None,
+        "gate per skill: share of queries that must pass; single misses become xfail",
+        target="gates",
+        field="min_accuracy",
+        check=within_unit,
+    ),
+    Option(
+        "--trigger-min-routing-accuracy",
+        "float",
+        None,
+        "gate per folder of skills: share of routing items and should-trigger queries that "
+        "must pass; single misses become xfail",
+        target="gates",
+        field="min_routing_accuracy",
+        check=within_unit,
+    ),
+    Option(
+        "--trigger-require-backend",
+        "bool",
+        False,
+        "error instead of skipping when no trigger backend is available",
+        target="gates",
+        field="require_backend",
+    ),
+    Option(
+        "--trigger-baseline",
+        "path",
+        None,
+        "an earlier --trigger-json: list what regressed and what improved",
+        target="gates",
+        field="baseline_path",
+    ),
+    Option(
+        "--trigger-fail-on-regression",
+        "bool",
+        False,
+        "fail the session when a skill regressed against the baseline (a paired exact test "
+        "on its changed queries, at the confidence)",
+        target="gates",
+        field="fail_on_regression",
+    ),
+    # -- drafting and improving -----------------------------------------------------------
+    Option(
+        "--draft-eval-set",
+        "optional",
+        None,
+        "draft a first trigger eval set with the improve model for each skill that has none, "
+        "write it to evals/trigger-eval.json and run it; =also: draft more entries into "
+        "evals/trigger-eval.drafted.json for skills that have one",
+        target="run",
+    ),
+    Option(
+        "--optimize-description",
+        "bool",
+        False,
+        "after the tests, run improvement rounds and rewrite SKILL.md with the best description",
+        target="run",
+    ),
+    Option(
+        "--holdout",
+        "float",
+        0.4,
+        "share of the eval set held out as test",
+        target="optimizer",
+        field="holdout",
+        check=lambda v: None if 0.0 <= _number(v) < 1.0 else "must be within 0..1 (below 1)",
+    ),
+    Option(
+        "--accept-on",
+        "choice",
+        "all",
+        "the queries of the fresh race that decides whether SKILL.md is written: every query "
+        "(the held-out ones must not lose), or the held-out ones alone (the reference's rule)",
+        target="optimizer",
+        field="accept_on",
+        choices=ACCEPT_ON,
+    ),
+    Option(
+        "--max-iterations",
+        "int",
+        5,
+        "improvement iterations",
+        target="optimizer",
+        field="max_iterations",
+        check=at_least(1),
+    ),
+    Option(
+        "--improve-model",
+        "str",
+        None,
+        "model that proposes descriptions and drafts eval sets",
+        default_text="the trigger model",
+        target="optimizer",
+        field="improve_model",
+    ),
+    Option(
+        "--split-seed",
+        "int",
+        42,
+        "seed of the train/test split",
+        target="optimizer",
+        field="seed",
+    ),
+    Option(
+        "--candidates-per-round",
+        "int",
+        3,
+        "different descriptions proposed each round, screened on train so that only the "
+        "round's best races the best so far",
+        target="optimizer",
+        field="candidates_per_round",
+        check=at_least(1),
+    ),
+    Option(
+        "--race-runs",
+        "int",
+        60,
+        "the most runs a race between two descriptions may add where they differ or are "
+        "unsettled, before it is called undecided",
+        target="optimizer",
+        field="race_runs",
+        check=at_least(0),
+    ),
+)
+
+#: the ini key without a flag: skill folders collected with the normal test run
+SKILL_PATHS_INI = "skill_paths"
+SKILL_PATHS_HELP = "skill folders (or plugins) collected with the normal test run"
+
+BY_FLAG: dict[str, Option] = {option.flag: option for option in OPTIONS}
+
+
+def option(flag: str) -> Option:
+    """The declaration of ``flag``."""
+    return BY_FLAG[flag]
+
+
+def of_target(target: Target) -> Iterator[Option]:
+    """The options that fill one settings object, with a field each."""
+    return (o for o in OPTIONS if o.target == target and o.field is not None)
+
+
+def default(flag: str) -> object:
+    """The declared default of ``flag``."""
+    return BY_FLAG[flag].default
+
+
+def options_markdown() -> str:
+    """The options page's table: every option, its ini key, its default and what it does."""
+    rows = ["| option | ini key | default | what it does |", "| --- | --- | --- | --- |"]
+    for opt in OPTIONS:
+        ini = f"`{opt.ini_key}`" if opt.ini_key else ""
+        shown = opt.shown_default()
+        shown_cell = f"`{shown}`" if shown else ""
+        choices = " | ".join(opt.choices) + ": " if opt.choices else ""
+        help_cell = (choices + opt.help).replace("|", "\\|")
+        rows.append(f"| `{opt.flag}` | {ini} | {shown_cell} | {help_cell} |")
+    rows.append(f"| | `{SKILL_PATHS_INI}` | | {SKILL_PATHS_HELP} |")
+    return "\n".join(rows) + "\n"

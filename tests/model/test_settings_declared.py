@@ -1,0 +1,60 @@
+"""Settings take their defaults and checks from the one option declaration."""
+
+from __future__ import annotations
+
+from dataclasses import MISSING, fields
+
+import pytest
+
+from pytest_skilltrigger.model.options import OPTIONS, option
+from pytest_skilltrigger.model.settings import (
+    Gates,
+    OptimizerSettings,
+    Settings,
+    declared_fields,
+)
+from pytest_skilltrigger.support.errors import InputError
+
+
+@pytest.mark.parametrize(
+    "cls,target",
+    [(Settings, "settings"), (OptimizerSettings, "optimizer"), (Gates, "gates")],
+)
+def test_every_field_default_is_the_declared_one(cls: type, target: str) -> None:
+    defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
+    declared = declared_fields(cls, target)  # type: ignore[arg-type]
+    assert declared
+    for name, value in declared.items():
+        assert defaults[name] == value, name
+
+
+def test_every_option_with_a_field_names_a_real_field() -> None:
+    classes = {"settings": Settings, "optimizer": OptimizerSettings, "gates": Gates}
+    for opt in OPTIONS:
+        if opt.field is None or opt.target not in classes:
+            continue
+        assert opt.field in {f.name for f in fields(classes[opt.target])}, opt.flag
+
+
+@pytest.mark.parametrize(
+    "settings,flag",
+    [
+        (Settings(min_runs=0), "--runs-per-query"),
+        (Settings(threshold=1.5), "--trigger-threshold"),
+        (Settings(backend="nope"), "--trigger-backend"),
+        (Settings(timeout=0), "--trigger-timeout"),
+        (Settings(budget_usd=-1), "--trigger-budget-usd"),
+        (Settings(max_runs=101), "--max-runs-per-query"),
+        (Settings(min_runs=5, max_runs=4), "--max-runs-per-query"),
+    ],
+)
+def test_a_bad_value_names_its_option(settings: Settings, flag: str) -> None:
+    with pytest.raises(InputError) as raised:
+        settings.validated()
+    assert str(raised.value).startswith(flag)
+    assert option(flag).flag == flag
+
+
+def test_the_help_adds_the_default_and_the_choices() -> None:
+    assert option("--runs-per-query").help_text().endswith("(default 3)")
+    assert option("--trigger-cache").help_text().startswith("use | refresh | off: ")
