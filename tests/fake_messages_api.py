@@ -11,9 +11,19 @@ results in no particular order, per-request errors and expiry, answers cut at ``
 Mocking the HTTP client would hide exactly the bugs this server is meant to expose, so it is a
 real server on 127.0.0.1 and nothing else.
 
+Rate limits (:class:`RateLimits`, off unless given) are enforced as the real API enforces
+them: token buckets for requests, input tokens and output tokens per minute that refill
+continuously, ``anthropic-ratelimit-*`` headers on every ``/v1/messages`` answer, and a 429
+``rate_limit_error`` naming the limit with a ``retry-after`` that is the real wait. That differs
+from an injected ``"429"`` fault (:attr:`FakeMessagesAPI.faults`, or ``fail_first_tries``): a
+fault is drawn at random (or by attempt number) regardless of traffic, says ``retry-after: 0``
+and waiting does not matter; a rate limit depends only on the traffic and the clock, and only
+waiting (or sending less) gets a request through. They are counted apart:
+``stats["rate_limited"]`` versus ``stats["faults_injected"]`` / ``stats["first_try_faults"]``.
+
 Standard library only, so it can run anywhere the tests run::
 
-    python -m tests.fake_messages_api --port 8765 --latency 0.25
+    python -m tests.fake_messages_api --port 8765 --latency 0.25 --rpm 60 --minute 6
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ import argparse
 import functools
 import hashlib
 import json
+import math
 import random
 import re
 import signal
@@ -29,13 +40,26 @@ import socket
 import ssl
 import sys
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
-__all__ = ["FAULT_KINDS", "FakeMessagesAPI", "decide", "extract_query", "parse_listing"]
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = [
+    "FAULT_KINDS",
+    "FIRST_TRY_KINDS",
+    "FakeMessagesAPI",
+    "RateLimits",
+    "ServerOptions",
+    "decide",
+    "extract_query",
+    "parse_listing",
+]
 
 #: Fault kinds understood by :attr:`FakeMessagesAPI.faults`, in the order rates are stacked.
 FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "stream_error", "drop", "hang")
@@ -339,6 +363,91 @@ def _current_description(body: dict[str, Any]) -> str | None:
     return None
 
 
+def _tool_segments(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    tools = body.get("tools")
+    return [
+        (
+            json.dumps({k: v for k, v in tool.items() if k != "cache_control"}, sort_keys=True),
+            _ttl(tool),
+        )
+        for tool in (tools if isinstance(tools, list) else [])
+        if isinstance(tool, dict)
+    ]
+
+
+def _system_segments(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    system = body.get("system")
+    if isinstance(system, str):
+        return [(system, None)]
+    segments: list[tuple[str, str | None]] = []
+    for block in system if isinstance(system, list) else []:
+        if isinstance(block, dict):
+            text = str(block.get("text", ""))
+            if not text.startswith(BILLING_HEADER):  # per-request attribution: not cached
+                segments.append((text, _ttl(block)))
+    return segments
+
+
+def _message_segments(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    messages = body.get("messages")
+    segments: list[tuple[str, str | None]] = []
+    for message in messages if isinstance(messages, list) else []:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        role = str(message.get("role"))
+        if isinstance(content, str):
+            segments.append((role + content, None))
+            continue
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict):
+                text = block.get("text")
+                if not isinstance(text, str):
+                    rest = {k: v for k, v in block.items() if k != "cache_control"}
+                    text = json.dumps(rest, sort_keys=True)
+                segments.append((role + text, _ttl(block)))
+    return segments
+
+
+def _segments(body: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """The prompt in cache order (tools, system, messages): ``(text, breakpoint lifetime)``."""
+    return _tool_segments(body) + _system_segments(body) + _message_segments(body)
+
+
+def _cache_keys(body: dict[str, Any], segments: list[tuple[str, str | None]]) -> dict[int, str]:
+    """The cache key of the prefix ending at each breakpoint, by the breakpoint's index."""
+    last = max((i for i, (_, c) in enumerate(segments) if c), default=-1)
+    digest = hashlib.sha256(str(body.get("model")).encode())
+    keys: dict[int, str] = {}
+    for i, (text, marked) in enumerate(segments[: last + 1]):
+        digest.update(text.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+        if marked:
+            keys[i] = digest.copy().hexdigest()
+    return keys
+
+
+def _cached_usage(segments: list[tuple[str, str | None]], total: int, hit: int) -> dict[str, Any]:
+    """Usage when the prefix up to segment ``hit`` (-1: none) is read from the cache and the
+    rest up to the last breakpoint is written."""
+    last = max((i for i, (_, c) in enumerate(segments) if c), default=-1)
+    read = sum(_estimate(t) for t, _ in segments[: hit + 1])
+    prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
+    # writes up to the last one-hour breakpoint are kept an hour (the API wants those
+    # breakpoints first), the rest five minutes; reported apart, as the API does
+    long = max((i for i, (_, ttl) in enumerate(segments) if ttl == "1h"), default=-1)
+    hour = max(sum(_estimate(t) for t, _ in segments[: long + 1]) - read, 0)
+    return {
+        "input_tokens": max(total - prefix, 0),
+        "cache_creation_input_tokens": prefix - read,
+        "cache_read_input_tokens": read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": prefix - read - hour,
+            "ephemeral_1h_input_tokens": hour,
+        },
+    }
+
+
 # --------------------------------------------------------------------------------------------
 # The server
 # --------------------------------------------------------------------------------------------
@@ -367,13 +476,15 @@ class _Handler(BaseHTTPRequestHandler):
     # would stall ~40 ms, which would swamp benchmark numbers.
     disable_nagle_algorithm = True
     server: _Server
+    rate_headers = False  # whether this request's answer carries ``anthropic-ratelimit-*``
 
     def setup(self) -> None:
         api = self.server.api
         if api.tls is not None:
             self.request.do_handshake()
             api._bump("alpn", str(self.request.selected_alpn_protocol()))
-        self.timeout = api.idle_timeout  # applied to the socket by StreamRequestHandler.setup
+        # applied to the socket by StreamRequestHandler.setup (typeshed: a class variable)
+        self.timeout = api.idle_timeout  # type: ignore[misc]
         super().setup()
         api._connection_opened(self.connection)
 
@@ -426,6 +537,8 @@ class _Handler(BaseHTTPRequestHandler):
         return b""
 
     def start(self, status: int, headers: dict[str, str]) -> None:
+        if self.rate_headers:  # the state of the rate limits as the answer starts
+            headers = {**headers, **self.server.api.ratelimit_headers()}
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
@@ -526,23 +639,70 @@ def batch_problem(body: Any) -> str | None:
         return f"requests: List should have at most {BATCH_LIMIT} items, not {len(requests)}"
     seen: set[str] = set()
     for i, item in enumerate(requests):
-        where = f"requests.{i}"
-        if not isinstance(item, dict):
-            return f"{where}: Input should be a valid dictionary"
-        custom_id = item.get("custom_id")
-        if not isinstance(custom_id, str) or not CUSTOM_ID_RE.fullmatch(custom_id):
-            return f"{where}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
-        if custom_id in seen:
-            return f"{where}.custom_id: {custom_id!r} is not unique within the batch"
-        seen.add(custom_id)
-        params = item.get("params")
-        if not isinstance(params, dict):
-            return f"{where}.params: Input should be a valid dictionary"
-        for key, kind in (("model", str), ("messages", list)):
-            if not isinstance(params.get(key), kind):
-                return f"{where}.params.{key}: Field required"
-        if params.get("stream") is True:
-            return f"{where}.params.stream: streaming is not supported in a batch"
+        problem = _batch_item_problem(f"requests.{i}", item, seen)
+        if problem is not None:
+            return problem
+    return None
+
+
+#: The ``stats`` counter each Message Batches action bumps.
+BATCH_ACTION_STATS = {
+    "create": "batch_creates",
+    "retrieve": "batch_polls",
+    "results": "batch_results_fetches",
+    "cancel": "batch_cancels",
+}
+
+
+def _batch_route(method: str, path: str) -> tuple[str, str] | None:
+    """``(action, batch id)`` of a Message Batches request, None for any other path.
+
+    Listing batches is not imitated: a GET of the collection is a 404 like any unknown path.
+    """
+    if path == "/v1/messages/batches":
+        return ("create", "") if method == "POST" else None
+    m = BATCH_PATH_RE.fullmatch(path)
+    if m is None:
+        return None
+    action = {
+        ("GET", None): "retrieve",
+        ("GET", "results"): "results",
+        ("POST", "cancel"): "cancel",
+    }.get((method, m["action"]), "")
+    return (action, m["id"]) if action else None
+
+
+def _create_refusal(refused: int | tuple[int, float]) -> _Refusal:
+    """The answer to a create refused by ``batch_create_refusals`` (a status, or a status and
+    the ``retry-after`` seconds to send), with the error type the real API gives."""
+    status, wait = refused if isinstance(refused, tuple) else (refused, None)
+    etype = CREATE_REFUSAL_TYPES.get(status, "api_error")
+    message = BATCH_ERROR_MESSAGES.get(etype, f"{etype} (scripted)")
+    headers = dict(_RETRY) if status in (429, 529) else {}
+    if wait is not None:
+        headers["retry-after"] = f"{wait:g}"
+    return _Refusal(status, etype, message, headers)
+
+
+def _batch_item_problem(where: str, item: Any, seen: set[str]) -> str | None:
+    """Why one request of a batch is refused at creation (the message), or None; adds its
+    ``custom_id`` to ``seen``."""
+    if not isinstance(item, dict):
+        return f"{where}: Input should be a valid dictionary"
+    custom_id = item.get("custom_id")
+    if not isinstance(custom_id, str) or not CUSTOM_ID_RE.fullmatch(custom_id):
+        return f"{where}.custom_id: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+    if custom_id in seen:
+        return f"{where}.custom_id: {custom_id!r} is not unique within the batch"
+    seen.add(custom_id)
+    params = item.get("params")
+    if not isinstance(params, dict):
+        return f"{where}.params: Input should be a valid dictionary"
+    for key, kind in (("model", str), ("messages", list)):
+        if not isinstance(params.get(key), kind):
+            return f"{where}.params.{key}: Field required"
+    if params.get("stream") is True:
+        return f"{where}.params.stream: streaming is not supported in a batch"
     return None
 
 
@@ -593,6 +753,274 @@ class _Batch:
         }
 
 
+# --------------------------------------------------------------------------------------------
+# Error answers, faults and rate limits
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    """An error answer: status, error type, message and headers of its own."""
+
+    status: int
+    etype: str
+    message: str
+    headers: dict[str, str] = field(default_factory=dict)
+    limit: str = ""  # the rate limit's bucket that refused the request ("requests"...)
+
+
+_RETRY = {"x-should-retry": "true"}
+#: The answers of the faults that refuse a request outright (``"stream_error"`` on a request
+#: that is not streamed is answered as a ``"529"``).
+_FAULT_REFUSALS = {
+    "429": _Refusal(
+        429,
+        "rate_limit_error",
+        "Number of requests has exceeded your rate limit",
+        {"retry-after": "0", **_RETRY},
+    ),
+    "500": _Refusal(500, "api_error", "Internal server error", _RETRY),
+    "529": _Refusal(529, "overloaded_error", "Overloaded", _RETRY),
+}
+#: Statuses :attr:`FakeMessagesAPI.fail_first_tries` understands.
+FIRST_TRY_KINDS: tuple[str, ...] = tuple(_FAULT_REFUSALS)
+
+
+def _fault_refusal(
+    fault: str | None, stream: bool, retry_after_ms: float | None
+) -> _Refusal | None:
+    """The error answer of an injected fault, or None when the fault is not an error status."""
+    if fault == "stream_error" and not stream:
+        fault = "529"
+    refusal = _FAULT_REFUSALS.get(fault or "")
+    if refusal is None or retry_after_ms is None:
+        return refusal
+    return replace(refusal, headers={**refusal.headers, "retry-after-ms": str(retry_after_ms)})
+
+
+def _whole_seconds(seconds: float) -> str:
+    """A ``retry-after`` value: whole seconds, rounded up, at least 1 (as the real API)."""
+    return str(max(1, math.ceil(seconds)))
+
+
+@dataclass(frozen=True)
+class RateLimits:
+    """Per-server rate limits, each enforced with a token bucket, as the real API does.
+
+    ``rpm``, ``itpm``, ``otpm``: requests, input tokens and output tokens per minute (None: no
+    such limit). Each bucket holds up to its limit and refills continuously at limit/minute; it
+    starts full. ``minute`` is the length of a "minute" in real seconds: ``minute=6.0`` runs a
+    scenario ten times faster, and every header, reset time and ``retry-after`` is then in real
+    seconds, consistent with that bucket.
+    """
+
+    rpm: int | None = None
+    itpm: int | None = None
+    otpm: int | None = None
+    minute: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("rpm", "itpm", "otpm"):
+            value = getattr(self, name)
+            if value is not None and (type(value) is not int or value < 1):
+                raise ValueError(f"RateLimits.{name} must be a positive int or None: {value!r}")
+        if not self.minute > 0:
+            raise ValueError(f"RateLimits.minute must be > 0 seconds: {self.minute!r}")
+
+
+#: bucket name (as in the headers) -> what the 429 message calls its unit
+_BUCKET_UNITS = {
+    "requests": "requests",
+    "input-tokens": "input tokens",
+    "output-tokens": "output tokens",
+}
+RATE_LIMIT_DOCS = "https://docs.claude.com/en/api/rate-limits"
+
+
+@dataclass
+class _Bucket:
+    """A token bucket: at most ``capacity``, refilled continuously at ``capacity``/``minute``
+    per second. The output bucket may go below zero (it is charged after the answer)."""
+
+    capacity: int
+    minute: float
+    level: float
+    updated: float
+
+    @property
+    def rate(self) -> float:
+        return self.capacity / self.minute
+
+    def refill(self, now: float) -> None:
+        if now > self.updated:
+            self.level = min(float(self.capacity), self.level + (now - self.updated) * self.rate)
+            self.updated = now
+
+    def wait_for(self, level: float) -> float:
+        """Seconds until the bucket holds ``level`` (0 if it does already)."""
+        return max(0.0, (level - self.level) / self.rate)
+
+
+class _RateLimiter:
+    """The buckets of one :class:`RateLimits` (every method is called with the server's lock)."""
+
+    def __init__(self, limits: RateLimits, now: float) -> None:
+        self.limits = limits
+        caps = {"requests": limits.rpm, "input-tokens": limits.itpm, "output-tokens": limits.otpm}
+        self.buckets = {
+            name: _Bucket(cap, limits.minute, float(cap), now)
+            for name, cap in caps.items()
+            if cap is not None
+        }
+
+    def admit(self, now: float, input_tokens: int) -> _Refusal | None:
+        """Take one request of ``input_tokens`` (ITPM cost), or say why not (nothing taken)."""
+        for bucket in self.buckets.values():
+            bucket.refill(now)
+        waits = self._waits(input_tokens)
+        if not waits:
+            if "requests" in self.buckets:
+                self.buckets["requests"].level -= 1
+            if "input-tokens" in self.buckets:
+                self.buckets["input-tokens"].level -= input_tokens
+            return None
+        name, wait = max(waits.items(), key=lambda item: item[1])
+        limit = self.buckets[name].capacity
+        message = (
+            f"This request would exceed the rate limit for your organization of {limit} "
+            f"{_BUCKET_UNITS[name]} per minute. For details, refer to: {RATE_LIMIT_DOCS}. You can "
+            "see the response headers for current usage. Please reduce the prompt length or the "
+            "maximum tokens requested, or try again later."
+        )
+        never = math.isinf(wait)
+        if never:  # it can never fit: say so, and keep the SDK from retrying
+            message = (
+                f"This request's {input_tokens} input tokens exceed the rate limit for your "
+                f"organization of {limit} input tokens per minute on their own: it can never be "
+                f"accepted. Please reduce the prompt length. For details, refer to: "
+                f"{RATE_LIMIT_DOCS}."
+            )
+            wait = self.limits.minute
+        headers = {"retry-after": _whole_seconds(wait), "x-should-retry": str(not never).lower()}
+        return _Refusal(429, "rate_limit_error", message, headers, limit=name)
+
+    def _waits(self, input_tokens: int) -> dict[str, float]:
+        """Seconds until each refusing bucket would take the request (inf: never)."""
+        waits: dict[str, float] = {}
+        requests = self.buckets.get("requests")
+        if requests is not None and requests.level < 1:
+            waits["requests"] = requests.wait_for(1)
+        tokens = self.buckets.get("input-tokens")
+        if tokens is not None and input_tokens > tokens.capacity:
+            waits["input-tokens"] = math.inf
+        elif tokens is not None and tokens.level < input_tokens:
+            waits["input-tokens"] = tokens.wait_for(input_tokens)
+        output = self.buckets.get("output-tokens")
+        if output is not None and output.level <= 0:
+            # refused while at or below 0: it takes the request once it is back above 0
+            waits["output-tokens"] = output.wait_for(0)
+        return waits
+
+    def spend_output(self, now: float, tokens: int) -> None:
+        bucket = self.buckets.get("output-tokens")
+        if bucket is not None:
+            bucket.refill(now)
+            bucket.level -= tokens
+
+    def headers(self, now: float, wall: datetime) -> dict[str, str]:
+        """The ``anthropic-ratelimit-*`` headers of the configured buckets, as of ``now``."""
+        out: dict[str, str] = {}
+        remaining_tokens, limit_tokens, full_in = 0.0, 0, 0.0
+        for name, bucket in self.buckets.items():
+            bucket.refill(now)
+            remaining = max(0, math.floor(bucket.level))
+            until_full = bucket.wait_for(bucket.capacity)
+            if name != "requests":  # the token counts are rounded down to the thousand
+                remaining_tokens += max(0.0, bucket.level)
+                limit_tokens += bucket.capacity
+                full_in = max(full_in, until_full)
+                remaining -= remaining % 1000
+            out.update(_bucket_headers(name, bucket.capacity, remaining, wall, until_full))
+        if limit_tokens:
+            remaining = math.floor(remaining_tokens)
+            remaining -= remaining % 1000
+            out.update(_bucket_headers("tokens", limit_tokens, remaining, wall, full_in))
+        return out
+
+
+def _bucket_headers(
+    name: str, limit: int, remaining: int, wall: datetime, until_full: float
+) -> dict[str, str]:
+    prefix = f"anthropic-ratelimit-{name}"
+    return {
+        f"{prefix}-limit": str(limit),
+        f"{prefix}-remaining": str(remaining),
+        f"{prefix}-reset": _iso(wall + timedelta(seconds=until_full)),
+    }
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """How a :class:`FakeMessagesAPI` is built (its keyword arguments, as one object).
+
+    ``api_key`` the key required (None: any); ``latency`` seconds slept before each answer;
+    ``seed`` of the fault, shape and batch RNGs; ``awkward`` streams shaped as real ones are
+    (False: minimal frames); ``min_overlap`` of the keyword model; ``known_models`` (None:
+    any model); ``port`` (0: a free one); ``tls`` to serve HTTPS; ``rate_limits`` (None: none).
+    """
+
+    api_key: str | None = "test-key"
+    latency: float = 0.0
+    seed: int = 0
+    awkward: bool = True
+    min_overlap: int = 2
+    known_models: set[str] | None = None
+    port: int = 0
+    tls: ssl.SSLContext | None = None
+    rate_limits: RateLimits | None = None
+
+
+class _OptionKeywords(TypedDict, total=False):
+    """The fields of :class:`ServerOptions`, as keyword arguments of the constructor."""
+
+    api_key: str | None
+    latency: float
+    seed: int
+    awkward: bool
+    min_overlap: int
+    known_models: set[str] | None
+    port: int
+    tls: ssl.SSLContext | None
+    rate_limits: RateLimits | None
+
+
+def _new_stats() -> dict[str, Any]:
+    """The counters of a fresh server (see :attr:`FakeMessagesAPI.stats`)."""
+    return {
+        "calls": 0,
+        "trigger_calls": 0,
+        "improve_calls": 0,
+        "count_tokens_calls": 0,
+        "faults_injected": {},
+        "decisions": {},
+        "connections": 0,
+        "in_flight_max": 0,
+        "alpn": {},
+        "output_tokens": 0,
+        "batch_creates": 0,
+        "batches_created": 0,
+        "batch_requests": 0,
+        "batch_polls": 0,
+        "batch_results_fetches": 0,
+        "batch_cancels": 0,
+        "batch_results": {},
+        "batch_usage": dict.fromkeys(USAGE_FIELDS, 0),
+        "rate_limited": 0,
+        "rate_limited_by": {},
+        "first_try_faults": {},
+    }
+
+
 class FakeMessagesAPI:
     """A threaded loopback server imitating ``POST /v1/messages`` and Message Batches.
 
@@ -626,8 +1054,39 @@ class FakeMessagesAPI:
                          ``batch_usage`` (the tokens of the succeeded requests, the only ones
                          billed: input, output, cache writes and reads, as in ``usage``).
                          Batch requests are not ``calls``/``trigger_calls``/``improve_calls``.
+                         ``rate_limited`` (429s of :attr:`rate_limits`; injected faults are
+                         not in it), ``rate_limited_by`` (bucket that refused -> n:
+                         ``requests``, ``input-tokens``, ``output-tokens``) and
+                         ``first_try_faults`` (kind -> n, see ``fail_first_tries``).
     ``tls``              an ``ssl.SSLContext`` to serve HTTPS with (``url`` is then https).
     ``idle_timeout``     seconds an idle keep-alive connection is kept open (None: forever).
+    ``fail_first_tries`` ``{"429": 2}``: the first 2 attempts of every distinct request (keyed
+                         by its body bytes, so identical bodies share a count) are refused
+                         with that status (``"429"`` rate_limit_error with ``retry-after: 0``,
+                         ``"500"`` api_error, ``"529"`` overloaded_error; ``retry-after-ms`` too
+                         when ``retry_after_ms`` is set), the next is served. Assigning resets
+                         the counts.
+
+    Rate limits (how they differ from an injected 429: see the module docstring):
+
+    ``rate_limits``      a :class:`RateLimits` (None: none); assignable while serving, the new
+                         buckets start full. Only ``POST /v1/messages`` is charged (streamed or
+                         not; not ``count_tokens``, not batches): one request and its input
+                         tokens (``input_tokens + cache_creation_input_tokens`` of its usage,
+                         cache reads not counted) when it starts, its output tokens once the
+                         answer is sent. Refused (429 ``rate_limit_error`` naming the limit,
+                         ``retry-after`` = whole seconds until it would fit, at least 1) when
+                         fewer than 1 request or fewer than its input tokens are left, or the
+                         output bucket is at or below 0. A request bigger than the whole ITPM
+                         is refused every time, with ``x-should-retry: false``. Checked after
+                         the 401/400/404 checks and ``fail_first_tries``, before ``faults``
+                         are drawn. Every ``/v1/messages`` answer (200 or error) carries the
+                         ``anthropic-ratelimit-{requests,input-tokens,output-tokens,tokens}-
+                         {limit,remaining,reset}`` headers of the configured buckets (token
+                         ``remaining`` rounded down to the thousand; ``reset`` RFC 3339 UTC,
+                         when the bucket is full again); see :meth:`ratelimit_headers`.
+    ``rate_log``         ``(time.monotonic(), input tokens counted)`` of every request admitted
+                         while limits are set; :meth:`peak_window` finds the busiest window.
 
     Message Batches (``/v1/messages/batches``, ``?beta=true`` or not):
 
@@ -638,7 +1097,9 @@ class FakeMessagesAPI:
                          runs out, ``batch_polls``.
     ``batch_create_refusals``  statuses the next creates are refused with, in order (429, 529,
                          500, 404...), with the error type the real API gives for each; such a
-                         create makes no batch.
+                         create makes no batch. A ``(status, seconds)`` entry also sends
+                         ``retry-after``: :meth:`refuse_batch_creates` queues such entries.
+    ``batch_create_log`` ``(time.monotonic(), status answered)`` of every create received.
     ``batch_faults``     ``{"errored": 0.1, "expired": 0.05}`` per-request result rates, drawn
                          with an RNG of their own when the batch ends (errored: an
                          ``overloaded_error`` or ``api_error`` result).
@@ -655,26 +1116,21 @@ class FakeMessagesAPI:
     """
 
     def __init__(
-        self,
-        *,
-        api_key: str | None = "test-key",
-        latency: float = 0.0,
-        seed: int = 0,
-        awkward: bool = True,
-        min_overlap: int = 2,
-        known_models: set[str] | None = None,
-        port: int = 0,
-        tls: ssl.SSLContext | None = None,
+        self, options: ServerOptions | None = None, /, **keywords: Unpack[_OptionKeywords]
     ) -> None:
-        self.api_key = api_key
-        self.latency = latency
-        self.seed = seed
-        self.awkward = awkward
-        self.min_overlap = min_overlap
-        self.known_models = known_models
-        self.port = port
-        self.tls = tls
+        """``FakeMessagesAPI(latency=0.1, rate_limits=RateLimits(rpm=60))``, or the same as
+        one :class:`ServerOptions` (keywords given as well override its fields)."""
+        opts = replace(options or ServerOptions(), **keywords)
+        self.api_key = opts.api_key
+        self.latency = opts.latency
+        self.seed = seed = opts.seed
+        self.awkward = opts.awkward
+        self.min_overlap = opts.min_overlap
+        self.known_models = opts.known_models
+        self.port = opts.port
+        self.tls = opts.tls
         self.hang_seconds = 5.0
+        self._lock = threading.Lock()
         # Seconds a keep-alive connection may sit idle before the server closes it (None: never),
         # as real front ends do; clients must notice and not send on a closed connection.
         self.idle_timeout: float | None = None
@@ -697,38 +1153,14 @@ class FakeMessagesAPI:
         self.usages: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.request_headers: list[dict[str, str]] = []
-        self.stats: dict[str, Any] = {
-            "calls": 0,
-            "trigger_calls": 0,
-            "improve_calls": 0,
-            "count_tokens_calls": 0,
-            "faults_injected": {},
-            "decisions": {},
-            "connections": 0,
-            "in_flight_max": 0,
-            "alpn": {},
-            "output_tokens": 0,
-            "batch_creates": 0,
-            "batches_created": 0,
-            "batch_requests": 0,
-            "batch_polls": 0,
-            "batch_results_fetches": 0,
-            "batch_cancels": 0,
-            "batch_results": {},
-            "batch_usage": dict.fromkeys(USAGE_FIELDS, 0),
-        }
-        self.batch_polls = 1
-        self.batch_holds: list[int] = []
-        # statuses the next batch creates are refused with, in order (429, 529, ...)
-        self.batch_create_refusals: list[int] = []
-        self.batch_faults: dict[str, float] = {}
-        self.batch_requests_log: list[dict[str, Any]] = []
-        self.batch_sizes: list[int] = []
-        self.batch_headers: list[dict[str, str]] = []
-        self._batches: dict[str, _Batch] = {}
-        self._batch_scripts: dict[str, list[str]] = {}
-        self._batch_rng = random.Random(seed + 2)
-        self._lock = threading.Lock()
+        self.stats: dict[str, Any] = _new_stats()
+        # rate limits: the buckets (None: no limit), every admitted request as
+        # (time.monotonic(), input tokens counted) while limits are set, and the first-tries fault
+        self._rate: _RateLimiter | None = None
+        self.rate_log: list[tuple[float, int]] = []
+        self._fail_first: dict[str, int] = {}
+        self._tries: dict[bytes, int] = {}
+        self._init_batches(seed)
         self._fault_rng = random.Random(seed)
         self._shape_rng = random.Random(seed + 1)
         self._scripts: dict[str, list[str]] = {}
@@ -740,6 +1172,24 @@ class FakeMessagesAPI:
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.rate_limits = opts.rate_limits
+
+    def _init_batches(self, seed: int) -> None:
+        """The Message Batches state and settings (see the class docstring)."""
+        self.batch_polls = 1
+        self.batch_holds: list[int] = []
+        # statuses the next batch creates are refused with, in order (429, 529, ...); a
+        # (status, seconds) pair also sends ``retry-after``
+        self.batch_create_refusals: list[int | tuple[int, float]] = []
+        # (time.monotonic(), status answered) of every batch create received
+        self.batch_create_log: list[tuple[float, int]] = []
+        self.batch_faults: dict[str, float] = {}
+        self.batch_requests_log: list[dict[str, Any]] = []
+        self.batch_sizes: list[int] = []
+        self.batch_headers: list[dict[str, str]] = []
+        self._batches: dict[str, _Batch] = {}
+        self._batch_scripts: dict[str, list[str]] = {}
+        self._batch_rng = random.Random(seed + 2)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -829,6 +1279,126 @@ class FakeMessagesAPI:
         with self._lock:
             self._batch_scripts[query] = list(results)
 
+    # -- rate limits and the first-tries fault ------------------------------------------------
+
+    @property
+    def rate_limits(self) -> RateLimits | None:
+        """The :class:`RateLimits` enforced on ``POST /v1/messages`` (None: none).
+
+        Assignable while the server runs: the new buckets start full.
+        """
+        with self._lock:
+            return self._rate.limits if self._rate is not None else None
+
+    @rate_limits.setter
+    def rate_limits(self, limits: RateLimits | None) -> None:
+        if limits is not None and not isinstance(limits, RateLimits):
+            raise TypeError(f"rate_limits must be a RateLimits or None, not {limits!r}")
+        with self._lock:
+            self._rate = _RateLimiter(limits, time.monotonic()) if limits is not None else None
+
+    @property
+    def fail_first_tries(self) -> dict[str, int]:
+        """``{"429": 2}``: the first 2 attempts of every distinct request (same body bytes)
+        are answered 429; the third is served. Several kinds apply in order (``{"429": 1,
+        "500": 1}``: a 429, then a 500, then served). Kinds: :data:`FIRST_TRY_KINDS`.
+
+        Assigning starts every request's count afresh; ``{}`` turns the fault off.
+        """
+        with self._lock:
+            return dict(self._fail_first)
+
+    @fail_first_tries.setter
+    def fail_first_tries(self, plan: dict[str, int]) -> None:
+        for kind, count in plan.items():
+            if kind not in FIRST_TRY_KINDS or type(count) is not int or count < 0:
+                raise ValueError(f"bad first-tries fault {kind!r}: {count!r}")
+        with self._lock:
+            self._fail_first = dict(plan)
+            self._tries.clear()
+
+    def refuse_batch_creates(self, count: int, status: int = 429, retry_after: float = 1) -> None:
+        """Answer the next ``count`` batch creates with ``status`` and ``retry-after`` (seconds).
+
+        Batch creates are not charged to :attr:`rate_limits` (batches have a queue of their
+        own); this is how a test meets a 429 on a create. No batch is made by a refused create.
+        """
+        with self._lock:
+            self.batch_create_refusals.extend([(status, retry_after)] * count)
+
+    def peak_window(self, window: float | None = None) -> tuple[int, int]:
+        """The most requests, and the most input tokens, admitted within any ``window`` seconds
+        (default: the rate limits' ``minute``), from :attr:`rate_log`.
+
+        A token bucket lets at most its capacity plus one window's refill through in a window:
+        ``2 * rpm`` requests (and ``2 * itpm`` input tokens) per ``minute``.
+        """
+        with self._lock:
+            log = sorted(self.rate_log)
+            limits = self._rate.limits if self._rate is not None else None
+        span = window if window is not None else (limits.minute if limits else 60.0)
+        most_requests = most_tokens = 0
+        start = tokens = 0
+        for end, (moment, cost) in enumerate(log):
+            tokens += cost
+            while moment - log[start][0] >= span:
+                tokens -= log[start][1]
+                start += 1
+            most_requests = max(most_requests, end - start + 1)
+            most_tokens = max(most_tokens, tokens)
+        return most_requests, most_tokens
+
+    def _first_try_refusal(self, raw: bytes) -> _Refusal | None:
+        """The first-tries fault's answer to this attempt of ``raw``, or None: serve it."""
+        with self._lock:
+            if not self._fail_first:
+                return None
+            key = hashlib.sha256(raw).digest()
+            attempt = self._tries.get(key, 0)
+            self._tries[key] = attempt + 1
+            for kind, count in self._fail_first.items():
+                if attempt < count:
+                    tally = self.stats["first_try_faults"]
+                    tally[kind] = tally.get(kind, 0) + 1
+                    return _fault_refusal(kind, False, self.retry_after_ms)
+                attempt -= count
+            return None
+
+    def _admit(self, body: dict[str, Any]) -> _Refusal | None:
+        """Charge one request and its input tokens to the rate limits, or refuse it (429)."""
+        with self._lock:
+            counts_input = self._rate is not None and "input-tokens" in self._rate.buckets
+            if self._rate is None:
+                return None
+        cost = 0
+        if counts_input:  # as the real API: cache writes count, cache reads do not
+            usage = self._usage(body, commit=False)
+            cost = usage["input_tokens"] + usage["cache_creation_input_tokens"]
+        now = time.monotonic()
+        with self._lock:
+            if self._rate is None:
+                return None
+            refusal = self._rate.admit(now, cost)
+            if refusal is None:
+                self.rate_log.append((now, cost))
+                return None
+            self.stats["rate_limited"] += 1
+            by = self.stats["rate_limited_by"]
+            by[refusal.limit] = by.get(refusal.limit, 0) + 1
+        return refusal
+
+    def _spend_output(self, tokens: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            if self._rate is not None:
+                self._rate.spend_output(now, tokens)
+
+    def ratelimit_headers(self) -> dict[str, str]:
+        """The ``anthropic-ratelimit-*`` headers a ``/v1/messages`` answer would carry now."""
+        now, wall = time.monotonic(), datetime.now(timezone.utc)
+        with self._lock:
+            return self._rate.headers(now, wall) if self._rate is not None else {}
+
     # -- bookkeeping ------------------------------------------------------------------------------
 
     def _connection_opened(self, sock: socket.socket) -> None:
@@ -881,104 +1451,52 @@ class FakeMessagesAPI:
                 self._script_pos[query] = pos + 1
             return outcomes[pos % len(outcomes)]
 
-    def _usage(self, body: dict[str, Any]) -> dict[str, int]:
-        """Input/cache token estimate; the prefix up to the last ``cache_control`` is cached."""
-        segments: list[tuple[str, str | None]] = []  # (text, cache breakpoint lifetime)
-        tools = body.get("tools")
-        for tool in tools if isinstance(tools, list) else []:
-            if isinstance(tool, dict):
-                seg = {k: v for k, v in tool.items() if k != "cache_control"}
-                segments.append((json.dumps(seg, sort_keys=True), _ttl(tool)))
-        system = body.get("system")
-        if isinstance(system, str):
-            segments.append((system, None))
-        elif isinstance(system, list):
-            for block in system:
-                if isinstance(block, dict):
-                    text = str(block.get("text", ""))
-                    if text.startswith(BILLING_HEADER):
-                        continue  # per-request attribution, not part of the cached prompt
-                    segments.append((text, _ttl(block)))
-        messages = body.get("messages")
-        for message in messages if isinstance(messages, list) else []:
-            if not isinstance(message, dict):
-                continue
-            content = message.get("content")
-            role = str(message.get("role"))
-            if isinstance(content, str):
-                segments.append((role + content, None))
-            elif isinstance(content, list):
-                for block in content:
-                    if not isinstance(block, dict):
-                        continue
-                    text = block.get("text")
-                    if not isinstance(text, str):
-                        text = json.dumps(
-                            {k: v for k, v in block.items() if k != "cache_control"},
-                            sort_keys=True,
-                        )
-                    segments.append((role + text, _ttl(block)))
+    def _usage(self, body: dict[str, Any], commit: bool = True) -> dict[str, Any]:
+        """Input/cache token estimate; the prefix up to the last ``cache_control`` is cached.
+
+        As the real API does, every breakpoint is looked up: the longest prefix already cached
+        is read, the rest up to the last breakpoint is written (into the cache only with
+        ``commit``: a request refused by a rate limit writes nothing).
+        """
+        segments = _segments(body)
         total = (sum(_estimate(t) for t, _ in segments) or 1) + self.prompt_padding
-        last = max((i for i, (_, c) in enumerate(segments) if c), default=-1)
-        if last < 0:
+        keys = _cache_keys(body, segments)
+        if not keys:
             return {
                 "input_tokens": total,
                 "cache_creation_input_tokens": 0,
                 "cache_read_input_tokens": 0,
             }
-        # As the real API does, every breakpoint is looked up: the longest prefix already
-        # cached is read, the rest up to the last breakpoint is written.
-        digest = hashlib.sha256(str(body.get("model")).encode())
-        keys: dict[int, str] = {}
-        for i, (text, marked) in enumerate(segments[: last + 1]):
-            digest.update(text.encode("utf-8", "surrogatepass"))
-            digest.update(b"\x00")
-            if marked:
-                keys[i] = digest.copy().hexdigest()
         with self._lock:
             hit = max((i for i, key in keys.items() if key in self._cache), default=-1)
-            self._cache.update(keys.values())
-        read = sum(_estimate(t) for t, _ in segments[: hit + 1])
-        prefix = sum(_estimate(t) for t, _ in segments[: last + 1])
-        # writes up to the last one-hour breakpoint are kept an hour (the API wants those
-        # breakpoints first), the rest five minutes; reported apart, as the API does
-        long = max((i for i, (_, ttl) in enumerate(segments) if ttl == "1h"), default=-1)
-        hour = max(sum(_estimate(t) for t, _ in segments[: long + 1]) - read, 0)
-        return {
-            "input_tokens": max(total - prefix, 0),
-            "cache_creation_input_tokens": prefix - read,
-            "cache_read_input_tokens": read,
-            "cache_creation": {
-                "ephemeral_5m_input_tokens": prefix - read - hour,
-                "ephemeral_1h_input_tokens": hour,
-            },
-        }
+            if commit:
+                self._cache.update(keys.values())
+        return _cached_usage(segments, total, hit)
 
     # -- request handling -----------------------------------------------------------------------
 
-    def _error(
-        self,
-        h: _Handler,
-        rid: str,
-        status: int,
-        etype: str,
-        message: str,
-        extra: dict[str, str] | None = None,
-    ) -> None:
+    def _error(self, h: _Handler, rid: str, status: int, etype: str, message: str) -> None:
+        self._refuse(h, rid, _Refusal(status, etype, message))
+
+    @staticmethod
+    def _refuse(h: _Handler, rid: str, refusal: _Refusal) -> None:
+        """Answer with an error body (``h.rate_headers``: and the rate limits' headers)."""
         payload = json.dumps(
-            {"type": "error", "error": {"type": etype, "message": message}, "request_id": rid}
+            {
+                "type": "error",
+                "error": {"type": refusal.etype, "message": refusal.message},
+                "request_id": rid,
+            }
         ).encode()
         headers = {
             "Content-Type": "application/json",
             "Content-Length": str(len(payload)),
             "request-id": rid,
-            **(extra or {}),
+            **refusal.headers,
         }
-        if h.command == "HEAD":
-            h.start(status, headers)
-            return
-        h.start(status, headers)
-        h.wfile.write(payload)
+        h.start(refusal.status, headers)
+        if h.command != "HEAD":
+            h.wfile.write(payload)
 
     def _authorised(self, h: _Handler) -> bool:
         if self.api_key is None:
@@ -991,6 +1509,7 @@ class FakeMessagesAPI:
         raw = h.read_body() if method != "HEAD" else b""
         rid = f"req_fake_{self._next_id()}"
         path = h.path.split("?", 1)[0].rstrip("/")
+        h.rate_headers = method == "POST" and path == "/v1/messages"
         if self._handle_batch(h, rid, method, path, raw):
             return
         if method != "POST" or path not in ("/v1/messages", "/v1/messages/count_tokens"):
@@ -1018,67 +1537,62 @@ class FakeMessagesAPI:
                 self.request_headers.append({k.lower(): v for k, v in h.headers.items()})
         if self.latency > 0:
             self._stopping.wait(self.latency)
+        problem = self._problem(h, body)
+        if problem is not None:
+            self._refuse(h, rid, problem)
+        elif counting:
+            self._send_json(h, rid, {"input_tokens": self._usage_uncached(body)})
+        else:
+            self._serve_message(h, rid, raw, body)
+
+    def _problem(self, h: _Handler, body: Any) -> _Refusal | None:
+        """Why a request is refused before it is looked at (401, 400, 404), or None."""
         if not self._authorised(h):
-            self._error(h, rid, 401, "authentication_error", "invalid x-api-key")
-            return
+            return _Refusal(401, "authentication_error", "invalid x-api-key")
         if not isinstance(body, dict):
-            self._error(
-                h,
-                rid,
+            return _Refusal(
                 400,
                 "invalid_request_error",
                 "The request body is not valid JSON (an object is required).",
             )
-            return
         model = body.get("model")
-        if not isinstance(model, str) or not isinstance(body.get("messages"), list):
-            self._error(
-                h,
-                rid,
-                400,
-                "invalid_request_error",
-                "model: Field required"
-                if not isinstance(model, str)
-                else "messages: Field required",
-            )
-            return
+        if not isinstance(model, str):
+            return _Refusal(400, "invalid_request_error", "model: Field required")
+        if not isinstance(body.get("messages"), list):
+            return _Refusal(400, "invalid_request_error", "messages: Field required")
         if self.known_models is not None and model not in self.known_models:
-            self._error(h, rid, 404, "not_found_error", f"model: {model}")
-            return
-        if counting:
-            self._send_json(h, rid, {"input_tokens": self._usage_uncached(body)})
-            return
+            return _Refusal(404, "not_found_error", f"model: {model}")
+        return None
 
+    def _serve_message(self, h: _Handler, rid: str, raw: bytes, body: dict[str, Any]) -> None:
+        """A valid ``POST /v1/messages``: the first-tries fault, the rate limits, then the
+        drawn fault or the answer. The answer's output tokens are charged once it is sent."""
         trigger = _is_trigger(body)
         self._bump("trigger_calls" if trigger else "improve_calls")
+        refusal = self._first_try_refusal(raw) or self._admit(body)
+        if refusal is not None:
+            self._refuse(h, rid, refusal)
+            return
         stream = bool(body.get("stream"))
         fault = self._draw_fault()
         if fault == "hang":
             self._stopping.wait(self.hang_seconds)
-        if fault in ("429", "529", "500") or (fault == "stream_error" and not stream):
-            status, etype, msg, extra = {
-                "429": (
-                    429,
-                    "rate_limit_error",
-                    "Number of requests has exceeded your rate limit",
-                    {"retry-after": "0", "x-should-retry": "true"},
-                ),
-                "500": (500, "api_error", "Internal server error", {"x-should-retry": "true"}),
-            }.get(fault, (529, "overloaded_error", "Overloaded", {"x-should-retry": "true"}))
-            if self.retry_after_ms is not None:
-                extra = {**extra, "retry-after-ms": str(self.retry_after_ms)}
-            self._error(h, rid, status, etype, msg, extra)
+        refusal = _fault_refusal(fault, stream, self.retry_after_ms)
+        if refusal is not None:
+            self._refuse(h, rid, refusal)
             return
-
         message, rng = self._answer(body, trigger, f"msg_fake_{rid[9:]}", advance=fault is None)
         if fault is None:
             with self._lock:
                 self.stats["output_tokens"] += message["usage"]["output_tokens"]
                 self.usages.append({**message["usage"], "model": body.get("model")})
-        if not stream:
-            self._send_json_message(h, rid, message, fault)
-        else:
-            self._send_stream(h, rid, message, fault, rng)
+        try:
+            if not stream:
+                self._send_json_message(h, rid, message, fault)
+            else:
+                self._send_stream(h, rid, message, fault, rng)
+        finally:
+            self._spend_output(message["usage"]["output_tokens"])
 
     def _answer(
         self, body: dict[str, Any], trigger: bool, message_id: str, advance: bool
@@ -1110,48 +1624,15 @@ class FakeMessagesAPI:
     ) -> tuple[list[dict[str, Any]], str]:
         """Decide the answer's content blocks (without thinking/preamble decoration)."""
         if not trigger and any("trigger eval set" in t for t in _message_texts(body)):
-            with self._lock:
-                scripted = (
-                    (self.drafts.pop(0) if advance else self.drafts[0]) if (self.drafts) else None
-                )
-            text = scripted if scripted is not None else drafted_set(_message_texts(body)[-1])
-            if advance:
-                self._bump("decisions", "draft")
-            return [{"type": "text", "text": text}], "end_turn"
+            return self._plan_draft(body, advance)
         if not trigger:
-            # Only a request that talks about a description consumes a proposal: Claude Code
-            # also sends small side requests without the Skill tool (titles, summaries).
-            texts = _system_texts(body) + _message_texts(body)
-            wants = any("description" in t.lower() for t in texts)
-            with self._lock:
-                proposal = None
-                if wants and self.proposals:
-                    proposal = self.proposals.pop(0) if advance else self.proposals[0]
-            written = [proposal] if proposal is not None else []
-            if not written and wants and self.graded is not None:
-                written = self.graded.improve("\n".join(texts))
-            if not written:
-                written = [_current_description(body) or "A skill description."]
-            text = "Here is a revised description that should trigger more reliably.\n" + "\n".join(
-                f"<new_description>{d}</new_description>" for d in written
-            )
-            if advance:
-                self._bump("decisions", "improve")
-            return [{"type": "text", "text": text}], "end_turn"
+            return self._plan_improve(body, advance)
         if _has_tool_result(body):
             if advance:
                 self._bump("decisions", "done")
             return [{"type": "text", "text": DONE_TEXT}], "end_turn"
         query = extract_query(body)
-        outcome = self._scripted(query, advance, body.get("model"))
-        if outcome is None and self.graded is not None:
-            chosen = self.graded.choose(query, parse_listing(body))
-            outcome = f"skill:{chosen}" if chosen else decide(query, [], self.min_overlap)
-        if outcome is None:
-            listing = parse_listing(body)
-            outcome = decide(query, listing, self.min_overlap)
-            if body.get("model") in self.contrary_models and listing:
-                outcome = "text" if outcome.startswith("skill:") else f"skill:{listing[0][0]}"
+        outcome = self._trigger_outcome(body, query, advance)
         if advance:
             self._bump("decisions", outcome)
         if outcome == "text":
@@ -1168,6 +1649,53 @@ class FakeMessagesAPI:
             "input": tool_input,
         }
         return [block], "tool_use"
+
+    def _plan_draft(self, body: dict[str, Any], advance: bool) -> tuple[list[dict[str, Any]], str]:
+        """The answer to a request for a trigger eval set: scripted, else drafted."""
+        with self._lock:
+            scripted = (self.drafts.pop(0) if advance else self.drafts[0]) if self.drafts else None
+        text = scripted if scripted is not None else drafted_set(_message_texts(body)[-1])
+        if advance:
+            self._bump("decisions", "draft")
+        return [{"type": "text", "text": text}], "end_turn"
+
+    def _plan_improve(
+        self, body: dict[str, Any], advance: bool
+    ) -> tuple[list[dict[str, Any]], str]:
+        """The answer to an improvement request: proposed descriptions in tags."""
+        # Only a request that talks about a description consumes a proposal: Claude Code
+        # also sends small side requests without the Skill tool (titles, summaries).
+        texts = _system_texts(body) + _message_texts(body)
+        wants = any("description" in t.lower() for t in texts)
+        with self._lock:
+            proposal = None
+            if wants and self.proposals:
+                proposal = self.proposals.pop(0) if advance else self.proposals[0]
+        written = [proposal] if proposal is not None else []
+        if not written and wants and self.graded is not None:
+            written = self.graded.improve("\n".join(texts))
+        if not written:
+            written = [_current_description(body) or "A skill description."]
+        text = "Here is a revised description that should trigger more reliably.\n" + "\n".join(
+            f"<new_description>{d}</new_description>" for d in written
+        )
+        if advance:
+            self._bump("decisions", "improve")
+        return [{"type": "text", "text": text}], "end_turn"
+
+    def _trigger_outcome(self, body: dict[str, Any], query: str, advance: bool) -> str:
+        """``"skill:<name>"``, ``"tool:<Name>"`` or ``"text"``: scripted, graded or keyword."""
+        outcome = self._scripted(query, advance, body.get("model"))
+        if outcome is not None:
+            return outcome
+        if self.graded is not None:
+            chosen = self.graded.choose(query, parse_listing(body))
+            return f"skill:{chosen}" if chosen else decide(query, [], self.min_overlap)
+        listing = parse_listing(body)
+        outcome = decide(query, listing, self.min_overlap)
+        if body.get("model") in self.contrary_models and listing:
+            outcome = "text" if outcome.startswith("skill:") else f"skill:{listing[0][0]}"
+        return outcome
 
     def _decorate(self, content: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
         """Add what real responses carry before the answer: thinking, a text preamble."""
@@ -1352,29 +1880,15 @@ class FakeMessagesAPI:
 
     def _handle_batch(self, h: _Handler, rid: str, method: str, path: str, raw: bytes) -> bool:
         """Serve ``path`` if it is a Message Batches endpoint; False if it is not one."""
-        if path == "/v1/messages/batches":
-            if method != "POST":
-                return False  # listing batches is not imitated: 404 like any unknown path
-            action, batch_id = "create", ""
-        else:
-            m = BATCH_PATH_RE.fullmatch(path)
-            if m is None:
-                return False
-            action = {
-                ("GET", None): "retrieve",
-                ("GET", "results"): "results",
-                ("POST", "cancel"): "cancel",
-            }.get((method, m["action"]), "")
-            if not action:
-                return False
-            batch_id = m["id"]
-            stat = {"retrieve": "batch_polls", "results": "batch_results_fetches"}
-            self._bump(stat.get(action, "batch_cancels"))
-        if action == "create":
-            self._bump("batch_creates")
+        route = _batch_route(method, path)
+        if route is None:
+            return False
+        action, batch_id = route
+        self._bump(BATCH_ACTION_STATS[action])
         if self.latency > 0:
             self._stopping.wait(self.latency)
         if not self._authorised(h):
+            self._log_create(action, 401)
             self._error(h, rid, 401, "authentication_error", "invalid x-api-key")
             return True
         if action == "create":
@@ -1384,36 +1898,41 @@ class FakeMessagesAPI:
             batch = self._batches.get(batch_id)
         if batch is None:
             self._error(h, rid, 404, "not_found_error", f"message batch {batch_id} not found")
-            return True
-        if action == "results":
+        elif action == "results":
             self._batch_results(h, rid, batch)
-            return True
-        with batch.lock:
-            if action == "retrieve":
-                self._batch_poll(batch)
-            elif batch.status == "in_progress":
-                batch.status = "canceling"
-                batch.cancel_initiated_at = datetime.now(timezone.utc)
-            answer = batch.as_json()
-        self._send_json(h, rid, answer)
+        else:
+            with batch.lock:
+                if action == "retrieve":
+                    self._batch_poll(batch)
+                elif batch.status == "in_progress":
+                    batch.status = "canceling"
+                    batch.cancel_initiated_at = datetime.now(timezone.utc)
+                answer = batch.as_json()
+            self._send_json(h, rid, answer)
         return True
 
+    def _log_create(self, action: str, status: int) -> None:
+        if action == "create":
+            with self._lock:
+                self.batch_create_log.append((time.monotonic(), status))
+
     def _batch_create(self, h: _Handler, rid: str, raw: bytes) -> None:
+        """Create a batch, or refuse to (logged in ``batch_create_log`` before answering)."""
         try:
             body = json.loads(raw or b"null")
         except ValueError:
             body = None
         problem = batch_problem(body)
         if problem is not None:
+            self._log_create("create", 400)
             self._error(h, rid, 400, "invalid_request_error", problem)
             return
         with self._lock:
             refused = self.batch_create_refusals.pop(0) if self.batch_create_refusals else None
         if refused is not None:  # refused: no batch is made (whatever a real 5xx may mean)
-            etype = CREATE_REFUSAL_TYPES.get(refused, "api_error")
-            message = BATCH_ERROR_MESSAGES.get(etype, f"{etype} (scripted)")
-            retry = {"x-should-retry": "true"} if refused in (429, 529) else None
-            self._error(h, rid, refused, etype, message, retry)
+            refusal = _create_refusal(refused)
+            self._log_create("create", refusal.status)
+            self._refuse(h, rid, refusal)
             return
         requests = [(item["custom_id"], item["params"]) for item in body["requests"]]
         with self._lock:
@@ -1432,6 +1951,7 @@ class FakeMessagesAPI:
             self.batch_headers.append({k.lower(): v for k, v in h.headers.items()})
         with batch.lock:
             answer = batch.as_json()
+        self._log_create("create", 200)
         self._send_json(h, rid, answer)
 
     def _batch_poll(self, batch: _Batch) -> None:
@@ -1452,7 +1972,7 @@ class FakeMessagesAPI:
     def _batch_end(self, batch: _Batch, processed: int) -> None:
         """Decide the first ``processed`` requests in submission order, cancel the rest, and
         keep the lines in a seeded shuffled order that never is the request order."""
-        lines = []
+        lines: list[dict[str, Any]] = []
         for index, (custom_id, params) in enumerate(batch.requests):
             result = self._batch_result(params) if index < processed else {"type": "canceled"}
             lines.append({"custom_id": custom_id, "result": result})
@@ -1561,7 +2081,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--min-overlap", type=int, default=2)
     parser.add_argument("--clean", action="store_true", help="minimal streams (awkward=False)")
+    for name in ("rpm", "itpm", "otpm"):
+        parser.add_argument(f"--{name}", type=int, default=None, help=f"rate limit: {name}")
+    parser.add_argument(
+        "--minute", type=float, default=60.0, help="seconds a rate-limit minute lasts"
+    )
     args = parser.parse_args(argv)
+    limits = RateLimits(args.rpm, args.itpm, args.otpm, args.minute)
     api = FakeMessagesAPI(
         api_key=args.api_key or None,
         latency=args.latency,
@@ -1569,6 +2095,7 @@ def main(argv: list[str] | None = None) -> int:
         awkward=not args.clean,
         min_overlap=args.min_overlap,
         port=args.port,
+        rate_limits=limits if (args.rpm or args.itpm or args.otpm) else None,
     )
     api.start()
     print(api.url, flush=True)
