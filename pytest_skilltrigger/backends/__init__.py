@@ -16,7 +16,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.backends.capture import Captures, CaptureShelf
+    from pytest_skilltrigger.backends.capture import Captures, CaptureStore
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
 #: what a backend is made for: trigger runs, or asking a plain question (proposals)
@@ -60,12 +60,12 @@ def make_backend(
     settings: Settings,
     *,
     purpose: Purpose = "trigger",
-    shelf: CaptureShelf | None = None,
+    captures: CaptureStore | None = None,
     reuse: TriggerBackend | None = None,
 ) -> TriggerBackend:
     """Create the backend :func:`backend_choice` names for ``purpose``, or raise
     :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger backend,
-    when asking): returned as it is when it is the one chosen. ``shelf`` keeps captured CLI
+    when asking): returned as it is when it is the one chosen. ``captures`` keeps captured CLI
     requests between sessions (the engine's session, which writes them to its store where
     this process may write); the asker never captures."""
     if purpose == "ask" and reuse is not None:
@@ -84,7 +84,7 @@ def make_backend(
         return AnthropicBackend(
             settings.resolved_model(DEFAULT_MODEL),
             timeout=settings.timeout,
-            captures=_captures(settings, shelf) if purpose == "trigger" else None,
+            captures=_captures(settings, captures) if purpose == "trigger" else None,
         )
     return _cli(settings)
 
@@ -100,7 +100,7 @@ def _cli(settings: Settings) -> ClaudeCodeBackend:
     )
 
 
-def _captures(settings: Settings, shelf: CaptureShelf | None) -> Captures | None:
+def _captures(settings: Settings, store: CaptureStore | None) -> Captures | None:
     """The installed CLI's requests to replay (``--trigger-context``), or None for the
     builtin context: ``auto`` captures when a ``claude`` binary is found."""
     wanted = settings.trigger_context
@@ -115,7 +115,7 @@ def _captures(settings: Settings, shelf: CaptureShelf | None) -> Captures | None
         )
     from pytest_skilltrigger.backends.capture import Captures
 
-    return Captures(lambda: _cli(settings), shelf)
+    return Captures(lambda: _cli(settings), store)
 
 
 __all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "backend_choice", "make_backend"]

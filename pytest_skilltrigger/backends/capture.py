@@ -229,9 +229,10 @@ def record_cli_request(
     raise CaptureError(f"claude sent no request holding the query (exit {done.returncode}): {tail}")
 
 
-class CaptureShelf(Protocol):
-    """Where captures are kept between sessions: the engine's session, which writes its
-    store (a :class:`~pytest_skilltrigger.engine.store.ResultStore` also serves, in tests)."""
+class CaptureStore(Protocol):
+    """Where captures are kept between sessions (the engine's
+    :class:`~pytest_skilltrigger.engine.store.StoredCaptures`, which knows whether this process
+    may write; a :class:`~pytest_skilltrigger.engine.store.ResultStore` also serves)."""
 
     def load_capture(self, key: str) -> str | None: ...
 
@@ -240,7 +241,7 @@ class CaptureShelf(Protocol):
 
 class Captures:
     """One captured request per trigger context: captured on first need, then reused (and,
-    with a shelf, reused by later sessions of the same CLI version and model).
+    with a store, reused by later sessions of the same CLI version and model).
 
     The CLI backend that captures is made on first need too (``make_cli``): a session whose
     captures all come from the store never starts it. A capture that failed is not tried
@@ -250,10 +251,10 @@ class Captures:
     def __init__(
         self,
         make_cli: Callable[[], CapturingCli],
-        shelf: CaptureShelf | None = None,
+        store: CaptureStore | None = None,
     ) -> None:
         self._make_cli = make_cli
-        self.shelf = shelf  # it decides whether this process may write (xdist workers not)
+        self.store = store  # it decides whether this process may write (xdist workers not)
         self._lock = threading.Lock()
         self._locks: dict[TriggerContext, threading.Lock] = {}
         self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
@@ -300,15 +301,15 @@ class Captures:
             return found
 
     def _load(self, context: TriggerContext) -> CapturedRequest | None:
-        if self.shelf is None:
+        if self.store is None:
             return None
-        text = self.shelf.load_capture(self.store_key(context))
+        text = self.store.load_capture(self.store_key(context))
         return CapturedRequest.from_json(text) if text else None
 
     def _capture(self, context: TriggerContext) -> CapturedRequest:
         captured = self.backend.capture(context)
-        if self.shelf is not None:
-            self.shelf.save_capture(self.store_key(context), captured.to_json())
+        if self.store is not None:
+            self.store.save_capture(self.store_key(context), captured.to_json())
         return captured
 
     def close(self) -> None:

@@ -142,7 +142,8 @@ def decide_message(
         if block.get("type") != "tool_use":
             continue
         name = str(block.get("name"))
-        tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+        given = block.get("input")
+        tool_input: dict[str, Any] = given if isinstance(given, dict) else {}
         if name == "Skill" and not tool_input.get("skill") and capped:
             return None  # cut inside the call: which skill is unknown
         return Decision(choice_of(name, tool_input), usage, tool_input)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilltrigger.reports.json_report import write_report
 from pytest_skilltrigger.skills.catalog import Target
@@ -54,7 +55,7 @@ class Outputs:
             if problem:
                 raise InputError(path, f"{problem} ({label})")
 
-    def write_json(self, data: dict) -> None:
+    def write_json(self, data: dict[str, Any]) -> None:
         if self.json_path:
             write_report(self.json_path, data)
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.conclusion.gathered import Gathered
 from pytest_skilltrigger.conclusion.outputs import Outputs
+from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
-from pytest_skilltrigger.model.verdict import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.reports.baseline import Comparison, compare, load_baseline
 from pytest_skilltrigger.reports.gates import gate_failures
 from pytest_skilltrigger.reports.json_report import report_json
@@ -128,11 +128,11 @@ class SessionEnd:
         """What kept the trigger tests from running, and queries the budget skipped."""
         from pytest_skilltrigger.model.prices import format_usd
 
-        lines = []
+        lines: list[TerminalLine] = []
         if not self.targets:
             return lines
-        if engine is None or engine.unavailable:
-            reason = engine.unavailable if engine else "no trigger item ran"
+        if engine is None or engine.no_backend:
+            reason = engine.no_backend if engine else "no trigger item ran"
             lines.append(
                 TerminalLine(f"skilltrigger: trigger tests did not run: {reason}", "yellow")
             )
@@ -155,8 +155,8 @@ class SessionEnd:
             rounds, stopped = self._improve(engine, log)
         report = build_report(
             self.gathered.results,
-            backend=engine.backend_name if engine else None,
-            model=engine.model if engine else None,
+            backend=engine.backend.name if engine and engine.backend else None,
+            model=engine.backend.model if engine and engine.backend else None,
             runs_per_query=self.settings.min_runs,
             threshold=self.settings.threshold,
             optimizations=rounds,
@@ -191,10 +191,10 @@ class SessionEnd:
         from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
         assert self.optimizer is not None  # the caller checked
-        if engine.unavailable:
-            log(f"skilltrigger: not optimising: {engine.unavailable}")
+        if engine.no_backend:
+            log(f"skilltrigger: not optimising: {engine.no_backend}")
             return None, False
-        engine.drop_batch_runs()  # what errored for the items is sampled afresh
+        engine.forget_runs_ahead()  # what errored for the items is sampled afresh
         files = None
         if self.outputs.report_path or self.outputs.results_dir:
             files = RoundFiles(

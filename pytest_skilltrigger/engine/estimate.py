@@ -82,7 +82,7 @@ class Estimate:
         counts = [first] + [each_other] * max(0, len(self.call_usd) - 1)
         usd = None
         if self.call_usd and None not in self.call_usd:
-            usd = sum(u * n for u, n in zip(self.call_usd, counts, strict=True))  # type: ignore[operator]
+            usd = sum((u or 0.0) * n for u, n in zip(self.call_usd, counts, strict=True))
         return replace(self, round_calls=sum(counts), round_usd=usd, asks=asks)
 
 

@@ -1,12 +1,9 @@
-"""Sampling queries: many runs in flight, exact early stopping, stored runs reused.
+"""Sampling queries: runs asked in waves, exact early stopping, stored runs reused.
 
-Every run of the session goes through one :class:`Sampler`: a thread pool of
-``concurrency`` workers calling the backend. A query is sampled in waves: each wave is the
-number of further runs that can be made before its verdict could first become certain
-(:func:`~pytest_skilltrigger.model.verdict.runs_still_needed`), so no call is wasted and the
-verdict is exactly the one all runs would give. Stored runs for an unchanged context count
-first. The same (context, query) asked twice shares one sampling, so items submitted ahead and items
-never pay twice.
+A query is sampled in waves: each wave is the number of further runs that can be made before
+its verdict could first become certain (``SamplingPlan.next_runs``), so no call is wasted. The runs come from a run source (live or batched: the sampler does not
+know which). Stored runs of an unchanged request count first, and the same request asked
+twice shares one sampling.
 """
 
 from __future__ import annotations
@@ -15,39 +12,38 @@ import dataclasses
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from pytest_skilltrigger.backends.base import TriggerBackend
-from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.run_sources import RunSource, Stop
 from pytest_skilltrigger.engine.store import ResultStore
-from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
-from pytest_skilltrigger.model.plan import QueryIdent, SamplingPlan
+from pytest_skilltrigger.model.plan import SamplingKey, SamplingPlan
 
 # told (context key, query, outcomes) of every finished sampling whose runs may be stored
 Recorder = Callable[[str, str, Sequence[RunOutcome]], None]
+# a sampling made ahead of its submissions, and its result to come
+Ahead = tuple[SamplingKey, Future[QueryResult]]
+INTERRUPTED = "interrupted"
 
 
-class _Query:
-    """The mutable sampling state of one query; guarded by the sampler's lock."""
+class _Sampling:
+    """The state of one query's sampling, as its run source sees it (a ``RunJob``);
+    guarded by the sampler's lock."""
 
     def __init__(
-        self,
-        ident: QueryIdent,
-        context: TriggerContext,
-        query: str,
-        should_trigger: bool,
-        plan: SamplingPlan,
-        future: Future[QueryResult],
+        self, sampler: Sampler, key: SamplingKey, context: TriggerContext, source: RunSource
     ) -> None:
-        self.ident = ident
+        self.sampler = sampler
+        self.sampling_key = key
+        self.key, self.query, _plan = key
         self.context = context
-        self.key = ident[0]
-        self.query = query
-        self.should_trigger = should_trigger
-        self.plan = plan
-        self.future = future
+        self.source = source
+        self.should_trigger = True
+        self.plan = SamplingPlan()
+        self.future: Future[QueryResult] = Future()
         self.outcomes: list[RunOutcome] = []
         self.pending = 0
         self.skipped: str | None = None
@@ -65,6 +61,12 @@ class _Query:
             skipped=self.skipped,
             hits=self.plan.hits,
         )
+
+    def take(self, outcome: RunOutcome) -> None:
+        self.sampler._ended(self, outcome)
+
+    def drop(self, reason: str | None = None) -> None:
+        self.sampler._ended(self, None, reason)
 
 
 def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[QueryResult]:
@@ -85,35 +87,34 @@ def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[Qu
 
 
 class Sampler:
-    """Runs queries against one backend with bounded concurrency.
+    """Samples queries against one backend (a lane's), from ``live`` unless a submission
+    names another run source.
 
     ``store`` is where stored runs are read from (None: none are reused); ``record`` is told
     the new runs of every finished query (the session decides whether and where they are
-    stored). ``guard`` enforces the cost budget. After a fatal error (bad key, unknown model)
-    no further call is made.
+    stored). Once ``stop`` has a reason, no sampling starts a call.
     """
 
     def __init__(
         self,
         backend: TriggerBackend,
+        live: RunSource,
+        stop: Stop,
         *,
-        concurrency: int = 8,
         store: ResultStore | None = None,
         record: Recorder | None = None,
-        guard: CostGuard | None = None,
     ) -> None:
         self.backend = backend
+        self.live = live
+        self.stop = stop
         self.store = store
         self.record = record
-        self.guard = guard
-        self.fatal: str | None = None
-        self._pool = DaemonPool(max(1, concurrency))
         self._lock = threading.Lock()
-        self._queries: dict[QueryIdent, _Query] = {}  # every sampling, finished or not
+        self._samplings: dict[SamplingKey, _Sampling] = {}  # every one, finished or not
         self._keys: dict[TriggerContext, str] = {}
-        # runs already made for a sampling (message batches), taken instead of stored runs,
-        # with why it was skipped (the budget) if it was
-        self._batch_runs: dict[QueryIdent, tuple[list[RunOutcome], str | None]] = {}
+        # runs made ahead for a sampling (message batches), with why it was skipped (the
+        # budget) if it was: a submission starts from them instead of stored runs
+        self._ahead: dict[SamplingKey, tuple[list[RunOutcome], str | None]] = {}
         # every run this process knows of each request (context key, query), stored or made
         # here, in order: the next sampling of the same request, for another skill of the same
         # listing (a folder's sibling and routing queries), starts from them, store or not
@@ -129,47 +130,61 @@ class Sampler:
                 self._keys[context] = key
         return key
 
+    def sampling_key(self, key: str, query: str, plan: SamplingPlan, skill: str) -> SamplingKey:
+        """What makes two samplings of a query the same: the request (one listing serves
+        every skill in it), the query, the plan, and the skill whose trigger the runs count
+        (its runs stop when *its* verdict is settled)."""
+        return (key, query, (skill, *plan.ident()))
+
+    # -- submitting ---------------------------------------------------------------------------
     def submit(
-        self, context: TriggerContext, query: str, should_trigger: bool, plan: SamplingPlan
+        self,
+        context: TriggerContext,
+        query: str,
+        should_trigger: bool,
+        plan: SamplingPlan,
+        source: RunSource | None = None,
     ) -> Future[QueryResult]:
         """Start sampling one query (or join the sampling already under way)."""
         try:
             key = self.context_key(context)
         except Exception as exc:  # the context cannot be prepared (a capture that failed)
-            message = f"cannot prepare the request: {type(exc).__name__}: {exc}"
-            self.fatal = self.fatal or message
-            failed: Future[QueryResult] = Future()
-            outcome = RunOutcome("error", error=message, fatal=True, requests=0)
-            failed.set_result(
-                QueryResult(query, should_trigger, plan.rule, (outcome,), hits=plan.hits)
-            )
-            return failed
-        ident = self.ident(key, query, plan, context.skill_name)
+            return self._unprepared(exc, query, should_trigger, plan)
+        sampling_key = self.sampling_key(key, query, plan, context.skill_name)
         with self._lock:
-            existing = self._queries.get(ident)
+            existing = self._samplings.get(sampling_key)
             if existing is not None:
                 return _as_expected(existing.future, should_trigger)
-            future: Future[QueryResult] = Future()
-            state = _Query(ident, context, query, should_trigger, plan, future)
-            self._queries[ident] = state
-        with self._lock:
-            batch_runs = self._batch_runs.get(ident)
-        if batch_runs is not None:
-            state.outcomes.extend(batch_runs[0])
-            state.skipped = batch_runs[1]
+            state = _Sampling(self, sampling_key, context, source or self.live)
+            state.should_trigger, state.plan = should_trigger, plan
+            self._samplings[sampling_key] = state
+            ahead = self._ahead.get(sampling_key)
+        if ahead is not None:
+            state.outcomes.extend(ahead[0])
+            state.skipped = ahead[1]
         else:
             state.outcomes.extend(self.stored(key, query, plan, context.skill_name))
-        with self._lock:
-            done = self._advance(state)
-        if done:
-            self._finish(state)
-        return future
+        self._start(state)
+        return state.future
 
-    def ident(self, key: str, query: str, plan: SamplingPlan, skill: str) -> QueryIdent:
-        """What makes two samplings of a query the same: the request (one listing serves
-        every skill in it), the query, the plan, and the skill whose trigger the runs count
-        (its runs stop when *its* verdict is settled)."""
-        return (key, query, (skill, *plan.ident()))
+    def _unprepared(
+        self, exc: Exception, query: str, should_trigger: bool, plan: SamplingPlan
+    ) -> Future[QueryResult]:
+        """A query whose request cannot be built: an error, and the lane stops."""
+        message = f"cannot prepare the request: {type(exc).__name__}: {exc}"
+        self.stop.set(message)
+        failed: Future[QueryResult] = Future()
+        outcome = RunOutcome("error", error=message, fatal=True, requests=0)
+        failed.set_result(QueryResult(query, should_trigger, plan.rule, (outcome,), hits=plan.hits))
+        return failed
+
+    def _start(self, state: _Sampling) -> None:
+        with self._lock:
+            wave = self._next_wave(state)
+        if wave == 0:
+            self._finish(state)
+        elif wave > 0:
+            state.source.request(state, wave)
 
     def stored(self, key: str, query: str, plan: SamplingPlan, skill: str) -> list[RunOutcome]:
         """The runs a sampling starts from (none for a fresh one): those this process knows of
@@ -180,56 +195,105 @@ class Sampler:
         with self._lock:
             known = list(self._known.get((key, query), ()))
         if not known and self.store is not None:
-            known = self.store.lookup(key, query, plan.runs)
+            known = self.store.lookup(key, query, plan.max_runs)
         chosen = f"skill:{skill}"
         runs = [
             replace(o, status="triggered" if o.chosen == chosen else "not_triggered") for o in known
         ]
         return plan.usable(runs)
 
-    def sampled(self, ident: QueryIdent) -> bool:
-        """Whether this sampling is under way or decided (or has runs waiting for it)."""
+    # -- runs made ahead (message batches) ----------------------------------------------------
+    def sample_ahead(
+        self, context: TriggerContext, query: str, plan: SamplingPlan, source: RunSource
+    ) -> Ahead | None:
+        """Start sampling a query from ``source`` ahead of its submissions (which then start
+        from its runs, see :meth:`keep_ahead`); None when there is nothing to sample: a
+        request that cannot be prepared, a skill that is never listed, or a sampling under way
+        or made ahead already."""
+        try:
+            key = self.context_key(context)
+        except Exception:  # its submission says so, without a call
+            return None
+        sampling_key = self.sampling_key(key, query, plan, context.skill_name)
+        if not context.model_invocable or self.under_way(sampling_key):
+            return None
+        state = _Sampling(self, sampling_key, context, source)
+        state.plan = plan
+        state.outcomes.extend(self.stored(key, query, plan, context.skill_name))
         with self._lock:
-            return ident in self._queries or ident in self._batch_runs
+            self._samplings[sampling_key] = state
+        self._start(state)
+        return sampling_key, state.future
 
-    def use_batch_runs(
-        self, ident: QueryIdent, outcomes: Sequence[RunOutcome], skipped: str | None = None
+    def keep_ahead(self, started: Sequence[Ahead]) -> list[tuple[SamplingKey, QueryResult]]:
+        """The samplings made ahead, once done: their runs are kept for their submissions
+        (until :meth:`forget_ahead`), errors included, and returned."""
+        kept = []
+        for sampling_key, future in started:
+            if not future.done():
+                continue
+            with self._lock:
+                state = self._samplings.get(sampling_key)
+                if state is not None and state.future is future:
+                    del self._samplings[sampling_key]
+            result = future.result()
+            self.take_ahead(sampling_key, result.outcomes, result.skipped)
+            kept.append((sampling_key, result))
+        return kept
+
+    def under_way(self, sampling_key: SamplingKey) -> bool:
+        """Whether this sampling is under way or decided (or has runs made ahead for it)."""
+        with self._lock:
+            return sampling_key in self._samplings or sampling_key in self._ahead
+
+    def take_ahead(
+        self, sampling_key: SamplingKey, outcomes: Sequence[RunOutcome], skipped: str | None
     ) -> None:
-        """Runs made for a sampling before it is submitted (a message batch's, with the
-        stored runs they build on): its submissions take them instead of the store's and
-        make only the runs still needed, none when ``skipped`` (the budget ran out). They
-        stay until :meth:`drop_batch_runs`, so that every item sharing a sampling that
-        errored gets that error, not a live call. A fatal error stops the session here too
-        (an xdist worker learns it from the controller's runs)."""
+        """Runs made for a sampling before it is submitted (here, or by the xdist controller,
+        with the stored runs they build on): its submissions take them instead of the store's
+        and make only the runs still needed, none when ``skipped`` (the budget). They stay
+        until :meth:`forget_ahead`, so that every item sharing a sampling that errored gets
+        that error, not a live call. A fatal error stops the lane here too."""
         with self._lock:
-            self._batch_runs[ident] = (list(outcomes), skipped)
+            self._ahead[sampling_key] = (list(outcomes), skipped)
         for outcome in outcomes:
-            if outcome.fatal and not self.fatal:
-                self.fatal = outcome.error or "fatal backend error"
+            if outcome.fatal:
+                self.stop.set(outcome.error or "fatal backend error")
 
-    def drop_batch_runs(self) -> None:
+    def forget_ahead(self) -> None:
         """Forget runs made ahead (once the items are done): a later sampling of the same
         query (the improvement rounds' first iteration) samples afresh what errored."""
         with self._lock:
-            self._batch_runs.clear()
+            self._ahead.clear()
 
-    def _advance(self, state: _Query) -> bool:
-        """Issue the next wave; True when the query is done. Call with the lock held."""
-        if state.pending:
-            return False
-        wave = state.next_wave()
+    # -- runs ending ----------------------------------------------------------------------------
+    def _ended(self, state: _Sampling, outcome: RunOutcome | None, skip: str | None = None) -> None:
+        """One run asked of the source ended: made (``outcome``), or not (``skip``: why the
+        sampling is skipped). The next wave is asked once the last run of this one ends."""
+        with self._lock:
+            if outcome is not None:
+                state.outcomes.append(outcome)
+            elif skip is not None:
+                state.skipped = state.skipped or skip
+            state.pending -= 1
+            wave = self._next_wave(state) if state.pending == 0 else -1
         if wave == 0:
-            return True
-        if self._closed:
-            state.skipped = state.skipped or "interrupted"
-            return True
-        for _ in range(wave):
-            state.pending += 1
-            self._pool.submit(self._run_one, state)
-        return False
+            self._finish(state)
+        elif wave > 0:
+            state.source.request(state, wave)
 
-    def _finish(self, state: _Query) -> None:
-        """Resolve a query once (a worker and an interrupting close may race here)."""
+    def _next_wave(self, state: _Sampling) -> int:
+        """The runs to ask for next (0: the sampling is done); counted as pending. Call with
+        the lock held."""
+        wave = state.next_wave()
+        if wave and self._closed:
+            state.skipped = state.skipped or INTERRUPTED
+            return 0
+        state.pending += wave
+        return wave
+
+    def _finish(self, state: _Sampling) -> None:
+        """Resolve a sampling once (a run ending and an interrupting close may race here)."""
         with self._lock:
             if state.finished:
                 return
@@ -237,18 +301,18 @@ class Sampler:
         result = state.result()
         if not state.plan.fresh:
             self._remember(state)
-        if self.record is not None and not state.plan.fresh and state.skipped != "interrupted":
+        if self.record is not None and not state.plan.fresh and state.skipped != INTERRUPTED:
             # a query the budget cut short keeps its paid runs: a rerun with room goes on
             self.record(state.key, state.query, result.outcomes)
         if result.errors or result.skipped:
             # no verdict: a later caller (the improvement rounds) samples the query afresh
             # instead of joining this sampling
             with self._lock:
-                if self._queries.get(state.ident) is state:
-                    del self._queries[state.ident]
+                if self._samplings.get(state.sampling_key) is state:
+                    del self._samplings[state.sampling_key]
         state.future.set_result(result)
 
-    def _remember(self, state: _Query) -> None:
+    def _remember(self, state: _Sampling) -> None:
         """Keep a finished sampling's runs as what is known of its request (they extend what
         it started from, so the longest list is the whole story); made here, they are not
         made (nor counted) again by a later sampling that starts from them."""
@@ -257,62 +321,49 @@ class Sampler:
             if len(runs) > len(self._known.get((state.key, state.query), ())):
                 self._known[(state.key, state.query)] = runs
 
-    def _run_one(self, state: _Query) -> None:
-        reserved = 0.0
-        if self.fatal:
-            outcome = RunOutcome("error", error=self.fatal, fatal=True, requests=0)
-        elif (granted := self._fund(state)) is None:
-            with self._lock:
-                state.pending -= 1
-                done = self._advance(state)
-            if done:
-                self._finish(state)
-            return
-        else:
-            reserved = granted
-            try:
-                outcome = self.backend.run(state.context, state.query)
-            except Exception as exc:  # a backend bug must not hang the item
-                outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
-            if self.guard is not None:
-                self.guard.settle(
-                    reserved, outcome.usage, outcome.requests, state.plan.phase, outcome.model
-                )
-            if outcome.fatal and not self.fatal:
-                self.fatal = outcome.error or "fatal backend error"
-        with self._lock:
-            state.outcomes.append(outcome)
-            state.pending -= 1
-            done = self._advance(state)
-        if done:
-            self._finish(state)
-
-    def _fund(self, state: _Query) -> float | None:
-        """The budget this run holds until it settles (its estimated cost, 0 without a
-        budget), or None when the budget refuses it: the query is then skipped without
-        another call, and the runs it made so far are stored all the same."""
-        if self.guard is None:
-            return 0.0
-        with self._lock:
-            if state.skipped:
-                return None
-        granted = self.guard.reserve_runs(
-            lambda: self.backend.estimate(state.context, state.query), model=self.backend.model
-        )
-        if granted is None:
-            with self._lock:
-                state.skipped = state.skipped or budget_reached(self.guard.budget_usd)
-        return granted
-
-    def close(self, wait: bool = True) -> None:
-        """Stop accepting work; with ``wait=False`` abandon queued runs (Ctrl-C)."""
-        with self._lock:  # under the lock: no wave is issued once this is set
-            if self._closed:
-                return
+    def close(self) -> None:
+        """Ask for no further wave (what is in flight still ends)."""
+        with self._lock:  # under the lock: no wave is asked once this is set
             self._closed = True
-        self._pool.shutdown(wait=wait)
+
+    def abandon(self) -> None:
+        """Skip every sampling not finished, as interrupted (after :meth:`close`)."""
         with self._lock:
-            abandoned = [state for state in self._queries.values() if not state.finished]
+            abandoned = [state for state in self._samplings.values() if not state.finished]
         for state in abandoned:
-            state.skipped = state.skipped or "interrupted"
+            state.skipped = state.skipped or INTERRUPTED
             self._finish(state)
+
+
+@dataclass
+class RunsAhead:
+    """The runs made ahead for one sampling (with the stored runs they build on), as they
+    cross to other processes (xdist workers) as JSON. ``skipped`` says why no further run
+    could be made (the budget): the sampling is then skipped without a call."""
+
+    sampling_key: SamplingKey
+    outcomes: Sequence[RunOutcome]
+    skipped: str | None = None
+    model: str | None = None  # the lane (model of a matrix) whose sampling it is
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sampling_key": list(self.sampling_key),
+            "outcomes": [o.to_dict() for o in self.outcomes],
+            "skipped": self.skipped,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunsAhead:
+        key, query, plan = data["sampling_key"]
+        sampling_key = (str(key), str(query), _tuples(plan))
+        outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]
+        return cls(sampling_key, outcomes, data.get("skipped"), data.get("model"))
+
+
+def _tuples(value: Any) -> Any:
+    """JSON lists back into the tuples a sampling key is made of (it keys dicts)."""
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value

@@ -195,6 +195,22 @@ class ResultStore:
         self._local = threading.local()
 
 
+class StoredCaptures:
+    """The Claude Code CLI's captured requests, kept in the store between sessions; written
+    only by a process that writes the store (xdist workers read what the controller wrote)."""
+
+    def __init__(self, store: ResultStore, writable: bool) -> None:
+        self.store = store
+        self.writable = writable
+
+    def load_capture(self, key: str) -> str | None:
+        return self.store.load_capture(key)
+
+    def save_capture(self, key: str, request: str) -> None:
+        if self.writable:
+            self.store.save_capture(key, request)
+
+
 def prepare_store(path: str) -> None:
     """Create (or check) the store file now, so that a path that cannot hold it is a
     one-line input error before anything runs, and other processes find it ready to read."""

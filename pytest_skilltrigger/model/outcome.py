@@ -87,6 +87,12 @@ class RunOutcome:
     def triggered(self) -> bool:
         return self.status == "triggered"
 
+    @classmethod
+    def of_choice(cls, chosen: str, skill: str, **details: Any) -> RunOutcome:
+        """A decided run: triggered when the model chose ``skill`` first, else not."""
+        status: Status = "triggered" if chosen == f"skill:{skill}" else "not_triggered"
+        return cls(status, chosen=chosen, **details)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,

@@ -37,7 +37,7 @@ class SamplingPlan:
     phase: str = field(default="items", compare=False)
 
     @property
-    def runs(self) -> int:
+    def max_runs(self) -> int:
         """The most runs a query may take."""
         return self.rule.max_runs
 
@@ -97,4 +97,4 @@ def reference_plan(runs: int = 3, threshold: float = 0.5, curtail: bool = True) 
 
 
 # (context key, query, the plan's ident): what makes two samplings the same
-QueryIdent = tuple[str, str, tuple[Any, ...]]
+SamplingKey = tuple[str, str, tuple[Any, ...]]

@@ -131,7 +131,7 @@ def draft_and_write(
     drafts written. Raises InputError, once the usable ones are written, naming the first
     skill whose draft was refused (nothing is written for it)."""
     if session.backend is None:
-        raise InputError("--draft-eval-set", f"needs a backend: {session.unavailable}")
+        raise InputError("--draft-eval-set", f"needs a backend: {session.no_backend}")
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_AT_ONCE, len(jobs)))) as pool:
         drafts = list(pool.map(lambda job: draft(session, job, model), jobs))
     written = [d for d in drafts if d.ok and write_drafted_set(d.job.path, d.entries)]

@@ -87,7 +87,7 @@ def optimize(
     measured = {i: r for i, r in (initial or {}).items() if r.passed is not None}
     try:
         rounds.iterate(max_iterations, measured)
-        if run.beats_start and not session.halted:
+        if run.beats_start and not session.exhausted:
             try:
                 run.acceptance = accept_race(racer, run)
             except KeyboardInterrupt:
@@ -197,9 +197,9 @@ class _Rounds:
     def iterate(self, max_iterations: int, measured: Mapping[int, QueryResult]) -> None:
         run = self.run
         for number in range(1, max_iterations + 1):
-            halted = self.racer.session.halted
-            if number > 1 and halted:  # no run can measure a proposal: ask no more
-                run.exit_reason = f"stopped before iteration {number}: {halted}"
+            exhausted = self.racer.session.exhausted
+            if number > 1 and exhausted:  # no run can measure a proposal: ask no more
+                run.exit_reason = f"stopped before iteration {number}: {exhausted}"
                 return
             it = self._start(measured) if number == 1 else self._round(number)
             run.iterations.append(it)
@@ -260,7 +260,7 @@ class _Rounds:
                 usage=proposal.usage,
             )
         train_entries = run.train_entries + self.cross_train
-        winner, reached = 0, {}
+        winner, reached = 0, dict[int, int]()
         if len(proposal.descriptions) > 1:
             winner, reached = self.racer.screen(proposal.descriptions, train_entries)
         candidates = [

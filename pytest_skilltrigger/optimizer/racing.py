@@ -121,7 +121,7 @@ class Racer:
             for d in dict.fromkeys(d for d, _, _ in jobs)
         }
         work = [(contexts[d], e, plan) for d, e, plan in jobs]
-        self.session.run_batches(work)
+        self.session.sample_ahead(work)
         futures = [self.session.submit(c, e, plan) for c, e, plan in work]
         return [f.result() for f in futures]
 
@@ -160,7 +160,7 @@ class Racer:
         (first, mine), (second, theirs) = incumbent, challenger
         race = Race(list(mine), list(theirs), paired_gain(mine, theirs, self.confidence))
         while race.verdict == "undecided" and race.extra_runs < self.race_runs:
-            if self.session.halted:
+            if self.session.exhausted:
                 break
             spread = [
                 uncertainty(a, b) for a, b in zip(race.incumbent, race.challenger, strict=True)

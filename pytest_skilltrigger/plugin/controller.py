@@ -25,7 +25,7 @@ from pytest_skilltrigger.plugin.running import ItemRunner
 if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.outputs import Outputs
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
-    from pytest_skilltrigger.engine.batch_waves import BatchProgress
+    from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
     from pytest_skilltrigger.skills.catalog import Target
@@ -124,7 +124,7 @@ class Controller(Role):
             report.user_properties.extend(_properties(found[1]))
         for record in wire.decode(report):
             phase = "checks" if isinstance(record, wire.CheckRecord) else "items"
-            self.absorb(record.context_key, record.result, phase)  # paid for, wherever it ran
+            self.take_worker_result(record.context_key, record.result, phase)
             if isinstance(record, wire.ItemRecord):
                 self._add_item(report, record)
             elif isinstance(record, wire.RoutingRecord):
@@ -147,8 +147,9 @@ class Controller(Role):
         if self.html is not None:
             self.html.add_extras(report, target, record.index, record.result)
 
-    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
-        """Take in a result this process did not sample (nothing to do when it did)."""
+    def take_worker_result(self, context_key: str | None, result: QueryResult, phase: str) -> None:
+        """Take in a result a worker sampled: it is paid for and stored here (nothing to do
+        when this process sampled it)."""
 
     def finish(self, session: pytest.Session) -> None:
         """The end of the session (the report also when only the ``skill_trigger`` fixture
@@ -185,9 +186,9 @@ class Controller(Role):
         from pytest_skilltrigger.reports.terminal import header_lines
 
         engine = self.started_engine  # made at session start (not when only collecting)
-        if engine is None or engine.unavailable:
+        if engine is None or engine.no_backend:
             return header_lines(len(self.targets), self.settings, None)
-        from pytest_skilltrigger.plugin.batch_runs import requests_of_session
+        from pytest_skilltrigger.plugin.item_requests import requests_of_session
 
         requests = requests_of_session(self, engine.plan)
         estimate = engine.estimate([(context, entry.query) for context, entry, _ in requests])
@@ -226,10 +227,10 @@ class LocalController(Controller, ItemRunner):
         if self.config.option.collectonly:
             return
         if self.targets and self.settings.batch:
-            from pytest_skilltrigger.plugin.batch_runs import requests_of_items
+            from pytest_skilltrigger.plugin.item_requests import requests_of_items
 
-            self.engine.run_batches(requests_of_items(session.items, self.engine.plan))
-        self.submit_ahead(session.items)
+            self.engine.sample_ahead(requests_of_items(session.items, self.engine.plan))
+        self.start_runs(session.items)
 
     def upcoming(self, item: Any) -> list[pytest.Item]:
         return []  # every item's runs started with the run loop

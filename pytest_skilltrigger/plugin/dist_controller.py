@@ -2,11 +2,12 @@
 
 It runs no item and takes in what the workers' reports carry: their calls count against the
 one budget, and their runs are stored here. With ``--trigger-batch`` it makes the collected
-items' runs as message batches before xdist hands out the first item.
+items' runs ahead, as message batches, before xdist hands out the first item.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -14,8 +15,9 @@ import pytest
 from pytest_skilltrigger.plugin.controller import Controller
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.exchange import SessionExchange
     from pytest_skilltrigger.model.outcome import QueryResult
-    from pytest_skilltrigger.plugin.batch_runs import BatchRunsFile
+    from pytest_skilltrigger.plugin.runs_ahead_file import RunsAheadFile
 
 
 class DistController(Controller):
@@ -23,12 +25,19 @@ class DistController(Controller):
 
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
-        self.batch_runs_file: BatchRunsFile | None = None
+        self.runs_ahead_file: RunsAheadFile | None = None
         if self.targets and self.settings.batch and not config.option.collectonly:
-            from pytest_skilltrigger.plugin.batch_runs import BatchRunsFile
+            from pytest_skilltrigger.plugin.runs_ahead_file import RunsAheadFile
 
-            self.batch_runs_file = BatchRunsFile()
-        self._batched = False
+            self.runs_ahead_file = RunsAheadFile()
+        self._made_ahead = False
+
+    @cached_property
+    def exchange(self) -> SessionExchange:
+        """The engine's side of what crosses between this controller and its workers."""
+        from pytest_skilltrigger.engine.exchange import SessionExchange
+
+        return SessionExchange(self.engine)
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts the workers
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -36,41 +45,41 @@ class DistController(Controller):
         context is captured and stored here once), before any worker needs it."""
         super().pytest_sessionstart(session)
         engine = self.started_engine
-        if engine is not None and not engine.unavailable:
+        if engine is not None and not engine.no_backend:
             engine.prepare([t.context() for t in self.targets])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
         """Tell each worker how xdist distributes (a worker's own ``--dist`` reads "no": the
-        queue peek must know about ``worksteal``) and where the batch runs will be
+        queue peek must know about ``worksteal``) and where the runs made ahead will be
         (``--trigger-batch``)."""
         from pytest_skilltrigger.plugin.xdist_queue import DIST_KEY
 
         node.workerinput[DIST_KEY] = self.config.getoption("dist", "load")
-        if self.batch_runs_file is not None:
-            from pytest_skilltrigger.plugin.batch_runs import WORKER_KEY
+        if self.runs_ahead_file is not None:
+            from pytest_skilltrigger.plugin.runs_ahead_file import WORKER_KEY
 
-            node.workerinput[WORKER_KEY] = self.batch_runs_file.path
+            node.workerinput[WORKER_KEY] = self.runs_ahead_file.path
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """Once the first worker has collected, and before xdist hands out any item: make
         the collected items' runs as message batches, for every worker to read."""
-        if self.batch_runs_file is None or self._batched:
+        if self.runs_ahead_file is None or self._made_ahead:
             return
-        self._batched = True
-        from pytest_skilltrigger.plugin.batch_runs import requests_of_ids
+        self._made_ahead = True
+        from pytest_skilltrigger.plugin.item_requests import requests_of_ids
 
         requests = requests_of_ids(self, ids, self.engine.plan)
-        made = self.engine.run_batches(requests, keep=False)
-        self.batch_runs_file.write(self.engine.export_batch_runs(made))
+        made = self.engine.sample_ahead(requests)
+        self.runs_ahead_file.write(self.exchange.export_runs_ahead(made))
 
     def finish(self, session: pytest.Session) -> None:
         try:
             super().finish(session)
         finally:
-            if self.batch_runs_file is not None:
-                self.batch_runs_file.remove()
+            if self.runs_ahead_file is not None:
+                self.runs_ahead_file.remove()
 
-    def absorb(self, context_key: str | None, result: QueryResult, phase: str) -> None:
-        self.engine.absorb(context_key, result, phase)
+    def take_worker_result(self, context_key: str | None, result: QueryResult, phase: str) -> None:
+        self.exchange.take_worker_result(context_key, result, phase)

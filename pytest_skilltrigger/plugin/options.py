@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -26,7 +26,7 @@ from pytest_skilltrigger.model.options import (
     of_target,
     option,
 )
-from pytest_skilltrigger.plugin import pytest_internals
+from pytest_skilltrigger.plugin.pytest_internals import setup_from_args
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
@@ -49,8 +49,10 @@ def add_options(parser: pytest.Parser) -> None:
             kwargs.update(nargs="?", const=DRAFT_MISSING)
         group.addoption(opt.flag, **kwargs)
         if opt.ini_key:
-            ini_type = {"bool": "bool", "paths": "paths"}.get(opt.kind)
-            default = [] if opt.kind == "paths" else None
+            ini_type: Literal["bool", "paths"] | None = None
+            if opt.kind in ("bool", "paths"):
+                ini_type = "bool" if opt.kind == "bool" else "paths"
+            default: list[str] | None = [] if opt.kind == "paths" else None
             parser.addini(opt.ini_key, opt.help_text(), type=ini_type, default=default)
     parser.addini(SKILL_PATHS_INI, SKILL_PATHS_HELP, type="paths", default=[])
 
@@ -223,7 +225,7 @@ def check_values_not_taken_for_paths(config: pytest.Config) -> None:
     spaced = _spaced_values(config.invocation_params.args)
     if not spaced:
         return
-    settled = pytest_internals.setup_from_args(config)
+    settled = setup_from_args(config)
     if settled is None or settled == (config.rootpath, config.inipath):
         return
     rootpath, inipath = settled

@@ -21,8 +21,9 @@ from pytest_skilltrigger.plugin import options, pytest_internals
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.batch_waves import BatchProgress
+    from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
     from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.engine.share import ProcessShare
     from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, Settings
     from pytest_skilltrigger.skills.catalog import Target
@@ -114,8 +115,8 @@ class Role:
     #: the price table read from ``--trigger-prices`` (None: the engine's own table)
     prices: dict[str, dict[str, float]] | None = None
 
-    #: ``(index, count)`` when this process is one of several running the session
-    share: tuple[int, int] | None = None
+    #: this process's part when it is one of several running the session
+    share: ProcessShare | None = None
 
     @cached_property
     def engine(self) -> TriggerSession:

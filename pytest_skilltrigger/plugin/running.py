@@ -70,10 +70,10 @@ class ItemRunner(Role):
             models=self.settings.models,
         )
 
-    def submit_ahead(self, items: list[pytest.Item]) -> None:
+    def start_runs(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
         sampling = [i for i in items if isinstance(i, SamplingItem)]
-        if not sampling or self.engine.unavailable:
+        if not sampling or self.engine.no_backend:
             return
         for item in sampling:
             if item.nodeid not in self._submitted:
@@ -83,7 +83,7 @@ class ItemRunner(Role):
 
     def _check_available(self) -> None:
         """Skip (or, with --trigger-require-backend, error) when no backend can run."""
-        reason = self.engine.unavailable
+        reason = self.engine.no_backend
         if not reason:
             return
         if self.gates.require_backend:
@@ -93,10 +93,10 @@ class ItemRunner(Role):
     def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result (submitting it and its queued followers if needed)."""
         self._check_available()
-        self.submit_ahead([item, *self.upcoming(item)])
+        self.start_runs([item, *self.upcoming(item)])
         result = self._submitted[item.nodeid].result()
-        if self.engine.fatal:
-            item.session.shouldstop = f"stopping: {self.engine.fatal}"
+        if self.engine.stopped:
+            item.session.shouldstop = f"stopping: {self.engine.stopped}"
         return result
 
     @pytest.hookimpl(wrapper=True)

@@ -9,7 +9,7 @@ in view at the width of a laptop screen however many queries the set holds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_skilltrigger.model.formatting import display_path
@@ -120,7 +120,7 @@ def _candidate(candidate: Candidate) -> str:
 def _grid(run: Optimization) -> list[dict[str, Any]]:
     """One row per query (train, then test; the skill's own, then the folder's), one cell
     per iteration."""
-    sides = [
+    sides: list[tuple[str, Sequence[EvalEntry], Callable[[Iteration], list[QueryResult]]]] = [
         ("train", run.train_entries, lambda it: it.train),
         ("test", run.test_entries, lambda it: it.test),
         ("train", [x.entry for x in run.folder.train], lambda it: it.cross_train),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.model.listing_budget import BARE, ListingFit, fit_of
-from pytest_skilltrigger.model.prices import PHASES, Spend, total_of
+from pytest_skilltrigger.model.prices import PHASES, Price, Spend, total_of
 from pytest_skilltrigger.model.verdict import Rule
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.summary import (
@@ -151,7 +151,7 @@ def build_report(
     runs_per_query: int,
     threshold: float,
     optimizations: Mapping[str, Optimization] | None = None,
-    prices: dict | None = None,
+    prices: dict[str, Price] | None = None,
     spending: Mapping[str, Spend] | None = None,
     routing: Sequence[RoutingTable] = (),
     base: str | None = None,

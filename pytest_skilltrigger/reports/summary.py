@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
-from pytest_skilltrigger.model.prices import maybe_cost_usd, price_of
+from pytest_skilltrigger.model.prices import Price, maybe_cost_usd, price_of
 from pytest_skilltrigger.model.stats import wilson
-from pytest_skilltrigger.model.verdict import DEFAULT_CONFIDENCE
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.skills.catalog import Target
@@ -85,7 +85,7 @@ class Summary:
 
 
 def summarize(
-    results: Iterable[QueryResult], model: str | None = None, prices: dict | None = None
+    results: Iterable[QueryResult], model: str | None = None, prices: dict[str, Price] | None = None
 ) -> Summary:
     """The summary of one skill's results (priced when ``model`` is given)."""
     results = list(results)
@@ -152,7 +152,7 @@ def _rounded(cost: float | None) -> float | None:
     return None if cost is None else round(cost, 6)
 
 
-def _cost(results: list[QueryResult], model: str, prices: dict | None) -> float | None:
+def _cost(results: list[QueryResult], model: str, prices: dict[str, Price] | None) -> float | None:
     """What the runs made now cost, each at the price of the model that answered it (the
     session's model when a run does not say), batch runs at the batch rate; None when any
     price is unknown."""
@@ -245,7 +245,7 @@ class SessionResults:
 
         def place(key: tuple[str, str | None]) -> tuple[int, str, int, str]:
             skill_md, model = key
-            return rank.get(skill_md, len(rank)), skill_md, models.get(model, -1), model or ""
+            return rank.get(skill_md, len(rank)), skill_md, models.get(model or "", -1), model or ""
 
         keys = sorted(self.skills, key=place)
         return [self.skills[k] for k in keys]

@@ -121,7 +121,7 @@ def _mark(result: QueryResult) -> str:
         return "≈"
     if result.errors:
         return "!"
-    return MARKS.get(result.passed, "–")
+    return "–" if result.passed is None else MARKS[result.passed]
 
 
 def failure_lines(skill: SkillReport) -> list[str]:

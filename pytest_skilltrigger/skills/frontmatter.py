@@ -44,7 +44,7 @@ class FrontmatterSpan:
 class ParsedYaml:
     """The mapping read from frontmatter text, and whether strict YAML could read it."""
 
-    mapping: dict
+    mapping: dict[str, Any]
     strict: bool
     warnings: tuple[str, ...]
 
@@ -184,14 +184,14 @@ def _lenient_value(rest: str, continuation: list[str]) -> str:
     return value
 
 
-def _lenient_load(fm: str, loader: type[yaml.SafeLoader]) -> dict:
+def _lenient_load(fm: str, loader: type[yaml.SafeLoader]) -> dict[str, Any]:
     """Read each top-level entry on its own; fall back to lines for name and description.
 
     Entries that are valid YAML by themselves (nested ``metadata``, lists) keep their real
     values; only the broken ones are read by lines, and only ``name``/``description`` matter
     enough to guess at.
     """
-    mapping: dict = {}
+    mapping: dict[str, Any] = {}
     for _, chunk in split_chunks(fm):
         text = "\n".join(chunk) + "\n"
         try:
@@ -244,7 +244,7 @@ def read_yaml_mapping(
     return ParsedYaml(mapping, False, (warning,))
 
 
-def parse_frontmatter(text: str, where: str) -> tuple[dict, str, list[str]]:
+def parse_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str, list[str]]:
     """Split a decoded SKILL.md into (frontmatter mapping, body, warnings).
 
     Raises InputError when there is no frontmatter or it cannot be read even leniently.

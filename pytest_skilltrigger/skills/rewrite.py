@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -146,8 +147,8 @@ def _eol_at(text: str, pos: int) -> str:
     return "\r\n" if nl > 0 and text[nl - 1] == "\r" else "\n"
 
 
-def _strict_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
-    """The description value's extent from PyYAML's own event marks (exact for all styles).
+def _description_events(fm: str, where: str) -> tuple[yaml.ScalarEvent, yaml.ScalarEvent]:
+    """The top-level ``description`` key's event and its value's, as PyYAML parses them.
 
     Events (not nodes) are used so that an alias (``description: *x``) is seen as such
     instead of pointing at the anchored text elsewhere. The last top-level ``description``
@@ -159,29 +160,41 @@ def _strict_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
     events = iter(yaml.parse(fm))
     for event in events:
         if isinstance(event, yaml.CollectionStartEvent):
-            if depth == 1:
-                is_key = not is_key
+            is_key = not is_key if depth == 1 else is_key
             depth += 1
         elif isinstance(event, yaml.CollectionEndEvent):
             depth -= 1
         elif depth == 1 and isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
             if is_key and isinstance(event, yaml.ScalarEvent) and event.value == "description":
-                value = next(events)
-                if not isinstance(value, yaml.ScalarEvent):
-                    raise InputError(
-                        where, "'description' is not a plain text value; cannot rewrite it"
-                    )
-                found = (event, value)
+                found = (event, _scalar_value(next(events), where))
             else:
                 is_key = not is_key
     if found is None:
         raise InputError(where, "frontmatter has no 'description' to replace")
-    key, value = found
-    start = fm_start + value.start_mark.index
-    end = fm_start + value.end_mark.index
+    return found
+
+
+def _scalar_value(event: yaml.Event, where: str) -> yaml.ScalarEvent:
+    if not isinstance(event, yaml.ScalarEvent):
+        raise InputError(where, "'description' is not a plain text value; cannot rewrite it")
+    return event
+
+
+def _index(mark: object) -> int:
+    """Where an event starts or ends in the parsed text (PyYAML's parser always says)."""
+    index = getattr(mark, "index", None)
+    assert isinstance(index, int)
+    return index
+
+
+def _strict_extent(text: str, fm_start: int, fm: str, where: str) -> _Extent:
+    """The description value's extent from PyYAML's own event marks (exact for all styles)."""
+    key, value = _description_events(fm, where)
+    start = fm_start + _index(value.start_mark)
+    end = fm_start + _index(value.end_mark)
     if value.style is None and value.value == "" and start == end:
         # ``description:`` with nothing after it: write right after the colon.
-        colon = text.index(":", fm_start + key.end_mark.index) + 1
+        colon = text.index(":", fm_start + _index(key.end_mark)) + 1
         return _Extent(colon, colon, None, " ", 2)
     indent = 2
     comment = ""
@@ -277,7 +290,13 @@ def _same(a: object, b: object) -> bool:
 
 
 def _reads_back(
-    new_text: str, new: str, old: dict, old_strict: bool, body: str, extent: _Extent, where: str
+    new_text: str,
+    new: str,
+    old: dict[str, Any],
+    old_strict: bool,
+    body: str,
+    extent: _Extent,
+    where: str,
 ) -> bool:
     """True when ``new_text`` reads back with exactly ``new`` and everything else unchanged."""
     try:

@@ -13,6 +13,7 @@ import dataclasses
 import os
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md, parse_frontmatter
 from pytest_skilltrigger.support.errors import InputError
@@ -49,7 +50,7 @@ class Skill:
     description: str
     path: str
     skill_md: str
-    frontmatter: dict
+    frontmatter: dict[str, Any]
     body: str
     warnings: tuple[str, ...]
     raw: bytes
@@ -92,7 +93,7 @@ class Skill:
         return self.raw.decode("utf-8", errors="replace").removeprefix(BOM)
 
 
-def _name_from(frontmatter: dict, folder_name: str, where: str) -> tuple[str, list[str]]:
+def _name_from(frontmatter: dict[str, Any], folder_name: str, where: str) -> tuple[str, list[str]]:
     """The skill's name; the folder name (with a warning) when the frontmatter has none."""
     value = frontmatter.get("name")
     if value is None or value == "":

@@ -12,6 +12,7 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -65,7 +66,7 @@ def interrupts_deferred() -> Iterator[None]:
     def hold(signum: int, frame: object) -> None:
         held.append(signum)
 
-    previous = {}
+    previous: dict[int, Any] = {}
     for signum in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(signum)
         if handler is not signal.SIG_IGN and handler is not None:
@@ -73,11 +74,11 @@ def interrupts_deferred() -> Iterator[None]:
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        for signum in dict.fromkeys(held):
-            handler = previous[signum]
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(held):
+            handler = previous[number]
             if callable(handler):
-                handler(signum, None)  # Python's own raises KeyboardInterrupt
+                handler(number, None)  # Python's own raises KeyboardInterrupt
             else:
-                signal.raise_signal(signum)  # the default action, now that it is back
+                signal.raise_signal(number)  # the default action, now that it is back

@@ -1,5 +1,6 @@
 """The package's shape, checked: the pytest layer apart, no import cycles, a cheap entry point,
-a public API at the root, and no module grown past what a reader can hold."""
+a typed public API at the root, and classes with a handful of jobs. (How complex a function
+may be is ruff's to check: C901, PLR0912, PLR0913 and PLR0915 in pyproject.toml.)"""
 
 from __future__ import annotations
 
@@ -14,8 +15,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_skilltrigger"
 NAME = "pytest_skilltrigger"
-MAX_LINES = 400
-MAX_FUNCTION_LINES = 60
+MAX_PUBLIC_METHODS = 15
 # The floors, from the ground up: a module may import its own floor and those below it, never
 # one above (lazy imports included). Value types at the bottom, pytest at the top.
 FLOORS = (
@@ -171,20 +171,37 @@ def test_the_pytest_layer_stays_thin(name: str) -> None:
     assert len(used) <= MAX_PYTEST_LAYER_IMPORTS, sorted(used)
 
 
-def function_lengths() -> dict[str, int]:
-    """Every function and method of the package by its qualified place, with its length in
-    lines (signature, docstring and body)."""
+def is_property(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(
+        ast.unparse(d) in ("property", "cached_property", "functools.cached_property")
+        or ast.unparse(d).endswith((".setter", ".getter"))
+        for d in function.decorator_list
+    )
+
+
+def public_methods() -> dict[str, int]:
+    """Every class of the package by its qualified name, with its public methods (not its
+    properties: a value type's derived values are data; inherited methods are counted where
+    they are written)."""
     found: dict[str, int] = {}
     for name, path in MODULES.items():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                found[f"{name}:{node.name}:{node.lineno}"] = node.end_lineno - node.lineno + 1
+            if isinstance(node, ast.ClassDef):
+                methods = [
+                    f
+                    for f in node.body
+                    if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and not f.name.startswith("_")
+                    and not is_property(f)
+                ]
+                found[f"{name}.{node.name}"] = len(methods)
     return found
 
 
-def test_no_function_is_over_the_line_limit() -> None:
-    long = {k: v for k, v in function_lengths().items() if v > MAX_FUNCTION_LINES}
-    assert long == {}
+def test_no_class_has_more_than_a_handful_of_jobs() -> None:
+    """A class with many public methods does several jobs: split it."""
+    large = {k: v for k, v in public_methods().items() if v > MAX_PUBLIC_METHODS}
+    assert large == {}
 
 
 def test_no_import_cycles() -> None:
@@ -221,12 +238,6 @@ def test_lazy_imports_are_counted_and_type_checking_ones_are_not(tmp_path: Path)
         f"{NAME}.support.ROLE",  # a name the package defines: the package
     }
     assert "lazy.inner" not in top_level_imports(source)
-
-
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_no_module_is_over_the_line_limit(name: str) -> None:
-    lines = len(MODULES[name].read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_LINES, f"{name}: {lines} lines"
 
 
 def test_the_package_root_holds_only_the_public_api_and_the_entry_point() -> None:
@@ -270,7 +281,8 @@ def test_a_project_without_skills_loads_little_of_the_plugin(
     probe = json.loads((pytester.path / "probe.json").read_text())
     assert probe["worker"] == worker  # the probe ran where it was meant to
     assert probe["heavy"] == []
-    assert len(probe["modules"]) <= 15, probe["modules"]
+    # the roles, the option declaration and their few helpers: small modules, no engine
+    assert len(probe["modules"]) <= 16, probe["modules"]
     engine = [m for m in probe["modules"] if m.startswith(f"{NAME}.engine.")]
     assert engine == []
     assert not [m for m in probe["modules"] if m.startswith(f"{NAME}.backends")]

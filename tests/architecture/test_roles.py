@@ -18,7 +18,7 @@ FILE_WRITERS = {
     "conclusion.outputs": "the pages and the step summary",
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
-    "plugin.batch_runs": "the runs made in batches, for the workers to read (controller)",
+    "plugin.runs_ahead_file": "the runs made ahead in batches, for the workers to read (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",
     "backends.capture": "the throw-away project a capture runs the CLI in",
@@ -97,8 +97,10 @@ def test_a_worker_role_reaches_no_report_or_skill_writer() -> None:
 
 
 def test_the_session_is_the_stores_only_writer() -> None:
-    """``ResultStore`` is opened by the session alone, and only the session records runs or
-    saves captures in it; the sampler only reads it."""
+    """``ResultStore`` is opened by the session alone, and only the session records runs in
+    it; captures are saved through the ``StoredCaptures`` the session builds and hands to
+    the backend's captures (it knows whether this process may write); the sampler only reads
+    it."""
     makers = {short(n) for n in MODULES if any(callee(c) == "ResultStore" for c in calls(n))}
     assert makers - {"engine.store"} == {"engine.session"}  # (the store checks a path itself)
     writes = {
@@ -107,19 +109,20 @@ def test_the_session_is_the_stores_only_writer() -> None:
         for c in calls(n)
         if receiver(c) == "store" and callee(c) in {"record", "save_capture"}
     }
-    assert writes == {"engine.session"}
+    assert writes == {"engine.session", "engine.store", "backends.capture"}
 
 
 def test_backends_are_made_only_by_the_factory() -> None:
     """The backend classes are built in ``backends/__init__.py`` alone, and the factory is
-    called by the session alone (its lanes, one per model, make the trial backends)."""
+    called by the session's collaborators alone: its lanes (one backend per model) and its
+    asker (the backend that answers plain questions)."""
     classes = {"AnthropicBackend", "ClaudeCodeBackend"}
     builders = {short(n) for n in MODULES if any(callee(c) in classes for c in calls(n))}
     assert builders == {"backends"}
     factory_callers = {
         short(n) for n in MODULES if any(callee(c) == "make_backend" for c in calls(n))
     }
-    assert factory_callers == {"engine.session", "engine.lanes"}
+    assert factory_callers == {"engine.lanes", "engine.asker"}
 
 
 def test_the_reports_make_json_in_one_place() -> None:

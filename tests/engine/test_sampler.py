@@ -16,8 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_skilltrigger.backends.base import TriggerBackend
+from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard
-from pytest_skilltrigger.engine.sampler import Sampler
+from pytest_skilltrigger.engine.run_sources import Stop
+from pytest_skilltrigger.engine.run_sources.live import LiveRuns
+from pytest_skilltrigger.engine.sampler import Recorder, Sampler
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import BUDGET_REACHED, RunOutcome, Usage
@@ -58,9 +62,32 @@ class ScriptedBackend:
         pass
 
 
+class LiveSampler(Sampler):
+    """A sampler on live runs of one backend, as a lane wires it; ``close`` also ends the
+    threads (a lane closes them)."""
+
+    def __init__(
+        self,
+        backend: TriggerBackend,
+        concurrency: int = 8,
+        *,
+        guard: CostGuard | None = None,
+        store: ResultStore | None = None,
+        record: Recorder | None = None,
+    ) -> None:
+        stop = Stop()
+        self.runs = LiveRuns(backend, Concurrency(concurrency), guard, stop)
+        super().__init__(backend, self.runs, stop, store=store, record=record)
+
+    def close(self, wait: bool = True) -> None:  # type: ignore[override]
+        super().close()
+        self.runs.close(wait=wait)
+        self.abandon()
+
+
 def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
     backend = ScriptedBackend("not_triggered")
-    sampler = Sampler(backend, concurrency=2)
+    sampler = LiveSampler(backend, concurrency=2)
     plan = reference_plan(3, 0.5)
     as_positive = sampler.submit(CONTEXT, "merge these", True, plan).result()
     as_negative = sampler.submit(CONTEXT, "merge these", False, plan).result()
@@ -72,7 +99,7 @@ def test_one_sampling_serves_callers_with_opposite_expectations() -> None:
 
 def test_threshold_zero_still_measures_a_rate() -> None:
     backend = ScriptedBackend("not_triggered")
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     result = sampler.submit(CONTEXT, "anything", True, reference_plan(3, 0.0)).result()
     sampler.close()
     assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
@@ -80,7 +107,7 @@ def test_threshold_zero_still_measures_a_rate() -> None:
 
 def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> Sampler:
     """A sampler wired to a store as a session wires it: read with ``use``, always written."""
-    return Sampler(
+    return LiveSampler(
         backend,
         concurrency=1,
         store=store if mode == "use" else None,
@@ -180,7 +207,7 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
     full_rate = sum(answers) / runs
     expected = passes(should_trigger, full_rate, threshold)
     backend = SequenceBackend({"q": answers})
-    sampler = Sampler(backend, concurrency=concurrency)
+    sampler = LiveSampler(backend, concurrency=concurrency)
     try:
         plan = reference_plan(runs, threshold)
         result = sampler.submit(CONTEXT, "q", should_trigger, plan).result()
@@ -194,7 +221,7 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
 
 def test_without_early_stopping_every_run_is_made() -> None:
     backend = SequenceBackend({"q": [True] * 5})
-    sampler = Sampler(backend, concurrency=2)
+    sampler = LiveSampler(backend, concurrency=2)
     plan = reference_plan(5, 0.5, curtail=False)
     result = sampler.submit(CONTEXT, "q", True, plan).result()
     sampler.close()
@@ -209,7 +236,7 @@ def test_an_error_stops_the_query_and_is_never_a_miss() -> None:
             return RunOutcome("error", error="529 overloaded_error: busy")
 
     backend = Failing({"q": []})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     result = sampler.submit(CONTEXT, "q", True, reference_plan(3, 0.5)).result()
     sampler.close()
     assert result.errors >= 1 and result.passed is None and result.error
@@ -224,11 +251,11 @@ def test_a_fatal_error_stops_every_later_call() -> None:
             return RunOutcome("error", error="401 authentication_error", fatal=True)
 
     backend = Fatal({})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
-    assert sampler.fatal and first.errors and second.errors
+    assert sampler.stop.reason and first.errors and second.errors
     assert sum(backend.calls.values()) == 1
 
 
@@ -237,7 +264,7 @@ def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
     made, and its query (and every later one) is skipped, never a miss."""
     backend = SequenceBackend({"a": [True] * 3, "b": [True] * 3})
     guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=0.00025)
-    sampler = Sampler(backend, concurrency=1, guard=guard)
+    sampler = LiveSampler(backend, concurrency=1, guard=guard)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
@@ -260,11 +287,11 @@ def test_a_query_the_budget_cuts_short_keeps_its_runs_in_the_store(tmp_path: Pat
 
     backend = SequenceBackend({"a": [True, False, True, False, True, False]})
     guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=0.00025)
-    sampler = Sampler(backend, concurrency=1, guard=guard, store=store, record=record)
+    sampler = LiveSampler(backend, concurrency=1, guard=guard, store=store, record=record)
     cut = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     sampler.close()
     assert cut.over_budget and cut.runs == 2 and recorded == [2]
-    again = Sampler(backend, concurrency=1, store=store, record=record)
+    again = LiveSampler(backend, concurrency=1, store=store, record=record)
     rerun = again.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     again.close()
     assert rerun.runs == 3 and rerun.calls == 1 and not rerun.skipped
@@ -280,7 +307,7 @@ def test_closing_abandons_what_is_queued_as_interrupted() -> None:
             release.wait(5)
             return RunOutcome("triggered", chosen="skill:pdf-tools")
 
-    sampler = Sampler(Slow({}), concurrency=1)
+    sampler = LiveSampler(Slow({}), concurrency=1)
     running = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5))
     queued = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5))
     assert started.wait(5)
@@ -292,7 +319,7 @@ def test_closing_abandons_what_is_queued_as_interrupted() -> None:
 
 def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
     backend = SequenceBackend({"q": [True, False, False]})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     plan = reference_plan(2, 0.5)
     ordinary = sampler.submit(CONTEXT, "q", True, plan).result()
     fresh = sampler.submit(CONTEXT, "q", True, replace(plan, fresh=True)).result()
@@ -317,7 +344,7 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
     plan = SamplingPlan()
     for expected_calls in (2, 0):
         backend = ScriptedBackend()
-        sampler = Sampler(backend, store=store, record=record)
+        sampler = LiveSampler(backend, store=store, record=record)
         result = sampler.submit(CONTEXT, "merge", True, plan).result()
         sampler.close()
         assert backend.calls == expected_calls
@@ -325,7 +352,7 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
     assert recorded == [2, 0]
     # ten stored runs, settled at the fourth: a rerun reads four, as a fresh sampling would
     store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 6)
-    sampler = Sampler(ScriptedBackend(), store=store)
+    sampler = LiveSampler(ScriptedBackend(), store=store)
     assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 4
     sampler.close()
 
@@ -339,21 +366,21 @@ def test_a_context_that_cannot_be_prepared_is_a_fatal_error_with_no_call() -> No
             raise ValueError("the CLI sent nothing")
 
     backend = Unprepared({"a": [True]})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     plan = replace(reference_plan(3, 0.5), hits=frozenset({"skill:pdf-tools"}))
     result = sampler.submit(CONTEXT, "a", True, plan).result()
     sampler.close()
     (outcome,) = result.outcomes
     assert outcome.status == "error" and outcome.fatal and outcome.requests == 0
     assert outcome.error == "cannot prepare the request: ValueError: the CLI sent nothing"
-    assert sampler.fatal == outcome.error and result.hits == plan.hits
+    assert sampler.stop.reason == outcome.error and result.hits == plan.hits
     assert (result.query, result.should_trigger, result.rule) == ("a", True, plan.rule)
     assert backend.calls["a"] == 0
 
 
 def test_a_joined_sampling_is_marked_and_keeps_the_first_callers_runs() -> None:
     backend = SequenceBackend({"a": [True, True, True]})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     plan = reference_plan(3, 0.5)
     first = sampler.submit(CONTEXT, "a", True, plan)
     joined = sampler.submit(CONTEXT, "a", False, plan)
@@ -366,22 +393,24 @@ def test_a_joined_sampling_is_marked_and_keeps_the_first_callers_runs() -> None:
 
 def test_runs_made_in_a_batch_are_taken_instead_of_live_calls() -> None:
     backend = SequenceBackend({"a": [True] * 5, "b": [True] * 5})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     plan = reference_plan(3, 0.5)
-    ident = sampler.ident(sampler.context_key(CONTEXT), "a", plan, CONTEXT.skill_name)
-    assert not sampler.sampled(ident)
+    ident = sampler.sampling_key(sampler.context_key(CONTEXT), "a", plan, CONTEXT.skill_name)
+    assert not sampler.under_way(ident)
     hit = RunOutcome("triggered", chosen="skill:pdf-tools", usage=Usage(1, 1), batch=True)
-    sampler.use_batch_runs(ident, [hit, hit])
-    assert sampler.sampled(ident)
+    sampler.take_ahead(ident, [hit, hit], None)
+    assert sampler.under_way(ident)
     result = sampler.submit(CONTEXT, "a", True, plan).result()
     assert result.runs == 2 and result.passed and backend.calls["a"] == 0
-    skipped_ident = sampler.ident(sampler.context_key(CONTEXT), "b", plan, CONTEXT.skill_name)
-    sampler.use_batch_runs(skipped_ident, [], skipped="cost budget reached")
+    skipped_ident = sampler.sampling_key(
+        sampler.context_key(CONTEXT), "b", plan, CONTEXT.skill_name
+    )
+    sampler.take_ahead(skipped_ident, [], "cost budget reached")
     skipped = sampler.submit(CONTEXT, "b", True, plan).result()
     assert skipped.skipped == "cost budget reached" and backend.calls["b"] == 0
     fatal = RunOutcome("error", error="401 authentication_error", fatal=True)
-    sampler.use_batch_runs(("k", "c", ("x",)), [fatal])
-    assert sampler.fatal == "401 authentication_error"
+    sampler.take_ahead(("k", "c", ("x",)), [fatal], None)
+    assert sampler.stop.reason == "401 authentication_error"
     sampler.close()
 
 
@@ -389,7 +418,7 @@ def test_a_later_sampling_starts_from_the_runs_this_process_made() -> None:
     """Without a store, a second plan on the same request reads the first one's runs (as
     stored ones: not made or counted again) and tops them up."""
     backend = SequenceBackend({"a": [True, True, False, True, True]})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(2, 0.5)).result()
     more = sampler.submit(CONTEXT, "a", True, reference_plan(5, 0.5)).result()
     sampler.close()
@@ -414,12 +443,12 @@ def test_a_backend_exception_is_an_error_and_a_later_caller_samples_afresh() -> 
 
     backend = Flaky({})
     guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=1.0)
-    sampler = Sampler(backend, concurrency=1, guard=guard)
+    sampler = LiveSampler(backend, concurrency=1, guard=guard)
     plan = reference_plan(2, 0.5)
     failed = sampler.submit(CONTEXT, "a", True, plan).result()
     (outcome,) = failed.outcomes
     assert outcome.status == "error" and outcome.error == "RuntimeError: boom"
-    assert not outcome.fatal and not sampler.fatal and failed.passed is None
+    assert not outcome.fatal and not sampler.stop.reason and failed.passed is None
     again = sampler.submit(CONTEXT, "a", True, plan).result()
     sampler.close()
     assert not again.joined and again.passed and again.triggers == 1
@@ -433,7 +462,7 @@ def test_finished_runs_are_recorded_once_and_never_for_fresh_or_interrupted_plan
         recorded.append((key, query, len(outcomes)))
 
     backend = SequenceBackend({"a": [True] * 6})
-    sampler = Sampler(backend, concurrency=1, record=record)
+    sampler = LiveSampler(backend, concurrency=1, record=record)
     plan = reference_plan(3, 0.5)
     sampler.submit(CONTEXT, "a", True, plan).result()
     sampler.submit(CONTEXT, "a", True, replace(plan, fresh=True)).result()
@@ -452,7 +481,7 @@ def test_an_error_run_is_not_what_a_later_sampling_starts_from() -> None:
             return RunOutcome("triggered", chosen="skill:pdf-tools", usage=Usage(1, 1))
 
     backend = ErrorThenHits({})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     assert first.errors == 1 and first.runs == 1
     later = sampler.submit(CONTEXT, "a", True, reference_plan(4, 0.5)).result()
@@ -466,17 +495,17 @@ def test_a_fatal_outcome_without_a_message_still_stops_the_session() -> None:
         def run(self, context: TriggerContext, query: str) -> RunOutcome:
             return RunOutcome("error", fatal=True)
 
-    sampler = Sampler(Silent({}), concurrency=1)
+    sampler = LiveSampler(Silent({}), concurrency=1)
     sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     later = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
-    assert sampler.fatal == "fatal backend error"
+    assert sampler.stop.reason == "fatal backend error"
     assert later.outcomes[0].error == "fatal backend error" and later.outcomes[0].requests == 0
 
 
 def test_a_query_submitted_after_close_is_interrupted_without_a_call() -> None:
     backend = SequenceBackend({"a": [True] * 3})
-    sampler = Sampler(backend, concurrency=1)
+    sampler = LiveSampler(backend, concurrency=1)
     sampler.close()
     result = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     assert result.skipped == "interrupted" and backend.calls["a"] == 0

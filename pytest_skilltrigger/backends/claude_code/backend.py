@@ -263,9 +263,8 @@ class ClaudeCodeBackend:
         requests = verdict.requests or (1 if verdict.request_id or verdict.fatal else 0)
         model = verdict.model or self.model
         if verdict.chosen is not None and not finished.timed_out:
-            status = "triggered" if verdict.chosen == f"skill:{skill_name}" else "not_triggered"
-            return RunOutcome(
-                status, chosen=verdict.chosen, usage=verdict.usage, requests=requests, model=model
+            return RunOutcome.of_choice(
+                verdict.chosen, skill_name, usage=verdict.usage, requests=requests, model=model
             )
         return RunOutcome(
             "error",

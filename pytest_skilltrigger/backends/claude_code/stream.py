@@ -143,7 +143,8 @@ class _StreamReader:
     def _assistant(self, msg: dict[str, Any]) -> bool:
         """A complete message: an API error the CLI reports, or its first tool call."""
         verdict = self.verdict
-        message = msg.get("message") if isinstance(msg.get("message"), dict) else {}
+        given = msg.get("message")
+        message: dict[str, Any] = given if isinstance(given, dict) else {}
         if msg.get("error") or msg.get("is_api_error_message"):
             status = msg.get("api_error_status")
             text = _text_of(message) or str(msg.get("error"))

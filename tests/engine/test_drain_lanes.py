@@ -6,11 +6,12 @@ from __future__ import annotations
 import threading
 import time
 
-from pytest_skilltrigger.engine.lane_batches import run_together
+from pytest_skilltrigger.engine.run_sources import Stop
+from pytest_skilltrigger.engine.run_sources.batches import drain_lanes
 
 
 class Runner:
-    """A stand-in for a lane's BatchRunner: how long its batches take, or what breaks it."""
+    """A stand-in for a lane's BatchRuns: how long its batches take, or what breaks it."""
 
     def __init__(
         self,
@@ -23,12 +24,12 @@ class Runner:
         self.takes = takes
         self.breaks = breaks
         self.meets = meets  # the other runners it must be running beside
-        self.fatal: str | None = None
+        self.stop = Stop()
         self.stopping = threading.Event()
         self.started: float | None = None
         self.ended: float | None = None
 
-    def run(self, works: object) -> None:
+    def drain(self) -> None:
         self.started = time.monotonic()
         if self.breaks is not None:
             raise self.breaks
@@ -45,13 +46,13 @@ def test_the_lanes_run_at_once_and_a_failure_stops_its_own_lane_only() -> None:
     broken = Runner("sonnet", breaks=OSError("database or disk is full"))
     broken.stopping.set()  # a stop left over from an earlier run is cleared
     ended: list[str] = []
-    run_together(
-        [(slow, []), (other, []), (broken, [])],  # type: ignore[list-item]
+    drain_lanes(
+        [slow, other, broken],  # type: ignore[list-item]
         lambda: ended.append(threading.current_thread().name),
     )
     assert slow.ended is not None and other.ended is not None
-    assert broken.fatal == "the message batches failed: database or disk is full"
-    assert slow.fatal is None and other.fatal is None
+    assert broken.stop.reason == "the message batches failed: database or disk is full"
+    assert slow.stop.reason is None and other.stop.reason is None
     # each lane's thread closes what it opened as it ends (its store connection)
     assert sorted(ended) == ["batches-haiku", "batches-opus", "batches-sonnet"]
 
@@ -62,10 +63,10 @@ def test_a_single_lane_runs_in_the_calling_thread_as_before() -> None:
 
     broken = Runner("opus", breaks=RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
-        run_together([(broken, [])])  # type: ignore[list-item]
-    assert broken.fatal is None
+        drain_lanes([broken])  # type: ignore[list-item]
+    assert broken.stop.reason is None
     quiet = Runner("opus")
-    run_together([(quiet, [])], lambda: pytest.fail("no thread of its own"))  # type: ignore[list-item]
+    drain_lanes([quiet], lambda: pytest.fail("no thread of its own"))  # type: ignore[list-item]
     assert quiet.ended is not None
 
 
@@ -81,6 +82,6 @@ def test_ctrl_c_stops_every_lane_and_is_raised() -> None:
     timer.start()
     began = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        run_together([(runner, []) for runner in lanes])  # type: ignore[misc]
+        drain_lanes(lanes)  # type: ignore[arg-type]
     assert time.monotonic() - began < 5
     assert all(r.stopping.is_set() and r.ended is None for r in lanes)

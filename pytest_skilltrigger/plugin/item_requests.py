@@ -1,23 +1,15 @@
-"""``--trigger-batch`` in the pytest layer: which runs the collected items need, and how the
-runs a controller made in message batches reach xdist workers.
+"""What the collected items will sample: their contexts, entries and plans.
 
-The runs are made by the controller before any item runs: in a plain run at the start of the
-run loop, from the items; under xdist once the workers have collected, from the ids they
-report (workers never submit batches). Items then resolve from those runs as from live ones.
-
-A worker's settings are fixed when it starts, before any batch has ended, so the runs reach
-it through a JSON file the controller writes in a private temporary folder (its path travels
-in ``workerinput``) before it hands out the first item, and removes at the end.
+The header's cost estimate sizes every item of the session before collection; message
+batches make the items' runs ahead (in a plain run from the items, on the xdist controller
+from the node ids the workers collected, as it has the skills but no items).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -34,7 +26,6 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.plugin.role import Role
     from pytest_skilltrigger.skills.evalset import EvalEntry
 
-WORKER_KEY = "skilltrigger_batch_runs"  # workerinput: where the controller's runs will be
 Request = tuple["TriggerContext", "EvalEntry", "SamplingPlan"]
 
 
@@ -86,26 +77,3 @@ def _named_requests(role: Role, path: str, plan: SamplingPlan) -> dict[str, Requ
         for e in routing.entries
         for m in models
     }
-
-
-class BatchRunsFile:
-    """The controller's runs for its workers: one JSON file in a private temporary folder."""
-
-    def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="skilltrigger-batch-")
-        self.path = os.path.join(self.folder, "runs.json")
-
-    def write(self, exported: dict[str, Any]) -> None:
-        """Write the engine's :meth:`~TriggerSession.export_batch_runs`."""
-        from pytest_skilltrigger.support.atomic import atomic_write_text
-
-        atomic_write_text(self.path, json.dumps(exported))
-
-    def remove(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def read_batch_runs_file(path: str) -> dict[str, Any]:
-    """The runs the controller exported, for the worker's engine to import."""
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)

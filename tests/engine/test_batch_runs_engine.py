@@ -13,7 +13,10 @@ import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.batch_waves import BatchedRuns, BatchProgress
+from pytest_skilltrigger.engine.exchange import SessionExchange
+from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
+from pytest_skilltrigger.engine.sampler import RunsAhead
+from pytest_skilltrigger.engine.share import ProcessShare
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -78,14 +81,14 @@ def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
 
 def test_batched_runs_cross_as_json_unchanged() -> None:
     plan = SamplingPlan(hits=frozenset({"skill:pdf", "skill:xlsx"}))  # the sequential rule
-    item = BatchedRuns(
+    item = RunsAhead(
         ("key", "merge pdfs", plan.ident()),
         [
             RunOutcome("triggered", chosen="skill:pdf", usage=Usage(5, 6), batch=True),
             RunOutcome("not_triggered", chosen="text", from_store=True),
         ],
     )
-    again = BatchedRuns.from_dict(json.loads(json.dumps(item.to_dict())))
+    again = RunsAhead.from_dict(json.loads(json.dumps(item.to_dict())))
     assert again == item
 
 
@@ -178,9 +181,11 @@ def test_a_worker_takes_over_the_controllers_runs_and_its_share_of_their_cost(
     (only,) = target.eval_set.entries
     context = target.context()
     settings = Settings(cache_mode="off", budget_usd=1.0)
-    worker = TriggerSession(settings, share=(0, 2))  # its part: $0.50
+    worker = TriggerSession(settings, share=ProcessShare(0, 2))  # its part: $0.50
     try:
-        worker.import_batch_runs({"spent_usd": 1.0, "runs": []})  # the controller spent it all
+        SessionExchange(worker).import_runs_ahead(
+            {"spent_usd": 1.0, "runs": []}, workers=2
+        )  # the controller spent it all
         result = worker.submit(context, only).result()
     finally:
         worker.close()
@@ -191,7 +196,7 @@ def test_the_batch_timeout_is_one_deadline_for_the_session(
     fake_api: FakeMessagesAPI, tmp_path: Path
 ) -> None:
     """``batch_timeout`` bounds all of a session's batch waiting, counted from its first
-    batch, not each run_batches's (each improvement round would start a wait of its own): a
+    batch, not each sample_ahead's (each improvement round would start a wait of its own): a
     round that comes after the deadline sends no batch, and its queries error, never miss."""
     folder = make_skill(tmp_path, "alpha", [entry("tidy csv one", True)], "A.")
     (target,) = load_targets([str(folder)])
@@ -200,11 +205,11 @@ def test_the_batch_timeout_is_one_deadline_for_the_session(
     settings = Settings(cache_mode="off", batch=True, batch_poll=0.01, batch_timeout=timeout)
     session = TriggerSession(settings)
     try:
-        session.run_batches([(target.context(), only, session.plan)])
+        session.sample_ahead([(target.context(), only, session.plan)])
         first = session.submit(target.context(), only).result()
         time.sleep(timeout + 0.5)  # what the proposals between two rounds take
         later = target.context("Alpha tidies csv files.")
-        session.run_batches([(later, only, session.plan)])
+        session.sample_ahead([(later, only, session.plan)])
         second = session.submit(later, only).result()
     finally:
         session.close()
@@ -242,12 +247,12 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
 
     try:
         context = target.context()
-        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
+        session.sample_ahead([(context, e, session.plan) for e in target.eval_set.entries])
         initial = {e.index: session.submit(context, e).result() for e in target.eval_set.entries}
         assert initial[1].passed is False  # a train or test query to improve on
         time.sleep(timeout + 0.5)
         run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3, initial=initial)
-        halted = session.halted
+        halted = session.exhausted
     finally:
         session.close()
     assert Proposer.asked == 0
@@ -280,7 +285,7 @@ def sample_once(
     session = TriggerSession(settings)
     try:
         context = target.context()
-        session.run_batches([(context, e, session.plan) for e in target.eval_set.entries])
+        session.sample_ahead([(context, e, session.plan) for e in target.eval_set.entries])
         results = session.evaluate(context, target.eval_set.entries)
     finally:
         session.close()
@@ -306,12 +311,12 @@ def test_a_batch_run_goes_to_its_own_models_lane_only(fake_api: FakeMessagesAPI)
     session = TriggerSession(Settings(cache_mode="off", models=models))
     try:
         fatal = RunOutcome("error", error="404 not_found_error: no such model", fatal=True)
-        runs = BatchedRuns(("key", "query", ("skill",)), [fatal], None, models[1])
-        assert BatchedRuns.from_dict(json.loads(json.dumps(runs.to_dict()))) == runs
-        session.use_batch_runs([runs])
+        runs = RunsAhead(("key", "query", ("skill",)), [fatal], None, models[1])
+        assert RunsAhead.from_dict(json.loads(json.dumps(runs.to_dict()))) == runs
+        SessionExchange(session).take_runs_ahead(runs)
         assert session.lanes is not None
-        assert session.lanes.of_model(models[1]).sampler.fatal
-        assert not session.lanes.of_model(models[0]).sampler.fatal
+        assert session.lanes.of_model(models[1]).stop.reason
+        assert not session.lanes.of_model(models[0]).stop.reason
     finally:
         session.close()
 

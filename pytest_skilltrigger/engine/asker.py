@@ -1,0 +1,68 @@
+"""Asking the model a plain question (the optimizer's proposals, a drafted eval set).
+
+Through the Messages API when credentials are configured (a plain request is cheaper and
+faster than a CLI process), else through the trigger backend; every question is funded
+against the budget before it is sent, for the longest answer it may get.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
+from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.support.errors import AskError
+
+
+class Asker:
+    """Asks on the backend :func:`~pytest_skilltrigger.backends.make_backend` chooses for
+    asking, made on first use (drafts ask from several threads at once)."""
+
+    def __init__(
+        self, settings: Settings, guard: CostGuard, trigger_backend: TriggerBackend
+    ) -> None:
+        self.settings = settings
+        self.guard = guard
+        self.trigger_backend = trigger_backend
+        self._backend: TriggerBackend | None = None
+        self._lock = threading.Lock()
+
+    def backend(self) -> TriggerBackend:
+        with self._lock:
+            if self._backend is None:
+                self._backend = make_backend(
+                    self.settings, purpose="ask", reuse=self.trigger_backend
+                )
+            return self._backend
+
+    def ask(self, prompt: str, model: str | None, phase: str) -> tuple[str, Usage]:
+        """The answer and its usage, counted under ``phase``; AskError when it fails or the
+        budget cannot fund it."""
+        backend = self.backend()
+        model = model or backend.model
+        # the prompt as input and the longest answer: the budget holds the worst case
+        worst = Usage(
+            input_tokens=len(prompt.encode("utf-8")) // 3 + 1, output_tokens=ASK_MAX_TOKENS
+        )
+        reserved = self.guard.estimate_usd(worst, model)
+        if not self.guard.reserve(reserved):
+            raise AskError(budget_reached(self.guard.budget_usd))
+        try:
+            text, usage, requests = backend.ask(prompt, model=model)
+        except AskError as exc:  # what was sent is counted all the same
+            self.guard.settle(reserved, Usage(), exc.requests, phase, model)
+            raise
+        self.guard.settle(reserved, usage, requests, phase, model)
+        return text, usage
+
+    def close(self) -> None:
+        if self._backend is not None and self._backend is not self.trigger_backend:
+            self._backend.close()
+
+
+def unavailable(reason: str | None) -> BackendUnavailable:
+    """The error a session without a backend raises when asked to run."""
+    return BackendUnavailable(reason or "no backend")

@@ -1,0 +1,61 @@
+"""What crosses between the processes of one session (pytest-xdist), on the engine's side.
+
+The controller takes in each result a worker sampled: its calls count against the one budget
+and its new runs are stored there, by the one process that writes the store. With message
+batches the controller makes the runs ahead and the workers take them over, with their part
+of what they cost. Only the pytest layer's roles use this; a session in one process never
+needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_skilltrigger.engine.sampler import RunsAhead
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.outcome import QueryResult
+
+
+class SessionExchange:
+    """One session's side of the exchange between its processes."""
+
+    def __init__(self, session: TriggerSession) -> None:
+        self.session = session
+
+    def take_worker_result(
+        self, context_key: str | None, result: QueryResult, phase: str = "items"
+    ) -> None:
+        """Take in a result sampled by a worker: its calls count against the session's one
+        budget, and its new runs are stored here. A result that joined another caller's
+        sampling brings nothing new (that caller's result does); nor do its batch runs,
+        counted and stored where the batches were read."""
+        if result.joined:
+            return
+        guard = self.session.guard
+        for outcome in result.outcomes:
+            if not (outcome.from_store or outcome.batch):  # a batch is counted where run
+                guard.add(outcome.usage, outcome.requests, phase, outcome.model)
+        if context_key and not result.skipped:
+            self.session.record(context_key, result.query, result.outcomes)
+
+    def export_runs_ahead(self, made: Sequence[RunsAhead]) -> dict[str, Any]:
+        """The runs made ahead here, for the processes that run the items, as JSON values:
+        the runs, and what they cost against the budget."""
+        return {
+            "spent_usd": self.session.guard.spent_usd,
+            "runs": [item.to_dict() for item in made],
+        }
+
+    def import_runs_ahead(self, exported: dict[str, Any], workers: int) -> None:
+        """Take the controller's runs made ahead (:meth:`export_runs_ahead`): they resolve the
+        items without a call, and this worker's part of what they cost comes off its budget."""
+        for item in map(RunsAhead.from_dict, exported["runs"]):
+            self.take_runs_ahead(item)
+        self.session.guard.charge(float(exported["spent_usd"]) / max(1, workers))
+
+    def take_runs_ahead(self, made: RunsAhead) -> None:
+        """Runs made ahead by the controller, to their model's lane only."""
+        if self.session.lanes is not None:
+            sampler = self.session.lanes.of_model(made.model).sampler
+            sampler.take_ahead(made.sampling_key, made.outcomes, made.skipped)

@@ -1,0 +1,24 @@
+"""This process's part of a session that several processes run (xdist workers).
+
+The limits a user sets are the session's, not each process's: each worker keeps its part of
+the runs in flight and of the budget, so together they hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ProcessShare:
+    """Process ``index`` of ``count`` (``gw3`` of 4 is ``ProcessShare(3, 4)``)."""
+
+    index: int
+    count: int
+
+    def part_of(self, total: int) -> int:
+        """This process's part of ``total`` (at least one): the remainder goes to the first."""
+        return max(1, total // self.count + (1 if self.index < total % self.count else 0))
+
+    def part_of_budget(self, budget_usd: float) -> float:
+        return budget_usd / max(1, self.count)
