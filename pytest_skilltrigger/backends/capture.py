@@ -27,6 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
@@ -43,7 +44,6 @@ class CapturingCli(Protocol):
     def close(self) -> None: ...
 
 
-MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
 # Request headers that describe the request, not the caller: replayed as they were.
 REPLAYED_HEADERS = ("anthropic-beta", "anthropic-version")
 
@@ -77,13 +77,15 @@ class CapturedRequest:
             text = text.replace(re.sub(r"[^A-Za-z0-9]", "-", self.workspace), "<workspace>")
         return text
 
-    def frame(self) -> tuple[bytes, bytes]:
-        """The serialised body before and after the query's JSON string content."""
-        whole = json.dumps(self.body, ensure_ascii=False)
-        head, found, tail = whole.partition(MARKER)
-        if not found or MARKER in tail:
-            raise CaptureError("the captured request does not hold the query exactly once")
-        return head.encode("utf-8"), tail.encode("utf-8")
+    def template(self) -> RequestTemplate:
+        """The request to send for each query: the body with the query where the marker is,
+        the replayed headers, on the beta endpoint as the CLI sends it."""
+        try:
+            return RequestTemplate(self.body, self.headers, beta=True)
+        except ValueError:
+            raise CaptureError(
+                "the captured request does not hold the query exactly once"
+            ) from None
 
     def to_json(self) -> str:
         return json.dumps(
@@ -107,12 +109,6 @@ class CapturedRequest:
             data["cli_version"],
             data.get("workspace", ""),
         )
-
-
-def splice(frame: tuple[bytes, bytes], query: str) -> bytes:
-    """The captured body with ``query`` where the marker was."""
-    head, tail = frame
-    return head + json.dumps(query, ensure_ascii=False)[1:-1].encode("utf-8") + tail
 
 
 class _Recorder(ThreadingHTTPServer):
@@ -257,7 +253,7 @@ class Captures:
         self.store = store  # it decides whether this process may write (xdist workers not)
         self._lock = threading.Lock()
         self._locks: dict[TriggerContext, threading.Lock] = {}
-        self._done: dict[TriggerContext, tuple[CapturedRequest, tuple[bytes, bytes]]] = {}
+        self._done: dict[TriggerContext, tuple[CapturedRequest, RequestTemplate]] = {}
         self._failed: dict[TriggerContext, CaptureError] = {}
 
     @cached_property
@@ -274,8 +270,8 @@ class Captures:
             capture="claude-code", cli_version=self.cli_version, model=self.backend.key_model
         )
 
-    def get(self, context: TriggerContext) -> tuple[CapturedRequest, tuple[bytes, bytes]]:
-        """The captured request of ``context`` and its splice frame."""
+    def get(self, context: TriggerContext) -> tuple[CapturedRequest, RequestTemplate]:
+        """The captured request of ``context`` and the template its runs send."""
         with self._lock:
             found = self._done.get(context)
             lock = self._locks.setdefault(context, threading.Lock())
@@ -291,7 +287,7 @@ class Captures:
                 raise failed
             try:
                 captured = self._load(context) or self._capture(context)
-                found = (captured, captured.frame())
+                found = (captured, captured.template())
             except CaptureError as exc:
                 with self._lock:
                     self._failed[context] = exc

@@ -104,9 +104,13 @@ class Lanes:
             batches = None
             if settings.batch and isinstance(backend, BatchingBackend):
                 batches = BatchRuns(
-                    backend.batches(), backend.estimate, timing, guard=parts.guard, stop=stop,
+                    backend.batches(),
+                    backend.estimate,
+                    timing,
+                    guard=parts.guard,
+                    stop=stop,
                     model=backend.model,
-                )  # fmt: skip
+                )
             sampler = Sampler(backend, live, stop, store=parts.store, record=parts.record)
             lanes.append(Lane(model, backend, sampler, live, batches, stop))
         return cls(lanes)

@@ -1,9 +1,10 @@
 """Sampling queries: runs asked in waves, exact early stopping, stored runs reused.
 
 A query is sampled in waves: each wave is the number of further runs that can be made before
-its verdict could first become certain (``SamplingPlan.next_runs``), so no call is wasted. The runs come from a run source (live or batched: the sampler does not
-know which). Stored runs of an unchanged request count first, and the same request asked
-twice shares one sampling.
+its verdict could first become certain (``SamplingPlan.next_runs``), so no call is wasted.
+The runs come from a run source (live or batched: the sampler does not know which). Stored
+runs of an unchanged request count first, and the same request asked twice shares one
+sampling.
 """
 
 from __future__ import annotations

@@ -196,10 +196,14 @@ class TriggerSession:
             unlisted = context.unlisted_reason or UNLISTED
             done.set_result(
                 QueryResult(
-                    entry.query, entry.should_trigger, plan.rule, (), unlisted=unlisted,
+                    entry.query,
+                    entry.should_trigger,
+                    plan.rule,
+                    (),
+                    unlisted=unlisted,
                     hits=plan.hits,
                 )
-            )  # fmt: skip
+            )
             return done
         if self.lanes is None:
             raise unavailable(self.no_backend)

@@ -18,7 +18,7 @@ FILE_WRITERS = {
     "conclusion.outputs": "the pages and the step summary",
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
-    "plugin.runs_ahead_file": "the runs made ahead in batches, for the workers to read (controller)",
+    "plugin.runs_ahead_file": "the runs made ahead in batches, for the workers (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",
     "backends.capture": "the throw-away project a capture runs the CLI in",

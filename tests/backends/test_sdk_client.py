@@ -35,20 +35,23 @@ def test_retry_after_is_read_as_the_sdk_reads_it(
 
 
 def test_retries_fit_in_half_the_time_a_run_has_left() -> None:
-    client = SdkClient("claude-opus-5-5", timeout=30.0, max_retries=6)
+    client = SdkClient(timeout=30.0, max_retries=6)
     now = time.monotonic()
-    # back-off waits 0.5, 1, 2, 4, 8, 8 s: within 15 s (half of 30) fit 0.5+1+2+4 = 7.5
-    assert client.sdk_retries(RunState(now + 30.0), reachable=True) == 4
-    assert client.sdk_retries(RunState(now + 2.5), reachable=True) == 1
-    assert client.sdk_retries(RunState(now + 0.5), reachable=True) == 0
     # an endpoint that never answered gets one retry however long the run may take
-    assert client.sdk_retries(RunState(now + 300.0), reachable=False) == 1
+    assert client.sdk_retries(RunState(now + 300.0)) == 1
+    client.answered.set()  # any answer, an error status too
+    # back-off waits 0.5, 1, 2, 4, 8, 8 s: within 15 s (half of 30) fit 0.5+1+2+4 = 7.5
+    assert client.sdk_retries(RunState(now + 30.0)) == 4
+    assert client.sdk_retries(RunState(now + 2.5)) == 1
+    assert client.sdk_retries(RunState(now + 0.5)) == 0
     # never more than the SDK was told it may make
-    assert SdkClient("m", 30.0, 2).sdk_retries(RunState(now + 300.0), reachable=True) == 2
+    few = SdkClient(30.0, 2)
+    few.answered.set()
+    assert few.sdk_retries(RunState(now + 300.0)) == 2
 
 
 def test_each_thread_counts_its_own_run() -> None:
-    client = SdkClient("m", 30.0, 2)
+    client = SdkClient(30.0, 2)
     seen: dict[str, int] = {}
 
     class Request:
@@ -71,7 +74,7 @@ def test_each_thread_counts_its_own_run() -> None:
 
 
 def test_an_attempt_gets_only_the_time_its_run_has_left() -> None:
-    client = SdkClient("m", 30.0, 2)
+    client = SdkClient(30.0, 2)
 
     class Request:
         def __init__(self) -> None:
@@ -86,7 +89,7 @@ def test_an_attempt_gets_only_the_time_its_run_has_left() -> None:
 
 
 def test_a_retry_after_past_the_run_is_not_waited_for() -> None:
-    client = SdkClient("m", 30.0, 2)
+    client = SdkClient(30.0, 2)
 
     class Response:
         status_code = 429

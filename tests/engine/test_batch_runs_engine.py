@@ -13,12 +13,12 @@ import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.exchange import SessionExchange
 from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
 from pytest_skilltrigger.engine.sampler import RunsAhead
-from pytest_skilltrigger.engine.share import ProcessShare
-from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.engine.share import ProcessShare
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
@@ -69,14 +69,14 @@ def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
         "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
         "messages": [{"role": "user", "content": "q"}],
     }
-    params = batch_params(json.dumps(body).encode())
+    params = batch_params(body)
     assert "stream" not in params
     assert params["max_tokens"] == DECISION_MAX_TOKENS
     assert params["system"] == body["system"]  # caching markers untouched
     thinking = {**body, "thinking": {"type": "enabled", "budget_tokens": 10000}}
-    assert batch_params(json.dumps(thinking).encode())["max_tokens"] == 10000 + DECISION_MAX_TOKENS
+    assert batch_params(thinking)["max_tokens"] == 10000 + DECISION_MAX_TOKENS
     small = {**body, "max_tokens": 512}
-    assert batch_params(json.dumps(small).encode())["max_tokens"] == 512
+    assert batch_params(small)["max_tokens"] == 512
 
 
 def test_batched_runs_cross_as_json_unchanged() -> None:

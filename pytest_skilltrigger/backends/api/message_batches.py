@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilltrigger.backends.api.errors import describe_error
+from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
-from pytest_skilltrigger.backends.capture import MARKER, splice
 from pytest_skilltrigger.backends.first_choice import decide_message
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -42,9 +42,7 @@ class BatchingHost(Protocol):
     connection: SdkClient
     model: str
 
-    def request_parts(
-        self, context: TriggerContext, query: str
-    ) -> tuple[bytes, str, dict[str, str]]: ...
+    def template(self, context: TriggerContext) -> RequestTemplate: ...
 
 
 # Output a decision needs: a short preamble and one tool call fit with room to spare.
@@ -67,12 +65,11 @@ NOT_TAKEN_STATUSES = frozenset({429, 529})
 CAPPED = "the answer reached max_tokens before a complete tool call (no decision)"
 
 
-def batch_params(body: bytes, capped: bool = True) -> dict[str, Any]:
-    """A live request's body as batch ``params``: not streamed, and ``max_tokens`` capped
-    to what a decision needs (above the thinking budget, which the API requires) unless
-    not ``capped``."""
-    params = json.loads(body)
-    params.pop("stream", None)
+def batch_params(live: dict[str, Any], capped: bool = True) -> dict[str, Any]:
+    """A live request's parameters as batch ``params``: not streamed, and ``max_tokens``
+    capped to what a decision needs (above the thinking budget, which the API requires)
+    unless not ``capped``."""
+    params = {k: v for k, v in live.items() if k != "stream"}
     if not capped:
         return params
     thinking = params.get("thinking")
@@ -80,6 +77,13 @@ def batch_params(body: bytes, capped: bool = True) -> dict[str, Any]:
     cap = DECISION_MAX_TOKENS + int(budget or 0)
     params["max_tokens"] = min(int(params.get("max_tokens") or cap), cap)
     return params
+
+
+def _splice(frame: tuple[bytes, bytes], query: str) -> bytes:
+    """A request's serialised params with ``query`` where the marker was (as JSON string
+    content): nothing is parsed or serialised per request."""
+    head, tail = frame
+    return head + json.dumps(query, ensure_ascii=False)[1:-1].encode("utf-8") + tail
 
 
 class MessageBatches:
@@ -109,7 +113,7 @@ class MessageBatches:
                 self._uncapped.add(request.custom_id)
             item = b'{"custom_id": %s, "params": %s}' % (
                 json.dumps(request.custom_id).encode("ascii"),
-                splice(frame, request.query),
+                _splice(frame, request.query),
             )
             chunks = groups.setdefault(betas, [[]])
             if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + len(item) > BATCH_BYTES:
@@ -138,8 +142,10 @@ class MessageBatches:
         key = (context, capped)
         if key not in self._frames:
             try:
-                body, _path, headers = self.backend.request_parts(context, MARKER)
-                whole = json.dumps(batch_params(body, capped), ensure_ascii=False)
+                template = self.backend.template(context)
+                params = template.for_query(MARKER).params
+                headers = template.headers
+                whole = json.dumps(batch_params(params, capped), ensure_ascii=False)
             except Exception as exc:  # a capture that failed, a body that is not JSON
                 message = f"cannot build the request: {type(exc).__name__}: {exc}"
                 raise BatchError(message) from None

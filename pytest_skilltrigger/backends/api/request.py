@@ -10,6 +10,8 @@ for importing the SDK: a run served entirely from the store makes no call and no
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -125,34 +127,91 @@ def build_request(context: TriggerContext, query: str, model: str) -> dict[str, 
     }
 
 
-def request_body(context: TriggerContext, query: str, model: str) -> bytes:
-    """The JSON body of one streamed trigger request, ready to send.
+#: stands for the query in a request template until a query takes its place
+MARKER = "SKILLTRIGGER-QUERY-5f0c1d7e"
 
-    Everything but the query is the same for every run of a context, so it is serialised once
-    and the query's JSON string is spliced in: the same bytes ``json.dumps`` gives for
-    :func:`build_request` plus ``"stream": true``, without re-encoding tools, system prompt and
-    listing on every call.
+
+@dataclass(frozen=True)
+class ApiRequest:
+    """One request to the Messages API: its parameters, the headers it needs beyond the
+    client's own, and whether it goes to the beta endpoint (a captured CLI request does)."""
+
+    params: dict[str, Any]
+    headers: Mapping[str, str] = field(default_factory=dict)
+    beta: bool = False
+
+
+class RequestTemplate:
+    """A context's request with :data:`MARKER` in the text that holds the query.
+
+    Every run of a context sends the same request but for the query, so the way to the
+    marker is found once and :meth:`for_query` copies only the containers on that way: a
+    request of tens of kilobytes is not copied or rebuilt per run.
     """
-    head, tail = _body_frame(context, model)
-    return head + json.dumps(query).encode("ascii") + tail
+
+    def __init__(
+        self, params: dict[str, Any], headers: Mapping[str, str] | None = None, beta: bool = False
+    ) -> None:
+        self.params = params
+        self.headers = dict(headers or {})
+        self.beta = beta
+        self.path = _path_to_marker(params)
+        if self.path is None:
+            raise ValueError("the request does not hold the query marker exactly once")
+        self.size = len(json.dumps(params, ensure_ascii=False).encode("utf-8")) - len(MARKER)
+
+    def for_query(self, query: str) -> ApiRequest:
+        """The request of ``query``."""
+        assert self.path is not None  # checked when made
+        params = _replaced(self.params, self.path, query)
+        return ApiRequest(params, self.headers, self.beta)
+
+    def size_with(self, query: str) -> int:
+        """The request's size in bytes, as sent, without building it (the estimates)."""
+        return self.size + len(json.dumps(query, ensure_ascii=False).encode("utf-8")) - 2
 
 
-def body_length(context: TriggerContext, query: str, model: str) -> int:
-    """The size of :func:`request_body` without building it (for the budget's estimate)."""
-    head, tail = _body_frame(context, model)
-    return len(head) + len(tail) + len(json.dumps(query))
+def _path_to_marker(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """The keys and indices that lead to the one string holding the marker, or None when
+    no string or several do."""
+    found: list[tuple[str | int, ...]] = []
+    _find_marker(value, path, found)
+    return found[0] if len(found) == 1 and _marker_count(value) == 1 else None
 
 
-_BODY_TAIL = '}]}], "stream": true}'
+def _find_marker(
+    value: Any, path: tuple[str | int, ...], found: list[tuple[str | int, ...]]
+) -> None:
+    if isinstance(value, str):
+        if MARKER in value:
+            found.append(path)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _find_marker(item, (*path, key), found)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _find_marker(item, (*path, index), found)
+
+
+def _marker_count(value: Any) -> int:
+    return json.dumps(value, ensure_ascii=False).count(MARKER)
+
+
+def _replaced(value: Any, path: tuple[str | int, ...], query: str) -> Any:
+    """``value`` with the marker at ``path`` replaced by ``query``; what is off the way is
+    shared, not copied."""
+    if not path:
+        return str(value).replace(MARKER, query)
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: _replaced(value[head], rest, query)}
+    copied = list(value)
+    copied[int(head)] = _replaced(value[int(head)], rest, query)
+    return copied
 
 
 @lru_cache(maxsize=256)
-def _body_frame(context: TriggerContext, model: str) -> tuple[bytes, bytes]:
-    """The body before and after the query, which is the very last value of the request.
-
-    Contexts are frozen dataclasses, so they can key the cache.
-    """
-    whole = json.dumps({**build_request(context, "", model), "stream": True})
-    if not whole.endswith('""' + _BODY_TAIL):  # build_request changed shape: fail loudly
-        raise AssertionError("the query must be the last value of the request body")
-    return whole[: -len(_BODY_TAIL) - 2].encode("ascii"), _BODY_TAIL.encode("ascii")
+def builtin_template(context: TriggerContext, model: str) -> RequestTemplate:
+    """The builtin request of a context, streamed, as a template (contexts are frozen
+    dataclasses, so they can key the cache)."""
+    return RequestTemplate({**build_request(context, MARKER, model), "stream": True})

@@ -2,26 +2,32 @@
 
 Credentials and the base URL follow the SDK's own rules (``ANTHROPIC_API_KEY``,
 ``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, profiles). The SDK is imported and its client
-created on the first call: importing it costs about a second of CPU, which a run served from
-the store never needs to pay (``benchmarks/bench_load.py`` prints it).
+made on the first call: a run served from the store never pays for the import.
 
-The client is the SDK's own, on its own HTTP client and pool (authentication, headers,
-keep-alive, proxies, TLS, retries with back-off, status errors). Its event hooks see every
-attempt the SDK makes, its own retries included: the request hook counts the attempt for the
-run in progress on that thread and gives it only the run's remaining time; the response hook
-keeps the SDK from waiting out a ``retry-after`` longer than that.
+Everything goes through the SDK's public interface: its client on its own HTTP client and
+pool (authentication, headers, keep-alive, proxies, TLS, retries with back-off, status
+errors), requests through ``messages.with_streaming_response``. The HTTP client's event hooks
+see every attempt, the SDK's retries included: the request hook counts it for the run in
+progress on that thread and gives it only the run's remaining time; the response hook notes
+that the endpoint answered and keeps the SDK from waiting out a ``retry-after`` longer than
+the run has left.
 """
 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import threading
 import time
-import warnings
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
+
+from pytest_skilltrigger.backends.api.request import ApiRequest
+
+#: told the headers and status of every response (the rate limiter reads them)
+ResponseWatcher = Callable[[Mapping[str, str], int], None]
 
 
 def credentials_configured() -> bool:
@@ -46,8 +52,8 @@ class RunState:
 
     deadline: float
     sent: int = 0
-    request: tuple[bytes, str, dict[str, str]] = (b"", "", {})  # body, path, headers
     gave_up_waiting: float | None = None  # a retry-after the run had no time for
+    watchers: list[ResponseWatcher] = field(default_factory=list)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -56,18 +62,24 @@ class RunState:
 class SdkClient:
     """The SDK's client, made on first use, shared by every thread of the session."""
 
-    def __init__(self, model: str, timeout: float, max_retries: int) -> None:
-        self.model = model
+    def __init__(self, timeout: float, max_retries: int) -> None:
         self.timeout = timeout
         self.max_retries = max_retries
         self.closed = threading.Event()
+        #: set once the endpoint has answered anything (an error status included)
+        self.answered = threading.Event()
+        #: told of every response's headers and status
+        self.watchers: list[ResponseWatcher] = []
         self._client: Any = None
         self._sdk: Any = None
+        self._by_retries: dict[int, Any] = {}
+        self._known: dict[bool, frozenset[str]] = {}
         self._lock = threading.Lock()
         self._local = threading.local()  # the run in progress on this thread
 
-    def client(self) -> Any:
-        """The shared client, created on first use."""
+    def client(self, max_retries: int | None = None) -> Any:
+        """The shared client (with ``max_retries`` retries: a copy sharing its pool, made
+        once per count), created on first use."""
         with self._lock:
             if self._client is None:
                 import anthropic
@@ -79,8 +91,11 @@ class SdkClient:
                 self._client = anthropic.Anthropic(
                     max_retries=self.max_retries, timeout=self.timeout, http_client=http_client
                 )
-                _warn_if_deprecated(self.model)
-            return self._client
+            if max_retries is None or max_retries == self.max_retries:
+                return self._client
+            if max_retries not in self._by_retries:
+                self._by_retries[max_retries] = self._client.with_options(max_retries=max_retries)
+            return self._by_retries[max_retries]
 
     def sdk(self) -> Any:
         """The ``anthropic`` module (imported with the client, on first need)."""
@@ -90,6 +105,30 @@ class SdkClient:
     @property
     def base_url(self) -> str:
         return str(self._client.base_url) if self._client is not None else ""
+
+    def stream(self, request: ApiRequest, max_retries: int, timeout: float) -> Any:
+        """The streamed response of one request, as a context manager (leaving it closes the
+        response): ``messages.with_streaming_response.create`` (its beta twin for a captured
+        CLI request), with what the SDK does not name as its own parameters in the body."""
+        client = self.client(max_retries)
+        messages = client.beta.messages if request.beta else client.messages
+        known = self._parameters(request.beta, messages.create)
+        params = {k: v for k, v in request.params.items() if k in known}
+        extra = {k: v for k, v in request.params.items() if k not in known}
+        return messages.with_streaming_response.create(
+            **params,
+            extra_body=extra or None,
+            extra_headers=dict(request.headers) or None,
+            extra_query={"beta": "true"} if request.beta else None,
+            timeout=timeout,
+        )
+
+    def _parameters(self, beta: bool, create: Callable[..., Any]) -> frozenset[str]:
+        """The parameters ``create`` names (read once from its public signature)."""
+        if beta not in self._known:
+            names = inspect.signature(create).parameters
+            self._known[beta] = frozenset(n for n in names if not n.startswith("extra_"))
+        return self._known[beta]
 
     @contextlib.contextmanager
     def running(self, state: RunState) -> Iterator[RunState]:
@@ -101,10 +140,11 @@ class SdkClient:
         finally:
             self._local.run = None
 
-    def sdk_retries(self, state: RunState, reachable: bool) -> int:
+    def sdk_retries(self, state: RunState) -> int:
         """How many retries the SDK may make in the time left: its back-off waits (0.5 s,
         doubling, at most 8 s) may take at most half of it. Before the endpoint has ever
-        answered, one: a refused connection is not worth minutes of waiting."""
+        answered, one: a refused connection is not worth minutes of waiting (any answer,
+        a 429 or a 500 included, shows the endpoint is there)."""
         budget = state.remaining() / 2
         retries, waited = 0, 0.0
         while retries < self.max_retries:
@@ -112,7 +152,7 @@ class SdkClient:
             if waited > budget:
                 break
             retries += 1
-        return retries if reachable else min(retries, 1)
+        return retries if self.answered.is_set() else min(retries, 1)
 
     def _on_request(self, request: Any) -> None:
         state: RunState | None = getattr(self._local, "run", None)
@@ -127,12 +167,15 @@ class SdkClient:
         }
 
     def _on_response(self, response: Any) -> None:
+        self.answered.set()
+        for watch in self.watchers:
+            watch(response.headers, response.status_code)
         state: RunState | None = getattr(self._local, "run", None)
         if state is None or response.status_code < 400:
             return
         wait = retry_after(response.headers)
         if wait is not None and wait >= state.remaining():
-            response.headers["x-should-retry"] = "false"  # the SDK obeys this header
+            response.headers["x-should-retry"] = "false"  # the API's own header, obeyed
             state.gave_up_waiting = wait
 
     def close(self) -> None:
@@ -141,23 +184,6 @@ class SdkClient:
         with self._lock:
             if self._client is not None:
                 self._client.close()
-
-
-def _warn_if_deprecated(model: str) -> None:
-    """The SDK's own warning for a retired model, once: ``messages.create`` gives it on every
-    call, and requests here go through ``client.post``, which does not."""
-    try:
-        from anthropic.resources.messages.messages import DEPRECATED_MODELS
-    except ImportError:  # pragma: no cover - an SDK without the table
-        return
-    if model in DEPRECATED_MODELS:
-        warnings.warn(
-            f"The model '{model}' is deprecated and will reach end-of-life on "
-            f"{DEPRECATED_MODELS[model]}: trigger results for it will not last "
-            "(set --trigger-model to a current model).",
-            DeprecationWarning,
-            stacklevel=2,
-        )
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

@@ -292,10 +292,15 @@ class BatchRuns:
                 elapsed = now - self._started
                 self.progress(
                     BatchProgress(
-                        batch_id, wave, status.succeeded, status.processing, errored, elapsed,
+                        batch_id,
+                        wave,
+                        status.succeeded,
+                        status.processing,
+                        errored,
+                        elapsed,
                         status.ended,
                     )
-                )  # fmt: skip
+                )
             if status.ended:
                 return True
 
@@ -327,9 +332,13 @@ class BatchRuns:
         outcome = answer.outcome
         if self.guard is not None:
             self.guard.settle(
-                reserved, outcome.usage, outcome.requests, state.job.plan.phase,
-                outcome.model, batch=True,
-            )  # fmt: skip
+                reserved,
+                outcome.usage,
+                outcome.requests,
+                state.job.plan.phase,
+                outcome.model,
+                batch=True,
+            )
         if outcome.fatal:
             self.stop.set(outcome.error or "fatal batch error")
         if answer.capped:
