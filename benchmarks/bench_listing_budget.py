@@ -52,6 +52,7 @@ def listing(model: str, sizes: list[int]) -> tuple[int, list[str]]:
     """The skills part of the listing the CLI sends for project skills of these sizes: its
     length and the names shown bare."""
     from pytest_skilltrigger.backends.capture import record_cli_request
+    from pytest_skilltrigger.backends.claude_code.process import CliCall
 
     with tempfile.TemporaryDirectory() as tmp:
         project, config = Path(tmp, "project"), Path(tmp, "config")
@@ -71,7 +72,7 @@ def listing(model: str, sizes: list[int]) -> tuple[int, list[str]]:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         }
         command = [str(CLI), "-p", "--output-format", "json", "--max-turns", "1"]
-        captured = record_cli_request(command, project, env, 120, "", str(project))
+        captured = record_cli_request(CliCall(command, project, env, 120), "", str(project))
     texts = [
         b.get("text", "")
         for m in captured.body["messages"]

@@ -116,7 +116,12 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
     module docstring): its row printed, its figures back in :func:`one_run`'s shape."""
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.settings import Settings
-    from pytest_skilltrigger.optimizer.proposer import Attempt, DescriptionProposer, build_prompt
+    from pytest_skilltrigger.optimizer.proposer import (
+        Attempt,
+        DescriptionProposer,
+        PromptInputs,
+        build_prompt,
+    )
     from pytest_skilltrigger.optimizer.split import split_entries
 
     target, model = fresh_skill(api, name, seed)
@@ -136,12 +141,14 @@ def reference_run(api, name: str, seed: int, iterations: int) -> dict:
                 break
             attempts = [Attempt(d, tuple(t)) for d, t, _ in history]
             prompt = build_prompt(
-                target.name,
-                target.skill.raw.decode("utf-8", "replace"),
-                description,
-                own,
-                attempts,
-                when_to_use=target.skill.when_to_use,
+                PromptInputs(
+                    target.name,
+                    target.skill.raw.decode("utf-8", "replace"),
+                    description,
+                    own,
+                    attempts,
+                    when_to_use=target.skill.when_to_use,
+                )
             )
             proposal = proposer.propose(prompt, 1, [d for d, _, _ in history])
             if not proposal.descriptions:

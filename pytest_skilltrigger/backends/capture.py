@@ -24,10 +24,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
+from pytest_skilltrigger.backends.claude_code.process import CliCall
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
@@ -182,29 +182,22 @@ class _RecorderHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-def record_cli_request(
-    command: list[str],
-    cwd: Path,
-    env: dict[str, str],
-    timeout: float,
-    cli_version: str,
-    workspace: str,
-) -> CapturedRequest:
+def record_cli_request(call: CliCall, cli_version: str, workspace: str) -> CapturedRequest:
     """Run the CLI with the marker as its query against a recorder; its first request."""
     recorder = _Recorder()
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
     thread.start()
     try:
-        env = {**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{recorder.server_address[1]}"}
+        env = {**call.env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{recorder.server_address[1]}"}
         try:
             done = subprocess.run(
-                command,
+                call.command,
                 input=MARKER,
-                cwd=cwd,
+                cwd=call.cwd,
                 env=env,
                 capture_output=True,
                 text=True,
-                timeout=timeout,
+                timeout=call.timeout,
                 check=False,
                 start_new_session=True,
             )

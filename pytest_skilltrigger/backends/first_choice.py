@@ -12,9 +12,9 @@ in JSON lines (:mod:`pytest_skilltrigger.backends.claude_code.stream`).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from pytest_skilltrigger.model.outcome import Usage
 
@@ -78,45 +78,71 @@ class FirstChoice:
 
     def feed(self, event: str, data: dict[str, Any]) -> Decision | None:
         """Take one event; return the decision once made, raise :class:`StreamError`."""
-        if event == "content_block_delta":
-            if self._block is not None and data.get("index") == self._block:
-                self._fragments.append(data.get("delta", {}).get("partial_json", ""))
-        elif event == "content_block_start":
-            block = data.get("content_block", {})
-            if block.get("type") == "tool_use" and self._block is None:
-                name = str(block.get("name"))
-                if name not in self.inspect:
-                    return Decision(f"tool:{name}", self.usage)
-                self._block, self._tool = data.get("index"), name
-                initial = block.get("input") or {}
-                if isinstance(initial, dict) and initial:
-                    decision = self._decide(initial)
-                    if decision.chosen != "tool:Skill":
-                        return decision
-        elif event == "content_block_stop":
-            if self._block is not None and data.get("index") == self._block:
-                try:
-                    parsed = json.loads("".join(self._fragments) or "{}")
-                except ValueError:
-                    parsed = {}
-                return self._decide(parsed if isinstance(parsed, dict) else {})
-        elif event == "message_start":
-            self.usage = Usage.from_dict(data.get("message", {}).get("usage"))
-        elif event == "message_delta":
-            out = data.get("usage", {}).get("output_tokens")
-            if out is not None:
-                self.usage = replace(self.usage, output_tokens=int(out))
-        elif event == "message_stop":
-            return Decision("text", self.usage)
-        elif event == "error":
-            err = data.get("error", {})
-            etype = str(err.get("type", "error"))
-            raise StreamError(
-                f"{etype}: {err.get('message', 'error event in stream')}",
-                retryable=etype in RETRYABLE_STREAM_ERRORS,
-                error_type=etype,
-            )
+        handle = self._HANDLERS.get(event)
+        return handle(self, data) if handle is not None else None
+
+    def _delta(self, data: dict[str, Any]) -> Decision | None:
+        if self._block is not None and data.get("index") == self._block:
+            self._fragments.append(data.get("delta", {}).get("partial_json", ""))
         return None
+
+    def _block_start(self, data: dict[str, Any]) -> Decision | None:
+        """A tool's block decides at once, but for a tool whose input is inspected, which is
+        assembled until its block ends (unless it came whole and names no skill)."""
+        block = data.get("content_block", {})
+        if block.get("type") != "tool_use" or self._block is not None:
+            return None
+        name = str(block.get("name"))
+        if name not in self.inspect:
+            return Decision(f"tool:{name}", self.usage)
+        self._block, self._tool = data.get("index"), name
+        initial = block.get("input") or {}
+        if isinstance(initial, dict) and initial:
+            decision = self._decide(initial)
+            if decision.chosen != "tool:Skill":
+                return decision
+        return None
+
+    def _block_stop(self, data: dict[str, Any]) -> Decision | None:
+        if self._block is None or data.get("index") != self._block:
+            return None
+        try:
+            parsed = json.loads("".join(self._fragments) or "{}")
+        except ValueError:
+            parsed = {}
+        return self._decide(parsed if isinstance(parsed, dict) else {})
+
+    def _message_start(self, data: dict[str, Any]) -> Decision | None:
+        self.usage = Usage.from_dict(data.get("message", {}).get("usage"))
+        return None
+
+    def _message_delta(self, data: dict[str, Any]) -> Decision | None:
+        out = data.get("usage", {}).get("output_tokens")
+        if out is not None:
+            self.usage = replace(self.usage, output_tokens=int(out))
+        return None
+
+    def _message_stop(self, data: dict[str, Any]) -> Decision | None:
+        return Decision("text", self.usage)
+
+    def _error(self, data: dict[str, Any]) -> Decision | None:
+        err = data.get("error", {})
+        etype = str(err.get("type", "error"))
+        raise StreamError(
+            f"{etype}: {err.get('message', 'error event in stream')}",
+            retryable=etype in RETRYABLE_STREAM_ERRORS,
+            error_type=etype,
+        )
+
+    _HANDLERS: ClassVar[dict[str, Callable[[FirstChoice, dict[str, Any]], Decision | None]]] = {
+        "content_block_delta": _delta,
+        "content_block_start": _block_start,
+        "content_block_stop": _block_stop,
+        "message_start": _message_start,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+        "error": _error,
+    }
 
     def _decide(self, tool_input: dict[str, Any]) -> Decision:
         return Decision(choice_of(self._tool, tool_input), self.usage, tool_input)

@@ -11,7 +11,7 @@ import threading
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS
-from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.support.errors import AskError
@@ -53,9 +53,9 @@ class Asker:
         try:
             text, usage, requests = backend.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
-            self.guard.settle(reserved, Usage(), exc.requests, phase, model)
+            self.guard.settle(reserved, Calls(Usage(), exc.requests, phase, model))
             raise
-        self.guard.settle(reserved, usage, requests, phase, model)
+        self.guard.settle(reserved, Calls(usage, requests, phase, model))
         return text, usage
 
     def close(self) -> None:

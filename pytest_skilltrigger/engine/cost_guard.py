@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from pytest_skilltrigger.model.outcome import BUDGET_REACHED, Usage
+from pytest_skilltrigger.model.outcome import BUDGET_REACHED, RunOutcome, Usage
 from pytest_skilltrigger.model.prices import (
     FALLBACK_PRICE,
     Price,
@@ -22,6 +23,23 @@ from pytest_skilltrigger.model.prices import (
     rate_of,
     total_of,
 )
+
+
+@dataclass(frozen=True)
+class Calls:
+    """Requests to count: what they used, how many, under which phase, the model that
+    answered (None: the session's), and whether they were made in a message batch."""
+
+    usage: Usage
+    requests: int
+    phase: str
+    model: str | None = None
+    batch: bool = False
+
+    @classmethod
+    def of(cls, outcome: RunOutcome, phase: str) -> Calls:
+        """A run's requests."""
+        return cls(outcome.usage, outcome.requests, phase, outcome.model, outcome.batch)
 
 
 class CostGuard:
@@ -95,31 +113,22 @@ class CostGuard:
         with self._lock:
             self.spent_usd += usd
 
-    def settle(
-        self,
-        reserved: float,
-        outcome_usage: Usage,
-        calls: int,
-        phase: str,
-        model: str | None = None,
-        batch: bool = False,
-    ) -> None:
+    def settle(self, reserved: float, calls: Calls) -> None:
         """Replace a reservation by the actual cost of a call (or of a run's calls)."""
         with self._lock:
             self._reserved = max(0.0, self._reserved - reserved)
-        self.add(outcome_usage, calls, phase, model, batch)
+        self.add(calls)
 
-    def add(
-        self, usage: Usage, calls: int, phase: str, model: str | None = None, batch: bool = False
-    ) -> None:
-        """Count calls (made here, or by an xdist worker) under a phase and the budget; batch
-        calls at the batch rate."""
-        price = self.price(model)
+    def add(self, calls: Calls) -> None:
+        """Count calls (made here, or by an xdist worker) under their phase and the budget;
+        batch calls at the batch rate."""
+        price = self.price(calls.model)
+        usage, count = calls.usage, calls.requests
         with self._lock:
-            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE, calls) * rate_of(batch)
-            spend = self.by_phase.setdefault(phase, Spend())
-            cost = maybe_cost_usd(usage, price, batch, calls)
-            spend.add(calls, usage, cost, calls if batch else 0)
+            self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE, count) * rate_of(calls.batch)
+            spend = self.by_phase.setdefault(calls.phase, Spend())
+            cost = maybe_cost_usd(usage, price, calls.batch, count)
+            spend.add(count, usage, cost, count if calls.batch else 0)
 
     def total(self) -> Spend:
         with self._lock:

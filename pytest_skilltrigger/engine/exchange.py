@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_skilltrigger.engine.cost_guard import Calls
 from pytest_skilltrigger.engine.sampler import RunsAhead
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult
@@ -35,7 +36,7 @@ class SessionExchange:
         guard = self.session.guard
         for outcome in result.outcomes:
             if not (outcome.from_store or outcome.batch):  # a batch is counted where run
-                guard.add(outcome.usage, outcome.requests, phase, outcome.model)
+                guard.add(Calls.of(outcome, phase))
         if context_key and not result.skipped:
             self.session.record(context_key, result.query, result.outcomes)
 

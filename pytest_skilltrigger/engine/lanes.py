@@ -103,14 +103,7 @@ class Lanes:
             live = LiveRuns(backend, Concurrency(each), parts.guard, stop)
             batches = None
             if settings.batch and isinstance(backend, BatchingBackend):
-                batches = BatchRuns(
-                    backend.batches(),
-                    backend.estimate,
-                    timing,
-                    guard=parts.guard,
-                    stop=stop,
-                    model=backend.model,
-                )
+                batches = BatchRuns(backend, timing, guard=parts.guard, stop=stop)
             sampler = Sampler(backend, live, stop, store=parts.store, record=parts.record)
             lanes.append(Lane(model, backend, sampler, live, batches, stop))
         return cls(lanes)

@@ -59,9 +59,9 @@ class TriggerSession:
 
     ``backend`` may be passed in (tests, custom backends); otherwise one per model is made
     from the settings. When none can be made, :attr:`no_backend` says why and nothing runs.
-    ``write_store`` is false in a process that hands its runs to another (an xdist worker).
-    ``share`` is this process's part of a session several processes run: the budget and the
-    runs in flight are split. ``progress`` is told each poll of a message batch worth showing.
+    ``share`` is this process's part of a session several processes run (an xdist worker):
+    the budget and the runs in flight are split, and the runs are handed to the process that
+    stores them instead of being stored here. ``progress`` is told each poll of a message batch worth showing.
     ``prices`` is the table ``--trigger-prices`` gives, when the caller has read it already.
     """
 
@@ -70,7 +70,6 @@ class TriggerSession:
         settings: Settings | None = None,
         *,
         backend: TriggerBackend | None = None,
-        write_store: bool = True,
         share: ProcessShare | None = None,
         progress: Callable[[BatchProgress], None] | None = None,
         prices: dict[str, Price] | None = None,
@@ -80,14 +79,14 @@ class TriggerSession:
             settings = replace(settings, budget_usd=share.part_of_budget(settings.budget_usd))
         self.settings = settings
         self.plan = SamplingPlan(settings.rule)
-        self.writes_store = write_store
+        self.writes_store = share is None
         self.store = ResultStore(settings.active_store) if settings.active_store else None
         self.prices = prices if prices is not None else load_prices(settings.prices_path)
         #: why no backend could be made (then nothing runs and items skip), or None
         self.no_backend: str | None = None
         backends: list[tuple[str | None, TriggerBackend]] = []
         try:
-            captures = StoredCaptures(self.store, write_store) if self.store else None
+            captures = StoredCaptures(self.store, self.writes_store) if self.store else None
             backends = lane_backends(settings, backend, captures)
         except BackendUnavailable as exc:
             self.no_backend = str(exc)

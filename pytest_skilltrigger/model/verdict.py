@@ -40,7 +40,7 @@ overshoot the verdict that one run at a time would reach.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
@@ -185,14 +185,7 @@ class SequentialRule:
     @property
     def bounds(self) -> Bounds:
         """Each look's trigger counts that settle it (computed once per rule)."""
-        return _bounds(
-            self.threshold,
-            self.confidence,
-            self.margin,
-            self.min_runs,
-            self.max_runs,
-            self.calibrated,
-        )
+        return _bounds(self)
 
     def verdict(self, triggers: int, runs: int) -> Verdict:
         if runs < self.min_runs:
@@ -250,20 +243,22 @@ class Bounds:
     def settles(self, rate: float) -> tuple[float, float]:
         """The exact chance of each verdict (triggered, not triggered) for a true ``rate``,
         one run at a time (the same as in waves, which never overshoot a look)."""
-        _undecided, up, down = _through(([1.0], 0.0, 0.0), rate, self, range(1, len(self.up)))
+        _undecided, up, down = _through_looks(([1.0], 0.0, 0.0), rate, self, range(1, len(self.up)))
         return up, down
 
 
-Carried = tuple[list[float], float, float]
+# a sampling carried through some looks: the chance of each trigger count with no verdict
+# yet, then the chances of each verdict so far
+LookState = tuple[list[float], float, float]
 
 
-def _through(
-    state: Carried,
+def _through_looks(
+    state: LookState,
     rate: float,
     bounds: Bounds,
     looks: range,
     stop_above: tuple[float, float] = (2.0, 2.0),
-) -> Carried:
+) -> LookState:
     """A sampling carried through ``looks`` one run at a time: the chance of each trigger
     count with no verdict yet, and of each verdict so far. It stops early once either
     verdict's chance passes ``stop_above`` (it can only grow)."""
@@ -300,37 +295,32 @@ def _wald_decision(rule: SequentialRule, triggers: int, misses: int) -> Verdict:
 
 
 @lru_cache(maxsize=64)
-def _bounds(
-    threshold: float,
-    confidence: float,
-    margin: float,
-    min_runs: int,
-    max_runs: int,
-    calibrated: bool,
-) -> Bounds:
+def _bounds(rule: SequentialRule) -> Bounds:
     """Wald's bounds at each look, then (``calibrated``) moved toward the middle from the
     first look on while the exact error rates at ``threshold ± margin`` stay within
     ``1 - confidence``; a verdict never goes against the rate its own runs show."""
-    wald = SequentialRule(threshold, confidence, margin, min_runs, max_runs, calibrated=False)
+    threshold, confidence, margin = rule.threshold, rule.confidence, rule.margin
+    min_runs, max_runs = rule.min_runs, rule.max_runs
+    wald = replace(rule, calibrated=False)
     up, down = [0] * (max_runs + 1), [0] * (max_runs + 1)
     for n in range(max_runs + 1):
         said = [_wald_decision(wald, t, n - t) for t in range(n + 1)]
         up[n] = next((t for t in range(n + 1) if said[t] == "triggered"), n + 1)
         down[n] = max((t for t in range(n + 1) if said[t] == "not_triggered"), default=-1)
-    if not calibrated:
+    if not rule.calibrated:
         return Bounds(tuple(up), tuple(down), min_runs)
     alpha = 1 - confidence
     low, high = threshold - margin, threshold + margin
     # the sampling at each rate carried through the looks already final (earlier ones)
-    carried: dict[float, Carried] = {low: ([1.0], 0.0, 0.0), high: ([1.0], 0.0, 0.0)}
+    carried: dict[float, LookState] = {low: ([1.0], 0.0, 0.0), high: ([1.0], 0.0, 0.0)}
 
     def within(n: int) -> bool:
         """Whether the error rates stay within alpha, looks n and after as they are now."""
         test, rest = Bounds(tuple(up), tuple(down), min_runs), range(n, max_runs + 1)
-        wrong_up = _through(carried[low], low, test, rest, (alpha, 2.0))[1]
+        wrong_up = _through_looks(carried[low], low, test, rest, (alpha, 2.0))[1]
         return (
             wrong_up <= alpha
-            and _through(carried[high], high, test, rest, (2.0, alpha))[2] <= alpha
+            and _through_looks(carried[high], high, test, rest, (2.0, alpha))[2] <= alpha
         )
 
     def moved(side: list[int], n: int, step: int) -> bool:
@@ -347,7 +337,9 @@ def _bounds(
             if not ((nearer_up and moved(up, n, -1)) | (nearer_down and moved(down, n, 1))):
                 break
         final = Bounds(tuple(up), tuple(down), min_runs)
-        carried = {rate: _through(carried[rate], rate, final, range(n, n + 1)) for rate in carried}
+        carried = {
+            rate: _through_looks(carried[rate], rate, final, range(n, n + 1)) for rate in carried
+        }
     return Bounds(tuple(up), tuple(down), min_runs)
 
 
@@ -358,8 +350,6 @@ def with_runs(rule: Rule, runs: int | None, threshold: float | None = None) -> R
     """``rule`` as a caller that names its runs or threshold asks for it (the ``skill_trigger``
     fixture): naming the runs asks for that many, the reference rule's fixed count with early
     stopping; naming only the threshold keeps the rule. Unchanged for None."""
-    from dataclasses import replace
-
     threshold = rule.threshold if threshold is None else threshold
     if runs is not None:
         return FixedRule(runs, threshold, True, rule.confidence)
@@ -373,7 +363,7 @@ def rule_from_dict(data: dict[str, Any]) -> Rule:
 
 
 @dataclass(frozen=True)
-class Operating:
+class OperatingCharacteristic:
     """How a rule behaves on a query whose true trigger rate is known: the chance of each
     verdict and the runs it makes on average (sampled one wave at a time)."""
 
@@ -383,7 +373,7 @@ class Operating:
     runs: float
 
 
-def operating(rule: Rule, rate: float) -> Operating:
+def operating(rule: Rule, rate: float) -> OperatingCharacteristic:
     """The exact chance of each verdict of ``rule`` on a query that triggers with probability
     ``rate`` per run, and the expected number of runs: every path of runs is followed, wave by
     wave as the sampler makes them, with its probability (no simulation noise)."""
@@ -403,4 +393,4 @@ def operating(rule: Rule, rate: float) -> Operating:
                 key = (k + j, m + wave - j)
                 after[key] = after.get(key, 0.0) + mass * weight
         states = after
-    return Operating(out["triggered"], out["not_triggered"], out["undecided"], runs)
+    return OperatingCharacteristic(out["triggered"], out["not_triggered"], out["undecided"], runs)

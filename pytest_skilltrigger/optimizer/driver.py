@@ -23,7 +23,7 @@ from pytest_skilltrigger.optimizer.folder import (
     folder_of,
     with_sibling_description,
 )
-from pytest_skilltrigger.optimizer.loop import optimize
+from pytest_skilltrigger.optimizer.loop import RoundsStart, optimize
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
 from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import Target
@@ -106,22 +106,14 @@ class OptimizationDriver:
             folder = folder_of(
                 target, targets, routing_sets, self.options.holdout, self.options.seed
             )
-            run = optimize(
-                target,
-                self.session,
-                proposer,
-                holdout=self.options.holdout,
-                max_iterations=self.options.max_iterations,
-                seed=self.options.seed,
+            start = RoundsStart(
                 # the items measured the listing as it was: a relisted skill starts afresh
                 initial={} if target is not original else initial.get(target.skill.skill_md, {}),
-                on_iteration=self._on_iteration,
                 folder=folder,
-                candidates=self.options.candidates_per_round,
-                race_runs=self.options.race_runs,
-                accept_on=self.options.accept_on,
                 competition=competition_of(target, folder),
+                on_iteration=self._on_iteration,
             )
+            run = optimize(target, self.session, proposer, self.options, start)
             run.relisted = tuple(relisted)
             self.runs[target.skill.path] = run
             self._publish()

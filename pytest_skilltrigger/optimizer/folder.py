@@ -67,28 +67,53 @@ def folder_of(
     """The cross entries of ``target``'s folder: each sibling's should-trigger queries (on the
     side of that sibling's own split) and the folder's routing entries (split the same way),
     leaving out queries of the skill's own eval set."""
-    where = os.path.dirname(target.skill.path)
     # the same query as the loaders see it: surrounding blanks do not make another one
-    own = {e.query.strip() for e in target.eval_set.entries}
-    seen: set[str] = set()
-    train: list[CrossEntry] = []
-    test: list[CrossEntry] = []
+    seen = {e.query.strip() for e in target.eval_set.entries}
+    sides: tuple[list[CrossEntry], list[CrossEntry]] = ([], [])
+    parts = [
+        *_sibling_parts(target, targets, holdout, seed),
+        *_routing_parts(target, routing_sets, holdout, seed),
+    ]
+    for owner, split in parts:
+        for side, entries in zip(sides, split, strict=True):
+            for e in entries:
+                if e.query.strip() in seen:
+                    continue
+                seen.add(e.query.strip())
+                index = CROSS_INDEX + len(sides[0]) + len(sides[1])
+                entry = EvalEntry(index, e.query, e.should_trigger, {"owner": owner})
+                side.append(CrossEntry(entry, owner))
+    return Folder(tuple(sides[0]), tuple(sides[1]))
 
-    def add(side: list[CrossEntry], query: str, should: bool, owner: str) -> None:
-        if query.strip() in own or query.strip() in seen:
-            return
-        seen.add(query.strip())
-        index = CROSS_INDEX + len(train) + len(test)
-        side.append(CrossEntry(EvalEntry(index, query, should, {"owner": owner}), owner))
 
+Split = tuple[list[EvalEntry], list[EvalEntry]]  # train, test
+
+
+def _sibling_parts(
+    target: Target, targets: Sequence[Target], holdout: float, seed: int
+) -> list[tuple[str, Split]]:
+    """Each sibling's should-trigger queries, which ``target`` should not take, on the side
+    of the sibling's own split."""
+    where = os.path.dirname(target.skill.path)
+    parts = []
     for sibling in targets:
         if sibling.skill.path == target.skill.path or os.path.dirname(sibling.skill.path) != where:
             continue
         s_train, s_test = split_entries(sibling.eval_set.entries, holdout, seed)
-        for part, side in ((s_train, train), (s_test, test)):
-            for e in part:
-                if e.should_trigger:
-                    add(side, e.query, False, sibling.name)
+        taken = [
+            [replace(e, should_trigger=False) for e in part if e.should_trigger]
+            for part in (s_train, s_test)
+        ]
+        parts.append((sibling.name, (taken[0], taken[1])))
+    return parts
+
+
+def _routing_parts(
+    target: Target, routing_sets: Sequence[RoutingSet], holdout: float, seed: int
+) -> list[tuple[str, Split]]:
+    """The folder's routing entries, as ``target`` should (or should not) take them."""
+    where = os.path.dirname(target.skill.path)
+    parts = []
     for routing in routing_sets:
         if routing.folder != where or target.name not in routing.skills:
             continue
@@ -96,10 +121,8 @@ def folder_of(
             EvalEntry(e.index, e.query, e.expected_skill == target.name) for e in routing.entries
         ]
         r_train, r_test = split_entries(as_entries, holdout, seed)
-        for part, side in ((r_train, train), (r_test, test)):
-            for e in part:
-                add(side, e.query, e.should_trigger, ROUTING)
-    return Folder(tuple(train), tuple(test))
+        parts.append((ROUTING, (list(r_train), list(r_test))))
+    return parts
 
 
 def competition_of(target: Target, folder: Folder) -> Competition:

@@ -26,12 +26,20 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
+from pytest_skilltrigger.model.settings import OptimizerSettings
 from pytest_skilltrigger.optimizer.folder import Folder, taken_lines
-from pytest_skilltrigger.optimizer.proposer import Attempt, Competition, Proposal, build_prompt
+from pytest_skilltrigger.optimizer.proposer import (
+    Attempt,
+    Competition,
+    PromptInputs,
+    Proposal,
+    build_prompt,
+)
 from pytest_skilltrigger.optimizer.racing import Race, Racer
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Candidate, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import paired_gain
@@ -47,46 +55,49 @@ class Proposer(Protocol):
 OnIteration = Callable[[Optimization, Iteration], None]
 
 
+@dataclass(frozen=True)
+class RoundsStart:
+    """What one skill's rounds start from, beyond the options.
+
+    ``initial`` maps entry index to results already measured for the starting description
+    (the items' results): iteration 1 only samples what is missing. ``folder`` holds the
+    siblings' queries each description is also measured on; ``competition`` what the
+    proposer is told the skill competes with; ``on_iteration`` is told each iteration done.
+    """
+
+    initial: Mapping[int, QueryResult] = field(default_factory=dict)
+    folder: Folder | None = None
+    competition: Competition | None = None
+    on_iteration: OnIteration | None = None
+
+
 def optimize(
     target: Target,
     session: TriggerSession,
     proposer: Proposer,
-    *,
-    holdout: float = 0.4,
-    max_iterations: int = 5,
-    seed: int = 42,
-    initial: Mapping[int, QueryResult] | None = None,
-    on_iteration: OnIteration | None = None,
-    folder: Folder | None = None,
-    candidates: int = 3,
-    race_runs: int = 60,
-    competition: Competition | None = None,
-    accept_on: str = "all",
+    options: OptimizerSettings | None = None,
+    start: RoundsStart | None = None,
 ) -> Optimization:
-    """Run the improvement rounds for one skill.
-
-    ``initial`` maps entry index to results already measured for the starting description
-    (the items' results): iteration 1 only samples what is missing. A KeyboardInterrupt stops
-    the loop, marks the run interrupted and returns what was finished. ``folder`` holds the
-    siblings' queries each description is also measured on; ``competition`` what the
-    proposer is told the skill competes with.
-    """
-    train, test = split_entries(target.eval_set.entries, holdout, seed)
+    """Run the improvement rounds for one skill. A KeyboardInterrupt stops the loop, marks
+    the run interrupted and returns what was finished."""
+    options = options or OptimizerSettings()
+    start = start or RoundsStart()
+    train, test = split_entries(target.eval_set.entries, options.holdout, options.seed)
     run = Optimization(
         target,
-        holdout,
+        options.holdout,
         train,
         test,
-        folder=folder or Folder(),
+        folder=start.folder or Folder(),
         confidence=session.plan.rule.confidence,
-        accept_on=accept_on,
+        accept_on=options.accept_on,
     )
-    racer = Racer(session, target, race_runs)
-    rounds = _Rounds(run, racer, proposer, on_iteration, candidates, competition)
+    racer = Racer(session, target, options.race_runs)
+    rounds = _Rounds(run, racer, proposer, options, start)
     # iteration 1 reuses the items' results, but samples again what errored or was skipped
-    measured = {i: r for i, r in (initial or {}).items() if r.passed is not None}
+    measured = {i: r for i, r in start.initial.items() if r.passed is not None}
     try:
-        rounds.iterate(max_iterations, measured)
+        rounds.iterate(options.max_iterations, measured)
         if run.beats_start and not session.exhausted:
             try:
                 run.acceptance = accept_race(racer, run)
@@ -173,16 +184,15 @@ class _Rounds:
         run: Optimization,
         racer: Racer,
         proposer: Proposer,
-        on_iteration: OnIteration | None,
-        candidates: int,
-        competition: Competition | None,
+        options: OptimizerSettings,
+        start: RoundsStart,
     ) -> None:
         self.run = run
         self.racer = racer
         self.proposer = proposer
-        self.on_iteration = on_iteration
-        self.candidates = max(1, candidates)
-        self.competition = competition
+        self.on_iteration = start.on_iteration
+        self.candidates = max(1, options.candidates_per_round)
+        self.competition = start.competition
         folder = run.folder
         self.cross_train = [c.entry for c in folder.train]
         self.cross_test = [c.entry for c in folder.test]
@@ -300,13 +310,15 @@ class _Rounds:
         attempts = [Attempt(it.description, tuple(it.train)) for it in run.evaluated()]
         side, own = self.train_side(best), len(run.train_entries)
         return build_prompt(
-            target.name,
-            target.skill.raw.decode("utf-8", "replace"),
-            best.description,
-            side[:own],
-            attempts,
-            when_to_use=target.skill.when_to_use,
-            folder_lines=taken_lines(target.name, run.folder.train, side[own:]),
-            count=self.candidates,
-            competition=self.competition,
+            PromptInputs(
+                target.name,
+                target.skill.raw.decode("utf-8", "replace"),
+                best.description,
+                side[:own],
+                attempts,
+                when_to_use=target.skill.when_to_use,
+                folder_lines=tuple(taken_lines(target.name, run.folder.train, side[own:])),
+                count=self.candidates,
+                competition=self.competition,
+            )
         )

@@ -84,47 +84,54 @@ def _result_line(result: QueryResult) -> str:
     )
 
 
-def build_prompt(
-    skill_name: str,
-    skill_md: str,
-    current: str,
-    train_results: Sequence[QueryResult],
-    attempts: Sequence[Attempt],
-    when_to_use: str | None = None,
-    folder_lines: Sequence[str] = (),
-    *,
-    count: int = 1,
-    competition: Competition | None = None,
-) -> str:
+@dataclass(frozen=True)
+class PromptInputs:
+    """What the proposer is told: the skill, its current description, how it did on train
+    (and in earlier attempts), the folder's requests it gets wrong, what it competes with,
+    and how many descriptions to propose."""
+
+    skill_name: str
+    skill_md: str
+    current: str
+    train_results: Sequence[QueryResult]
+    attempts: Sequence[Attempt] = ()
+    when_to_use: str | None = None
+    folder_lines: Sequence[str] = ()
+    count: int = 1
+    competition: Competition | None = None
+
+
+def build_prompt(inputs: PromptInputs) -> str:
     """The proposer prompt. Only train data goes in; see the module docstring."""
+    skill_name, current = inputs.skill_name, inputs.current
     parts = [
         f"You are improving the description of an Agent Skill called {skill_name!r}.",
         "An assistant sees only each skill's name and description when it decides whether to "
         "load the skill for a user's request, so the description alone decides when the "
         "skill is used.",
-        f"The full SKILL.md of the skill:\n<skill_md>\n{skill_md}\n</skill_md>",
+        f"The full SKILL.md of the skill:\n<skill_md>\n{inputs.skill_md}\n</skill_md>",
         f"<current_description>\n{current}\n</current_description>",
-        *_failure_parts(skill_name, train_results),
+        *_failure_parts(skill_name, inputs.train_results),
     ]
-    if folder_lines:
+    if inputs.folder_lines:
         parts.append(
             "The assistant chooses among all the skills of this skill's folder. Requests of "
             "the other skills there that the current description gets wrong (taking a "
             "sibling's request is as bad as missing one of its own):\n"
-            + "\n".join(f"- {line}" for line in folder_lines)
+            + "\n".join(f"- {line}" for line in inputs.folder_lines)
         )
-    if competition is not None:
-        parts += _competition_parts(competition)
-    if attempts:
+    if inputs.competition is not None:
+        parts += _competition_parts(inputs.competition)
+    if inputs.attempts:
         blocks = []
-        for n, attempt in enumerate(attempts, 1):
+        for n, attempt in enumerate(inputs.attempts, 1):
             results = "\n".join(_result_line(r) for r in attempt.train_results)
             blocks.append(
                 f"Attempt {n} (train score {attempt.train_score}):\n"
                 f"<description>\n{attempt.description}\n</description>\n{results}"
             )
         parts.append("Earlier attempts and how they did:\n\n" + "\n\n".join(blocks))
-    parts.append(_rules(count, when_to_use))
+    parts.append(_rules(inputs.count, inputs.when_to_use))
     return "\n\n".join(parts)
 
 

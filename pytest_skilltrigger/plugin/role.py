@@ -38,9 +38,6 @@ class Role:
     here, at configure time, before anything is written or called.
     """
 
-    #: whether this process stores the runs it makes (xdist workers hand theirs over)
-    writes_store = True
-
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         if options.any_given(config):  # a bad option is an error even with no skill in play
@@ -126,7 +123,6 @@ class Role:
         settings = self.settings  # read first: it reads the price file
         return TriggerSession(
             settings,
-            write_store=self.writes_store,
             share=self.share,
             progress=self.batch_progress,
             prices=self.prices,

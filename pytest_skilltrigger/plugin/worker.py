@@ -21,8 +21,6 @@ class DistWorker(ItemRunner):
     stores what the reports carry); starts the runs of the items queued behind the current
     one, and keeps only its share of the session's runs in flight and of its budget."""
 
-    writes_store = False
-
     @cached_property
     def workerinput(self) -> dict[str, Any]:
         """What xdist and the controller told this worker."""

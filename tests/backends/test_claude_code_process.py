@@ -10,7 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from pytest_skilltrigger.backends.claude_code.process import run_until_decided
+from pytest_skilltrigger.backends.claude_code.process import CliCall, run_until_decided
 
 SKILL_CALL = [
     {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"},
@@ -34,14 +34,8 @@ def fake_cli(tmp_path: Path, body: str) -> list[str]:
 
 def run(tmp_path: Path, body: str, timeout: float = 10.0):
     started = []
-    finished = run_until_decided(
-        fake_cli(tmp_path, body),
-        tmp_path,
-        dict(os.environ),
-        "merge these PDFs",
-        timeout,
-        started.append,
-    )
+    call = CliCall(fake_cli(tmp_path, body), tmp_path, dict(os.environ), timeout)
+    finished = run_until_decided(call, "merge these PDFs", started.append)
     assert len(started) == 1  # the backend could kill it from the start
     return finished
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard
 from pytest_skilltrigger.engine.exchange import SessionExchange
 from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
 from pytest_skilltrigger.engine.sampler import RunsAhead
@@ -95,8 +95,8 @@ def test_batched_runs_cross_as_json_unchanged() -> None:
 def test_a_batch_call_costs_half_and_is_counted_as_one() -> None:
     guard = CostGuard("claude-sonnet-5")
     usage = Usage(1000, 200, 300, 4000)
-    guard.add(usage, 1, "items")
-    guard.add(usage, 1, "items", batch=True)
+    guard.add(Calls(usage, 1, "items"))
+    guard.add(Calls(usage, 1, "items", batch=True))
     spend = guard.by_phase["items"]
     full = cost_usd(usage, price_of("claude-sonnet-5"))
     assert (spend.calls, spend.batch_calls) == (2, 1)
@@ -224,7 +224,8 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
     """Past the session's batch deadline no round can be measured, so the improvement
     rounds ask the proposer nothing more (each proposal is a paid request) and measure no
     winner again: they stop, saying why."""
-    from pytest_skilltrigger.optimizer.loop import optimize
+    from pytest_skilltrigger.model.settings import OptimizerSettings
+    from pytest_skilltrigger.optimizer.loop import RoundsStart, optimize
 
     entries = [
         entry("tidy csv one", True),
@@ -251,7 +252,8 @@ def test_rounds_stop_asking_once_the_batch_deadline_has_passed(
         initial = {e.index: session.submit(context, e).result() for e in target.eval_set.entries}
         assert initial[1].passed is False  # a train or test query to improve on
         time.sleep(timeout + 0.5)
-        run = optimize(target, session, Proposer(), holdout=0.5, max_iterations=3, initial=initial)
+        options = OptimizerSettings(holdout=0.5, max_iterations=3)
+        run = optimize(target, session, Proposer(), options, RoundsStart(initial=initial))
         halted = session.exhausted
     finally:
         session.close()

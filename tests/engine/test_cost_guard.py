@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import cost_usd
 
@@ -16,11 +16,11 @@ def test_spending_counted_from_elsewhere_counts_against_the_budget_by_phase() ->
     price = {"input": 3.0, "output": 15.0}
     guard = CostGuard("m", {"m": price}, budget_usd=1.0)
     usage = Usage(input_tokens=100_000, output_tokens=0)  # $0.30 over ten calls
-    guard.add(usage, 10, "items")
+    guard.add(Calls(usage, 10, "items"))
     assert not guard.reserve(0.75) and guard.reserve(0.65)
     assert guard.by_phase["items"].calls == 10 and guard.by_phase["items"].usage == usage
     assert guard.total().cost_usd == pytest.approx(cost_usd(usage, price))
-    guard.add(Usage(10, 1), 1, "improve", model="not-a-listed-model")
+    guard.add(Calls(Usage(10, 1), 1, "improve", model="not-a-listed-model"))
     assert guard.by_phase["improve"].cost_usd is None and guard.total().cost_usd is None
 
 
@@ -63,9 +63,9 @@ def test_settling_replaces_the_reservation_by_the_cost() -> None:
     guard = CostGuard("m", {"m": PRICE}, budget_usd=3.0)
     held = guard.reserve_runs(lambda: MILLION_IN)  # $2 held
     assert held == 2.0 and not guard.reserve(1.5)
-    guard.settle(held, Usage(input_tokens=500_000), 1, "items")  # cost $1
+    guard.settle(held, Calls(Usage(input_tokens=500_000), 1, "items"))  # cost $1
     assert guard.spent_usd == pytest.approx(1.0) and guard.reserve(1.9)
-    guard.settle(5.0, Usage(), 0, "items")  # a larger release never makes room below zero
+    guard.settle(5.0, Calls(Usage(), 0, "items"))  # a larger release never makes room below zero
     assert guard.reserve(2.0) and not guard.reserve(0.01)
     spend = guard.by_phase["items"]
     assert spend.calls == 1 and spend.cost_usd == pytest.approx(1.0)
@@ -73,8 +73,8 @@ def test_settling_replaces_the_reservation_by_the_cost() -> None:
 
 def test_batch_calls_cost_half_and_are_counted_apart() -> None:
     guard = CostGuard("m", {"m": PRICE}, budget_usd=10.0)
-    guard.settle(0.0, MILLION_IN, 4, "items", batch=True)
-    guard.add(MILLION_IN, 2, "rounds")
+    guard.settle(0.0, Calls(MILLION_IN, 4, "items", batch=True))
+    guard.add(Calls(MILLION_IN, 2, "rounds"))
     items, rounds = guard.by_phase["items"], guard.by_phase["rounds"]
     assert (items.calls, items.batch_calls, items.cost_usd) == (4, 4, 1.0)
     assert (rounds.calls, rounds.batch_calls, rounds.cost_usd) == (2, 0, 2.0)

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_skilltrigger.engine.session import TriggerSession
-from pytest_skilltrigger.model.settings import Settings
-from pytest_skilltrigger.optimizer.loop import optimize
+from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+from pytest_skilltrigger.optimizer.loop import RoundsStart, optimize
 from pytest_skilltrigger.optimizer.proposer import Proposal
 from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import load_targets
@@ -46,16 +46,10 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
 
     session = TriggerSession(Settings(cache_mode="off"))
     try:
-        run = optimize(
-            target,
-            session,
-            Proposer(),
-            holdout=0.5,
-            max_iterations=3,
-            candidates=1,
-            race_runs=24,
-            on_iteration=on_iteration,
+        options = OptimizerSettings(
+            holdout=0.5, max_iterations=3, candidates_per_round=1, race_runs=24
         )
+        run = optimize(target, session, Proposer(), options, RoundsStart(on_iteration=on_iteration))
     finally:
         session.close()
     start, second, third = run.iterations

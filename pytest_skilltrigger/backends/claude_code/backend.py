@@ -27,6 +27,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.process import (
     KILL_GRACE,
+    CliCall,
     Finished,
     kill_group,
     run_until_decided,
@@ -244,14 +245,8 @@ class ClaudeCodeBackend:
                     kill_group(proc)
                 self._live[str(run_dir)] = proc
 
-        finished = run_until_decided(
-            self._command(),
-            run_dir / "project",
-            self._env(run_dir),
-            query,
-            self.timeout,
-            started,
-        )
+        call = CliCall(self._command(), run_dir / "project", self._env(run_dir), self.timeout)
+        finished = run_until_decided(call, query, started)
         verdict = finished.verdict
         if verdict.skills is not None:
             with self._lock:
@@ -311,14 +306,9 @@ class ClaudeCodeBackend:
                 del env[name]
             env["ANTHROPIC_API_KEY"] = "capture"
             try:
-                return record_cli_request(
-                    self._command(),  # exactly as a trigger run starts it
-                    run_dir / "project",
-                    env,
-                    max(self.timeout, 60.0),
-                    self.cli_version,
-                    self._root,
-                )
+                # exactly as a trigger run starts it
+                call = CliCall(self._command(), run_dir / "project", env, max(self.timeout, 60.0))
+                return record_cli_request(call, self.cli_version, self._root)
             finally:
                 empty_workspace(run_dir)
 

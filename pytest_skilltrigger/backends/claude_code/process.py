@@ -20,6 +20,17 @@ STDERR_LINES = 20
 
 
 @dataclass(frozen=True)
+class CliCall:
+    """One start of the CLI: its arguments, its folder, its environment, and the longest it
+    may take."""
+
+    command: list[str]
+    cwd: Path
+    env: dict[str, str]
+    timeout: float
+
+
+@dataclass(frozen=True)
 class Finished:
     """How one CLI run ended: what its output said, its exit code, whether the watchdog
     killed it, and the last lines of its stderr (for an error's message)."""
@@ -31,21 +42,16 @@ class Finished:
 
 
 def run_until_decided(
-    command: list[str],
-    cwd: Path,
-    env: dict[str, str],
-    query: str,
-    timeout: float,
-    started: Callable[[subprocess.Popen[str]], None],
+    call: CliCall, query: str, started: Callable[[subprocess.Popen[str]], None]
 ) -> Finished:
     """Start the CLI in its own process group, give it ``query`` on stdin (an argument
     starting with "-" would read as an option), read its output until the first decision,
     then kill the group at once. ``started`` is told the process as soon as it exists (the
     backend's close() must be able to kill it); a watchdog kills it after ``timeout``."""
     proc = subprocess.Popen(
-        command,
-        cwd=cwd,
-        env=env,
+        call.command,
+        cwd=call.cwd,
+        env=call.env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -68,7 +74,7 @@ def run_until_decided(
         timed_out.set()
         kill_group(proc)
 
-    watchdog = threading.Timer(timeout, on_timeout)
+    watchdog = threading.Timer(call.timeout, on_timeout)
     watchdog.daemon = True
     watchdog.start()
     try:

@@ -18,8 +18,14 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from pytest_skilltrigger.backends.base import BatchAnswer, BatchClient, BatchError, BatchRequest
-from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.backends.base import (
+    BatchAnswer,
+    BatchClient,
+    BatchError,
+    BatchingBackend,
+    BatchRequest,
+)
+from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
 from pytest_skilltrigger.engine.run_sources import RunJob, Stop
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -104,21 +110,14 @@ class BatchRuns:
     """One lane's runs as message batches (see the module)."""
 
     def __init__(
-        self,
-        client: BatchClient,
-        estimate: Callable[[TriggerContext, str], Usage],
-        timing: BatchTiming,
-        *,
-        guard: CostGuard | None,
-        stop: Stop,
-        model: str | None = None,
+        self, backend: BatchingBackend, timing: BatchTiming, *, guard: CostGuard | None, stop: Stop
     ) -> None:
-        self.client = client
-        self.estimate = estimate
+        self.client: BatchClient = backend.batches()
+        self.estimate: Callable[[TriggerContext, str], Usage] = backend.estimate
+        self.model: str | None = backend.model  # whose prices the budget reserves at
         self.timing = timing
         self.guard = guard
         self.stop = stop
-        self.model = model  # whose prices the budget reserves at
         #: told every poll worth showing
         self.progress: Callable[[BatchProgress], None] | None = None
         #: told the runs of each wave worth storing, as soon as they are read
@@ -331,14 +330,8 @@ class BatchRuns:
         state, reserved = owner
         outcome = answer.outcome
         if self.guard is not None:
-            self.guard.settle(
-                reserved,
-                outcome.usage,
-                outcome.requests,
-                state.job.plan.phase,
-                outcome.model,
-                batch=True,
-            )
+            calls = Calls(outcome.usage, outcome.requests, state.job.plan.phase, outcome.model)
+            self.guard.settle(reserved, replace(calls, batch=True))
         if outcome.fatal:
             self.stop.set(outcome.error or "fatal batch error")
         if answer.capped:
@@ -363,7 +356,7 @@ class BatchRuns:
         failed: set[int] = set()
         for state, reserved in owners.values():
             if self.guard is not None:
-                self.guard.settle(reserved, Usage(), 0, state.job.plan.phase)
+                self.guard.settle(reserved, Calls(Usage(), 0, state.job.plan.phase))
             if id(state) in failed:
                 state.job.drop()
                 continue

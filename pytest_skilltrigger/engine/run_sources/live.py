@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.concurrency import Concurrency
-from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
 from pytest_skilltrigger.engine.run_sources import RunJob, Stop
 from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.outcome import RunOutcome
@@ -49,9 +49,7 @@ class LiveRuns:
             except Exception as exc:  # a backend bug must not hang the item
                 outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
         if self.guard is not None:
-            self.guard.settle(
-                reserved, outcome.usage, outcome.requests, job.plan.phase, outcome.model
-            )
+            self.guard.settle(reserved, Calls.of(outcome, job.plan.phase))
         if outcome.fatal:
             self.stop.set(outcome.error or "fatal backend error")
         job.take(outcome)
