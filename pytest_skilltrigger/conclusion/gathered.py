@@ -12,13 +12,12 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import Any
 
-from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.model.outcome import QueryResult, routing_verdict
 from pytest_skilltrigger.reports.json_report import compact
 from pytest_skilltrigger.reports.routing_table import (
     RoutingItemResult,
     RoutingTable,
     routing_tables,
-    routing_verdict,
 )
 from pytest_skilltrigger.reports.summary import SessionResults
 from pytest_skilltrigger.skills.catalog import Target

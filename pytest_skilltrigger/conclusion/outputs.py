@@ -11,11 +11,12 @@ GitHub expects.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilltrigger.reports.json_report import write_report
+from pytest_skilltrigger.reports.json_report import dumps
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
 from pytest_skilltrigger.support.errors import InputError
@@ -57,11 +58,20 @@ class Outputs:
 
     def write_json(self, data: dict[str, Any]) -> None:
         if self.json_path:
-            write_report(self.json_path, data)
+            write_json(self.json_path, data)
 
     def write_page(self, page: str) -> None:
         if self.report_path:
             atomic_write_text(self.report_path, page)
+
+    def write_results_folder(self, page: str, data: dict[str, Any]) -> None:
+        """With ``--trigger-results-dir``, a new time-stamped folder holding the page and
+        the JSON."""
+        if not self.results_dir:
+            return
+        folder = stamped_folder(self.results_dir)
+        atomic_write_text(os.path.join(folder, "report.html"), page)
+        write_json(os.path.join(folder, "results.json"), data)
 
     def append_step_summary(self, markdown: str) -> None:
         """Append to GitHub's job summary (its folder is made if missing)."""
@@ -70,3 +80,23 @@ class Outputs:
         os.makedirs(os.path.dirname(os.path.abspath(self.step_summary)), exist_ok=True)
         with open(self.step_summary, "a", encoding="utf-8") as handle:
             handle.write(markdown)
+
+
+def write_json(path: str, report: dict[str, Any]) -> None:
+    """Write a JSON report atomically, as people read it (see ``json_report.dumps``)."""
+    atomic_write_text(path, dumps(report) + "\n")
+
+
+def stamped_folder(results_dir: str) -> str:
+    """A new time-stamped folder inside ``results_dir`` (two runs in the same second get
+    their own: ``20261202-101500``, ``20261202-101500-1``)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    os.makedirs(results_dir, exist_ok=True)
+    for n in range(1000):
+        candidate = os.path.join(results_dir, stamp + (f"-{n}" if n else ""))
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        return candidate
+    raise FileExistsError(f"{results_dir}: no free folder name for {stamp}")

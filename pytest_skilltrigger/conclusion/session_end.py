@@ -8,20 +8,25 @@ and the baseline. The result is a typed :class:`Conclusion`, which the pytest la
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.conclusion.gathered import Gathered
 from pytest_skilltrigger.conclusion.outputs import Outputs
 from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
-from pytest_skilltrigger.reports.baseline import Comparison, compare, load_baseline
-from pytest_skilltrigger.reports.gates import gate_failures
+from pytest_skilltrigger.reports.analysis import (
+    Baseline,
+    Comparison,
+    compare,
+    gate_failures,
+    load_baseline,
+    verdicts_of,
+)
 from pytest_skilltrigger.reports.json_report import report_json
-from pytest_skilltrigger.reports.session_report import SessionReport, build_report
-from pytest_skilltrigger.reports.terminal import TerminalLine
+from pytest_skilltrigger.reports.session_report import ReportContext, SessionReport, build_report
+from pytest_skilltrigger.reports.terminal import TerminalLine, comparison_lines
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.errors import InputError
@@ -52,31 +57,20 @@ class Conclusion:
             lines.append(TerminalLine("skill trigger summary", separator=True))
             lines += [TerminalLine(line) for line in summary_lines(self.report)]
         if self.comparison is not None:
-            lines += _comparison_lines(self.comparison)
+            lines += comparison_lines(self.comparison)
         lines += [TerminalLine(f"GATE FAILED {line}", "red") for line in self.gate_failures]
         return lines
 
 
-def _comparison_lines(comparison: Comparison) -> list[TerminalLine]:
-    """Each query whose settled verdict changed, each change within the noise, then each
-    skill's verdict against the baseline (a paired test on its changed queries)."""
-    lines = []
-    for label, changes in (
-        ("REGRESSED", comparison.regressions),
-        ("improved", comparison.improvements),
-    ):
-        lines += [
-            TerminalLine(f"{label} {c.skill}: {c.query!r} ({c.before} -> {c.after})")
-            for c in changes
-        ]
-    noise = ": not settled both times, so not a regression"
-    lines += [
-        TerminalLine(f"noise {c.skill}: {c.query!r} ({c.before} -> {c.after}){noise}")
-        for c in comparison.noise
-    ]
-    changed = [s for s in comparison.skills if s.regressed or s.improved]
-    lines += [TerminalLine(s.line(comparison.confidence)) for s in changed]
-    return lines
+@dataclass(frozen=True)
+class EndOptions:
+    """How a session ends: with improvement rounds or not, its gates, the files it writes,
+    and where pytest started (folders are shown relative to it)."""
+
+    optimizer: OptimizerSettings | None = None
+    gates: Gates = field(default_factory=Gates)
+    outputs: Outputs = field(default_factory=Outputs)
+    base: str | None = None
 
 
 class SessionEnd:
@@ -87,20 +81,17 @@ class SessionEnd:
         targets: Sequence[Target],
         routing_sets: Sequence[RoutingSet],
         settings: Settings,
-        *,
-        optimizer: OptimizerSettings | None = None,
-        gates: Gates | None = None,
-        outputs: Outputs | None = None,
-        base: str | None = None,
+        options: EndOptions | None = None,
     ) -> None:
+        options = options or EndOptions()
         self.targets = list(targets)
         self.routing_sets = list(routing_sets)
         self.settings = settings
-        self.optimizer = optimizer
-        self.gates = gates or Gates()
-        self.outputs = outputs or Outputs()
-        self.base = base  # where pytest started: folders are shown relative to it
-        self.baseline: dict[str, Any] | None = None
+        self.optimizer = options.optimizer
+        self.gates = options.gates
+        self.outputs = options.outputs
+        self.base = options.base
+        self.baseline: Baseline | None = None
         self.gathered = Gathered(self.targets, self.routing_sets, settings.models)
 
     def check_inputs(self) -> None:
@@ -153,27 +144,13 @@ class SessionEnd:
         stopped = False
         if self.optimizer is not None and not interrupted and engine is not None:
             rounds, stopped = self._improve(engine, log)
-        report = build_report(
-            self.gathered.results,
-            backend=engine.backend.name if engine and engine.backend else None,
-            model=engine.backend.model if engine and engine.backend else None,
-            runs_per_query=self.settings.min_runs,
-            threshold=self.settings.threshold,
-            optimizations=rounds,
-            prices=engine.prices if engine else None,
-            spending=engine.spending() if engine else None,
-            routing=self.gathered.routing_tables,
-            base=self.base,
-            rule=self.settings.rule,
-        )
+        report = build_report(self.gathered.results, self._report_context(engine), rounds)
         conclusion = Conclusion(report, interrupted=stopped)
-        # the JSON edge, for the file and the baseline comparison (which reads JSON)
-        needs_json = self.outputs.json_path or self.baseline is not None
-        data = report_json(report) if needs_json else {}
-        self.outputs.write_json(data)
+        if self.outputs.json_path:  # the JSON edge
+            self.outputs.write_json(report_json(report))
         if self.optimizer is None and report.has_results:  # (the rounds write their own)
-            self._write_results_page(report, data)
-        self._gate(conclusion, data)
+            self._write_results_page(report)
+        self._gate(conclusion)
         if report.has_results:
             from pytest_skilltrigger.reports.markdown import render_markdown
 
@@ -185,9 +162,9 @@ class SessionEnd:
     ) -> tuple[dict[str, Optimization] | None, bool]:
         """The improvement rounds after every item is done; SKILL.md files are written from
         their outcomes once all rounds are over. Whether they were interrupted."""
+        from pytest_skilltrigger.conclusion.round_files import RoundFiles
         from pytest_skilltrigger.optimizer.accept import accept_all
         from pytest_skilltrigger.optimizer.driver import OptimizationDriver
-        from pytest_skilltrigger.reports.round_files import RoundFiles
         from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
         assert self.optimizer is not None  # the caller checked
@@ -215,28 +192,33 @@ class SessionEnd:
                 return runs, True
         return runs, False
 
-    def _write_results_page(self, report: SessionReport, data: dict[str, Any]) -> None:
+    def _report_context(self, engine: TriggerSession | None) -> ReportContext:
+        backend = engine.backend if engine is not None else None
+        return ReportContext(
+            backend=backend.name if backend else None,
+            model=backend.model if backend else None,
+            runs_per_query=self.settings.min_runs,
+            threshold=self.settings.threshold,
+            rule=self.settings.rule,
+            prices=engine.prices if engine else None,
+            spending=engine.spending() if engine else {},
+            routing=self.gathered.routing_tables,
+            base=self.base,
+        )
+
+    def _write_results_page(self, report: SessionReport) -> None:
         """A plain run's page of the items' results (``--trigger-report``), and with
         ``--trigger-results-dir`` a time-stamped folder holding it and the JSON."""
+        if not (self.outputs.report_path or self.outputs.results_dir):
+            return
         from pytest_skilltrigger.reports.html_pages import render_results_page
-        from pytest_skilltrigger.reports.json_report import write_report
-        from pytest_skilltrigger.reports.round_files import stamped_folder
-        from pytest_skilltrigger.support.atomic import atomic_write_text
 
-        page = (
-            render_results_page(report)
-            if (self.outputs.report_path or self.outputs.results_dir)
-            else ""
-        )
+        page = render_results_page(report)
         self.outputs.write_page(page)
-        if self.outputs.results_dir:
-            folder = stamped_folder(self.outputs.results_dir)
-            atomic_write_text(os.path.join(folder, "report.html"), page)
-            write_report(os.path.join(folder, "results.json"), data or report_json(report))
+        self.outputs.write_results_folder(page, report_json(report))
 
-    def _gate(self, conclusion: Conclusion, data: dict[str, Any]) -> None:
-        """Accuracy floors and the comparison with the baseline (against the report's JSON,
-        as the baseline is one)."""
+    def _gate(self, conclusion: Conclusion) -> None:
+        """Accuracy floors and the comparison with the baseline."""
         gates = self.gates
         conclusion.gate_failures += gate_failures(
             conclusion.report, gates.min_accuracy, gates.min_routing_accuracy
@@ -244,6 +226,7 @@ class SessionEnd:
         if self.baseline is None:
             return
         confidence = self.settings.confidence or DEFAULT_CONFIDENCE
-        comparison = conclusion.comparison = compare(self.baseline, data, confidence)
+        comparison = compare(self.baseline.verdicts, verdicts_of(conclusion.report), confidence)
+        conclusion.comparison = comparison
         if gates.fail_on_regression:
             conclusion.gate_failures += [s.line(confidence) for s in comparison.regressed_skills]

@@ -61,8 +61,9 @@ class TriggerSession:
     from the settings. When none can be made, :attr:`no_backend` says why and nothing runs.
     ``share`` is this process's part of a session several processes run (an xdist worker):
     the budget and the runs in flight are split, and the runs are handed to the process that
-    stores them instead of being stored here. ``progress`` is told each poll of a message batch worth showing.
-    ``prices`` is the table ``--trigger-prices`` gives, when the caller has read it already.
+    stores them instead of being stored here. ``progress`` is told each poll of a message
+    batch worth showing. ``prices`` is the table ``--trigger-prices`` gives, when the caller
+    has read it already.
     """
 
     def __init__(

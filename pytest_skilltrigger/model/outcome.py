@@ -315,6 +315,16 @@ class QueryResult:
         }
 
 
+def routing_verdict(expected: str | None, result: QueryResult) -> bool | None:
+    """Whether a routing entry passed: the expected skill settled as chosen first (the
+    result is sampled in its context), or with no skill expected, the folder's skills
+    together settled below the threshold (the result counts any of them as a trigger). A
+    borderline entry does not pass; None when the result has no verdict (an error, a skip)."""
+    if result.errors or result.skipped or not result.runs:
+        return None
+    return result.verdict == ("triggered" if expected is not None else "not_triggered")
+
+
 def passed(results: Sequence[QueryResult]) -> int:
     """How many of these queries passed (errored or skipped ones did not)."""
     return sum(1 for r in results if r.passed)

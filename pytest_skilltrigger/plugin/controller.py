@@ -82,7 +82,7 @@ class Controller(Role):
         # checks that need every skill's eval set come after, in check_inputs)
         self.outputs.check()
         if self.gates.baseline_path:
-            from pytest_skilltrigger.reports.baseline import load_baseline
+            from pytest_skilltrigger.reports.analysis import load_baseline
 
             load_baseline(self.gates.baseline_path)
         model = options.improve_model(self.config)
@@ -103,17 +103,11 @@ class Controller(Role):
     @cached_property
     def end(self) -> SessionEnd:
         """The end of the session, made with the skills (or when the fixture first reports)."""
-        from pytest_skilltrigger.conclusion.session_end import SessionEnd
+        from pytest_skilltrigger.conclusion.session_end import EndOptions, SessionEnd
 
-        return SessionEnd(
-            self.targets,
-            self.routing_sets,
-            self.settings,
-            optimizer=self.optimize,
-            gates=self.gates,
-            outputs=self.outputs,
-            base=str(self.config.invocation_params.dir),
-        )
+        base = str(self.config.invocation_params.dir)
+        options = EndOptions(self.optimize, self.gates, self.outputs, base)
+        return SessionEnd(self.targets, self.routing_sets, self.settings, options)
 
     @pytest.hookimpl(tryfirst=True)  # before junitxml, pytest-html and users' hooks read it
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

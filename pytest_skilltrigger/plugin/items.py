@@ -343,7 +343,7 @@ class RoutingItem(SamplingItem):
 
     def failure(self, result: QueryResult) -> str | None:
         from pytest_skilltrigger.model.formatting import describe_chosen
-        from pytest_skilltrigger.reports.routing_table import routing_verdict
+        from pytest_skilltrigger.model.outcome import routing_verdict
 
         expected = self.routing_entry.expected_skill
         if routing_verdict(expected, result):

@@ -28,7 +28,7 @@ from pytest_skilltrigger.model.formatting import (
 )
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import format_usd
-from pytest_skilltrigger.reports.matrix import disagreements, rate_cell
+from pytest_skilltrigger.reports.analysis import disagreements
 from pytest_skilltrigger.reports.routing_table import RoutingTable, choice_label
 from pytest_skilltrigger.skills.drafted_set import REVIEW
 
@@ -286,3 +286,10 @@ def render_rounds_page(
         "confidence": f"{confidence:.0%}",
     }
     return render("rounds.html.j2", title=title, refresh=running, page=page)
+
+
+def rate_cell(result: QueryResult) -> str:
+    """A model's cell in the side-by-side table: ``fail 0.00 (0/4, 95% interval 0.00–0.49)``."""
+    rate = format_ratio(result.trigger_rate)
+    interval = format_interval(result.interval, result.rule.confidence)
+    return f"{result.status} {rate} ({result.triggers}/{result.runs}, {interval})"

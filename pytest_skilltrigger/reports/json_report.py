@@ -1,8 +1,6 @@
-"""The ``--trigger-json`` report: one file, written once, by the controller only.
-
-This is the edge where the typed :class:`~pytest_skilltrigger.reports.session_report.SessionReport`
-becomes plain JSON values. Its keys follow the reference tool's output so existing scripts
-keep working, with our additions (errors, chosen, tokens, cost) alongside.
+"""The ``--trigger-json`` report as plain JSON values: the edge where the typed session
+report becomes JSON. Its keys follow the reference tool's output so existing scripts keep
+working, with our additions (errors, chosen, tokens, cost) alongside.
 """
 
 from __future__ import annotations
@@ -14,9 +12,8 @@ from pytest_skilltrigger.model.outcome import format_score, passed
 from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
-from pytest_skilltrigger.reports.matrix import disagreements
+from pytest_skilltrigger.reports.analysis import disagreements
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
-from pytest_skilltrigger.support.atomic import atomic_write_text
 
 REPORT_VERSION = 1
 
@@ -204,8 +201,3 @@ def dumps(data: Any) -> str:
 def compact(data: Any) -> str:
     """JSON on one line with sorted keys (a JUnit property's value)."""
     return json.dumps(data, sort_keys=True, ensure_ascii=False)
-
-
-def write_report(path: str, report: dict[str, Any]) -> None:
-    """Write the report atomically (see :func:`dumps`)."""
-    atomic_write_text(path, dumps(report) + "\n")

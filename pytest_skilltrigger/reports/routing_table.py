@@ -231,16 +231,6 @@ def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
     return RoutingTable(folder, names, rows, clashes)
 
 
-def routing_verdict(expected: str | None, result: QueryResult) -> bool | None:
-    """Whether a routing entry passed: the expected skill settled as chosen first (the
-    result is sampled in its context), or with no skill expected, the folder's skills
-    together settled below the threshold (the result counts any of them as a trigger). A
-    borderline entry does not pass; None when the result has no verdict (an error, a skip)."""
-    if result.errors or result.skipped or not result.runs:
-        return None
-    return result.verdict == ("triggered" if expected is not None else "not_triggered")
-
-
 def choice_label(choice: str, skills: Collection[str] | None = None) -> str:
     """A column's heading: the skill's name, ``other skill X``, ``tool X``, or ``a plain answer``.
 

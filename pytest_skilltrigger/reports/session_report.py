@@ -143,42 +143,50 @@ class SessionReport:
         return total_of(self.by_phase().values())
 
 
+@dataclass(frozen=True)
+class ReportContext:
+    """What the report says of the session beyond its results: where the runs went, the
+    verdict rule (``runs_per_query`` and ``threshold`` as the reference tool names them),
+    the prices and what was spent, the routing tables, and where pytest was started."""
+
+    backend: str | None = None
+    model: str | None = None
+    runs_per_query: int = 3
+    threshold: float = 0.5
+    rule: Rule | None = None
+    prices: dict[str, Price] | None = None
+    spending: Mapping[str, Spend] = field(default_factory=dict)
+    routing: Sequence[RoutingTable] = ()
+    base: str | None = None
+
+
 def build_report(
     results: SessionResults,
-    *,
-    backend: str | None,
-    model: str | None,
-    runs_per_query: int,
-    threshold: float,
+    context: ReportContext,
     optimizations: Mapping[str, Optimization] | None = None,
-    prices: dict[str, Price] | None = None,
-    spending: Mapping[str, Spend] | None = None,
-    routing: Sequence[RoutingTable] = (),
-    base: str | None = None,
-    rule: Rule | None = None,
 ) -> SessionReport:
     """The session's report. ``optimizations`` are the improvement rounds by skill folder;
     the model named is the one that really answered, when the runs say so."""
     used = models_used(results.all_results())
-    model = used[0] if used else model
+    model = used[0] if used else context.model
     first = results.first_model()  # a matrix's rounds run on its first model
     skills = [
         SkillReport(
             skill,
-            summarize(skill.results(), skill.model or model, prices),
+            summarize(skill.results(), skill.model or model, context.prices),
             (optimizations or {}).get(skill.target.skill.path) if skill.model == first else None,
             fit_of(skill.target.context(), skill.model or model),
         )
         for skill in results.ordered()
     ]
     return SessionReport(
-        backend,
+        context.backend,
         model,
-        runs_per_query,
-        threshold,
+        context.runs_per_query,
+        context.threshold,
         skills,
-        list(routing),
-        dict(spending or {}),
-        base,
-        rule,
+        list(context.routing),
+        dict(context.spending),
+        context.base,
+        context.rule,
     )

@@ -16,7 +16,7 @@ from pytest_skilltrigger.model.formatting import (
 )
 from pytest_skilltrigger.model.prices import Spend, format_usd
 from pytest_skilltrigger.model.settings import Settings
-from pytest_skilltrigger.reports.matrix import disagreements
+from pytest_skilltrigger.reports.analysis import Comparison, disagreements
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
@@ -217,3 +217,25 @@ def _cost_text(cost: float | None) -> str:
     if cost is None:
         return ", cost unknown (model not in the price table)"
     return f", ~{format_usd(cost)}"
+
+
+def comparison_lines(comparison: Comparison) -> list[TerminalLine]:
+    """Each query whose settled verdict changed, each change within the noise, then each
+    skill's verdict against the baseline (a paired test on its changed queries)."""
+    lines: list[TerminalLine] = []
+    for label, changes in (
+        ("REGRESSED", comparison.regressions),
+        ("improved", comparison.improvements),
+    ):
+        lines += [
+            TerminalLine(f"{label} {c.skill}: {c.query!r} ({c.before} -> {c.after})")
+            for c in changes
+        ]
+    noise = ": not settled both times, so not a regression"
+    lines += [
+        TerminalLine(f"noise {c.skill}: {c.query!r} ({c.before} -> {c.after}){noise}")
+        for c in comparison.noise
+    ]
+    changed = [s for s in comparison.skills if s.regressed or s.improved]
+    lines += [TerminalLine(s.line(comparison.confidence)) for s in changed]
+    return lines

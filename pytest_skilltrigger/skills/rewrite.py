@@ -289,47 +289,52 @@ def _same(a: object, b: object) -> bool:
     return a == b or repr(a) == repr(b)
 
 
-def _reads_back(
-    new_text: str,
-    new: str,
-    old: dict[str, Any],
-    old_strict: bool,
-    body: str,
-    extent: _Extent,
-    where: str,
-) -> bool:
-    """True when ``new_text`` reads back with exactly ``new`` and everything else unchanged."""
-    try:
-        span = locate_frontmatter(new_text, where)
-        parsed = read_yaml_mapping(new_text[span.start : span.end], where)
-    except InputError:
-        return False
-    if new_text[span.body_start :] != body:
-        return False
-    if old_strict and not parsed.strict:
-        return False
-    got = parsed.mapping.get("description")
-    if not isinstance(got, str) or got != new:
-        return False
-    for key, value in old.items():
-        if key == "description":
-            continue
-        if key not in parsed.mapping or not _same(parsed.mapping[key], value):
+@dataclass(frozen=True)
+class _Original:
+    """What a rewrite must keep of the file: every other key as it was (and, when the
+    frontmatter was valid YAML, valid YAML), and the body to the byte."""
+
+    mapping: dict[str, Any]
+    strict: bool
+    body: str
+    where: str
+
+    def reads_back(self, new_text: str, new: str, extent: _Extent) -> bool:
+        """True when ``new_text`` reads back with exactly ``new`` and all else unchanged."""
+        try:
+            span = locate_frontmatter(new_text, self.where)
+            parsed = read_yaml_mapping(new_text[span.start : span.end], self.where)
+        except InputError:
             return False
-    if old_strict and set(parsed.mapping) != set(old):
-        return False
-    if not parsed.strict:
+        if new_text[span.body_start :] != self.body or (self.strict and not parsed.strict):
+            return False
+        got = parsed.mapping.get("description")
+        if not isinstance(got, str) or got != new or not self._keeps_the_rest(parsed.mapping):
+            return False
+        if parsed.strict:
+            return True
         # The description entry itself must now be valid YAML, even if other keys are not.
         line_start = new_text.rfind("\n", 0, extent.start) + 1
-        chunks = split_chunks(new_text[line_start : span.end])
-        if not chunks:
+        return _entry_reads_back(new_text[line_start : span.end], new)
+
+    def _keeps_the_rest(self, mapping: dict[str, Any]) -> bool:
+        others = (k for k in self.mapping if k != "description")
+        if any(k not in mapping or not _same(mapping[k], self.mapping[k]) for k in others):
             return False
-        try:
-            loaded = yaml.safe_load("\n".join(chunks[0][1]) + "\n")
-        except Exception:  # not valid YAML: reject this rendering
-            return False
-        return isinstance(loaded, dict) and loaded.get("description") == new
-    return True
+        return not self.strict or set(mapping) == set(self.mapping)
+
+
+def _entry_reads_back(frontmatter: str, new: str) -> bool:
+    """Whether the first entry of ``frontmatter`` (the description's) is valid YAML on its
+    own and reads ``new``."""
+    chunks = split_chunks(frontmatter)
+    if not chunks:
+        return False
+    try:
+        loaded = yaml.safe_load("\n".join(chunks[0][1]) + "\n")
+    except Exception:  # not valid YAML: reject this rendering
+        return False
+    return isinstance(loaded, dict) and loaded.get("description") == new
 
 
 def replace_description(text: str, new_description: str, where: str) -> str:
@@ -353,10 +358,9 @@ def replace_description(text: str, new_description: str, where: str) -> str:
     else:
         extent = _lenient_extent(text, span.start, fm, where)
     eol = _eol_at(text, extent.start)
+    original = _Original(parsed.mapping, parsed.strict, body, where)
     for rendered in _candidates(new_description, extent, eol):
         new_text = text[: extent.start] + extent.lead + rendered + text[extent.end :]
-        if _reads_back(
-            new_text, new_description, parsed.mapping, parsed.strict, body, extent, where
-        ):
+        if original.reads_back(new_text, new_description, extent):
             return new_text
     raise InputError(where, "cannot write this description so that it reads back exactly")

@@ -14,7 +14,7 @@ from tests.architecture.test_layout import MODULES, NAME, all_imports
 FILE_WRITERS = {
     "support.atomic": "the one atomic writer the others call",
     "reports.json_report": "the results JSON",
-    "reports.round_files": "each iteration's exchange with the improve model",
+    "conclusion.round_files": "each iteration's exchange with the improve model",
     "conclusion.outputs": "the pages and the step summary",
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
@@ -88,7 +88,7 @@ def test_a_worker_role_reaches_no_report_or_skill_writer() -> None:
         f"{NAME}.{m}"
         for m in (
             "reports.json_report",
-            "reports.round_files",
+            "conclusion.round_files",
             "conclusion.outputs",
             "skills.write_back",
         )

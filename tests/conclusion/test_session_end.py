@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltrigger.conclusion.outputs import Outputs
-from pytest_skilltrigger.conclusion.session_end import SessionEnd
+from pytest_skilltrigger.conclusion.session_end import EndOptions, SessionEnd
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
 from pytest_skilltrigger.model.verdict import FixedRule
@@ -29,7 +29,7 @@ def gathered_end(tmp_path: Path, **kwargs: object) -> SessionEnd:
     folder = make_skill(tmp_path, [("merge a.pdf", True), ("bake bread", False)])
     targets = load_targets([str(folder)])
     settings = Settings(store_path=str(tmp_path / "store.sqlite"))
-    end = SessionEnd(targets, [], settings, **kwargs)  # type: ignore[arg-type]
+    end = SessionEnd(targets, [], settings, EndOptions(**kwargs))  # type: ignore[arg-type]
     target = targets[0]
     end.gathered.add_item("n0", target.skill.skill_md, 0, result("merge a.pdf", True, 0))
     end.gathered.add_item("n1", target.skill.skill_md, 1, result("bake bread", False, 0))
@@ -98,7 +98,7 @@ def test_one_query_worse_is_not_a_regression_of_the_skill(tmp_path: Path) -> Non
 
 
 def test_a_paired_test_decides_when_a_skill_regressed() -> None:
-    from pytest_skilltrigger.reports.baseline import compare
+    from pytest_skilltrigger.reports.analysis import compare, verdicts_of_json
 
     queries = [f"q{n}" for n in range(8)]
     before = {"skills": [{"skill_name": "s", "results": [settled(q, True) for q in queries]}]}
@@ -110,7 +110,8 @@ def test_a_paired_test_decides_when_a_skill_regressed() -> None:
         {"query": "q6", "pass": None, "errors": 1},
         settled("q7", True),
     ]
-    comparison = compare(before, {"skills": [{"skill_name": "s", "results": after_rows}]})
+    after = {"skills": [{"skill_name": "s", "results": after_rows}]}
+    comparison = compare(verdicts_of_json(before), verdicts_of_json(after))
     (skill,) = comparison.skills
     assert len(skill.regressed) == 5 and skill.p_value == pytest.approx(1 / 32)
     assert skill.significant and comparison.regressed_skills == [skill]
@@ -123,8 +124,8 @@ def test_a_paired_test_decides_when_a_skill_regressed() -> None:
     old = [settled(q, n != 7) for n, q in enumerate(queries)]
     new = [settled(q, n not in range(4)) for n, q in enumerate(queries)]
     mixed = compare(
-        {"skills": [{"skill_name": "s", "results": old}]},
-        {"skills": [{"skill_name": "s", "results": new}]},
+        verdicts_of_json({"skills": [{"skill_name": "s", "results": old}]}),
+        verdicts_of_json({"skills": [{"skill_name": "s", "results": new}]}),
     )
     (skill,) = mixed.skills
     assert (len(skill.regressed), len(skill.improved)) == (4, 1)

@@ -92,9 +92,9 @@ WRITER_LOG_CONFTEST = """
 import os
 import sys
 
-import pytest_skilltrigger.reports.json_report as json_report
+import pytest_skilltrigger.conclusion.outputs as outputs
 
-_original = json_report.write_report
+_original = outputs.write_json
 _configs = []
 
 
@@ -109,19 +109,19 @@ def _logged(path, report):
 def _users():
     # every module of the plugin holding the writer (imported by name or looked up late)
     return [m for name, m in list(sys.modules.items())
-            if name.startswith("pytest_skilltrigger") and getattr(m, "write_report", None)
+            if name.startswith("pytest_skilltrigger") and getattr(m, "write_json", None)
             in (_original, _logged)]
 
 
 def pytest_configure(config):
     _configs.append(config)
     for module in _users():
-        module.write_report = _logged
+        module.write_json = _logged
 
 
 def pytest_unconfigure(config):
     for module in _users():  # in-process runs share the modules with later tests
-        module.write_report = _original
+        module.write_json = _original
 """
 
 

@@ -406,7 +406,7 @@ def plain_run(root: Path) -> Any:
     from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
     from pytest_skilltrigger.model.prices import Spend
     from pytest_skilltrigger.reports.routing_table import routing_tables
-    from pytest_skilltrigger.reports.session_report import build_report
+    from pytest_skilltrigger.reports.session_report import ReportContext, build_report
     from pytest_skilltrigger.reports.summary import SessionResults
     from pytest_skilltrigger.skills.catalog import load_targets
 
@@ -448,15 +448,13 @@ def plain_run(root: Path) -> Any:
             results.add(
                 target, entry.index, QueryResult(entry.query, entry.should_trigger, rule, these)
             )
-    return build_report(
-        results,
+    context = ReportContext(
         backend="api",
         model="claude-sonnet-5",
-        runs_per_query=3,
-        threshold=0.5,
         routing=routing_tables(results.ordered()),
         spending={"items": Spend(12, usage, 0.0331)},
     )
+    return build_report(results, context)
 
 
 def test_a_plain_runs_page_has_every_skills_counts_and_its_queries_failing_first(

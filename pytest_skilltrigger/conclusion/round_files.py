@@ -9,13 +9,13 @@ model (redacted).
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from pytest_skilltrigger.conclusion.outputs import stamped_folder, write_json
 from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.reports.html_pages import render_rounds_page, routing_view
-from pytest_skilltrigger.reports.json_report import dumps, rounds_json, write_report
+from pytest_skilltrigger.reports.json_report import dumps, rounds_json
 from pytest_skilltrigger.reports.rounds_view import skill_view
 from pytest_skilltrigger.support.atomic import atomic_write_text
 from pytest_skilltrigger.support.redact import redact
@@ -24,21 +24,6 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.optimizer.proposer import Proposal
     from pytest_skilltrigger.optimizer.rounds import Optimization
     from pytest_skilltrigger.reports.routing_table import RoutingTable
-
-
-def stamped_folder(results_dir: str) -> str:
-    """A new time-stamped folder inside ``results_dir`` (two runs in the same second get
-    their own: ``20261202-101500``, ``20261202-101500-1``)."""
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    os.makedirs(results_dir, exist_ok=True)
-    for n in range(1000):
-        candidate = os.path.join(results_dir, stamp + (f"-{n}" if n else ""))
-        try:
-            os.mkdir(candidate)
-        except FileExistsError:
-            continue
-        return candidate
-    raise FileExistsError(f"{results_dir}: no free folder name for {stamp}")
 
 
 class RoundFiles:
@@ -80,7 +65,7 @@ class RoundFiles:
                 for run in runs
             ]
             atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
-            write_report(os.path.join(self.results_dir, "results.json"), {"skills": skills})
+            write_json(os.path.join(self.results_dir, "results.json"), {"skills": skills})
 
     def save_proposal(self, skill_name: str, number: int, proposal: Proposal) -> None:
         """One iteration's prompt, answer and counts, under ``<skill>/iteration-N``."""

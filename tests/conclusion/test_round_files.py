@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilltrigger.conclusion.outputs import stamped_folder
+from pytest_skilltrigger.conclusion.round_files import RoundFiles
 from pytest_skilltrigger.optimizer.proposer import Proposal
-from pytest_skilltrigger.reports.round_files import RoundFiles, stamped_folder
 
 
 def test_two_runs_in_one_second_get_their_own_folders(tmp_path: Path) -> None:
