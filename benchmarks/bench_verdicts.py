@@ -71,7 +71,7 @@ def exact_table(grid: int) -> None:
         for i in range(grid):
             rate = (i + 0.5) / grid
             o = operating(rule, rate)
-            calls += o.runs
+            calls += o.mean_runs
             miss = o.not_triggered if rate >= 0.5 else o.triggered
             wrong += miss
             if abs(rate - 0.5) > margin:
@@ -86,7 +86,8 @@ def exact_table(grid: int) -> None:
             f"{edge:.2%} | {border / grid:.1%} | {flips / grid:.1%} | {ever / grid:.1%}"
         )
     for name, rule in RULES:
-        print(f"{name}: a clear-cut query (rate 0 or 1) takes {operating(rule, 1.0).runs:.0f} runs")
+        runs = operating(rule, 1.0).mean_runs
+        print(f"{name}: a clear-cut query (rate 0 or 1) takes {runs:.0f} runs")
     print()
 
 
@@ -163,7 +164,7 @@ def _print_expected(
     def shared_calls(rule: Rule) -> float:
         most: dict[str, float] = {}
         for rate, _should, query in truth.values():
-            most[query] = max(most.get(query, 0.0), operating(rule, rate).runs)
+            most[query] = max(most.get(query, 0.0), operating(rule, rate).mean_runs)
         return sum(most.values())
 
     reference = shared_calls(FixedRule(3))

@@ -116,6 +116,6 @@ def junit_properties(result: QueryResult) -> list[tuple[str, Any]]:
         ("decided", result.decided),
         ("borderline", result.borderline),
         ("triggers", result.triggers),
-        ("runs", result.runs),
+        ("runs", result.runs_made),
         ("chosen", compact(dict(result.chosen))),
     ]

@@ -31,7 +31,7 @@ class SessionExchange:
         budget, and its new runs are stored here. A result that joined another caller's
         sampling brings nothing new (that caller's result does); nor do its batch runs,
         counted and stored where the batches were read."""
-        if result.joined:
+        if result.shared:
             return
         guard = self.session.guard
         for outcome in result.outcomes:

@@ -60,7 +60,7 @@ class _Sampling:
             rule=self.plan.rule,
             outcomes=tuple(self.outcomes),
             skipped=self.skipped,
-            hits=self.plan.hits,
+            trigger_choices=self.plan.trigger_choices,
         )
 
     def take(self, outcome: RunOutcome) -> None:
@@ -75,13 +75,13 @@ def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[Qu
 
     The runs do not depend on what is expected of them, so one sampling serves every caller;
     but the verdict does, so the joiner gets its own view with its expectation. The view is
-    marked ``joined``: its runs were made (and are counted and stored) for the first caller.
+    marked ``shared``: its runs were made (and are counted and stored) for the first caller.
     """
     view: Future[QueryResult] = Future()
 
     def resolve(done: Future[QueryResult]) -> None:
         result = done.result()
-        view.set_result(dataclasses.replace(result, should_trigger=should_trigger, joined=True))
+        view.set_result(dataclasses.replace(result, should_trigger=should_trigger, shared=True))
 
     shared.add_done_callback(resolve)
     return view
@@ -176,7 +176,11 @@ class Sampler:
         self.stop.set(message)
         failed: Future[QueryResult] = Future()
         outcome = RunOutcome("error", error=message, fatal=True, requests=0)
-        failed.set_result(QueryResult(query, should_trigger, plan.rule, (outcome,), hits=plan.hits))
+        failed.set_result(
+            QueryResult(
+                query, should_trigger, plan.rule, (outcome,), trigger_choices=plan.trigger_choices
+            )
+        )
         return failed
 
     def _start(self, state: _Sampling) -> None:
@@ -191,7 +195,7 @@ class Sampler:
         """The runs a sampling starts from (none for a fresh one): those this process knows of
         the request, else the store's (without a store to reuse, none), read for ``skill``: a
         run made for another skill of the same listing triggered this one when it chose it."""
-        if plan.fresh:
+        if plan.independent:
             return []
         with self._lock:
             known = list(self._known.get((key, query), ()))
@@ -300,9 +304,9 @@ class Sampler:
                 return
             state.finished = True
         result = state.result()
-        if not state.plan.fresh:
+        if not state.plan.independent:
             self._remember(state)
-        if self.record is not None and not state.plan.fresh and state.skipped != INTERRUPTED:
+        if self.record is not None and not state.plan.independent and state.skipped != INTERRUPTED:
             # a query the budget cut short keeps its paid runs: a rerun with room goes on
             self.record(state.key, state.query, result.outcomes)
         if result.errors or result.skipped:

@@ -201,7 +201,7 @@ class TriggerSession:
                     plan.rule,
                     (),
                     unlisted=unlisted,
-                    hits=plan.hits,
+                    trigger_choices=plan.trigger_choices,
                 )
             )
             return done

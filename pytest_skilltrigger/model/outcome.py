@@ -127,7 +127,7 @@ class RunOutcome:
 class QueryResult:
     """All runs of one eval entry against one description, and its verdict.
 
-    ``runs`` counts the runs actually made (the rule stops as soon as it can); ``error`` is
+    ``runs_made`` counts the runs actually made (the rule stops as soon as it can); ``error`` is
     set when any run failed, in which case there is no verdict. Under the sequential rule a
     query that ran to its maximum (or could no longer be decided) undecided is *borderline*:
     it does not pass, and says so.
@@ -143,22 +143,25 @@ class QueryResult:
     unlisted: str | None = None
     # the runs belong to another caller's sampling of the same query (see the sampler): they
     # are counted and stored once, through that caller's result
-    joined: bool = False
+    shared: bool = False
     # the choices that count as a trigger, when not the context's own skill (see SamplingPlan)
-    hits: frozenset[str] | None = None
+    trigger_choices: frozenset[str] | None = None
 
     @property
     def threshold(self) -> float:
         return self.rule.threshold
 
     @cached_property
-    def runs(self) -> int:
+    def runs_made(self) -> int:
+        """The runs made that decided something (errored ones are not runs of the rate)."""
         return sum(1 for o in self.outcomes if o.status != "error")
 
     @cached_property
     def triggers(self) -> int:
-        if self.hits is not None:
-            return sum(1 for o in self.outcomes if o.status != "error" and o.chosen in self.hits)
+        if self.trigger_choices is not None:
+            return sum(
+                1 for o in self.outcomes if o.status != "error" and o.chosen in self.trigger_choices
+            )
         return sum(1 for o in self.outcomes if o.triggered)
 
     @cached_property
@@ -174,19 +177,19 @@ class QueryResult:
 
     @cached_property
     def trigger_rate(self) -> float:
-        return self.triggers / self.runs if self.runs else 0.0
+        return self.triggers / self.runs_made if self.runs_made else 0.0
 
     @cached_property
     def interval(self) -> tuple[float, float]:
         """The trigger rate's interval at the rule's confidence (Wilson)."""
-        return self.rule.interval(self.triggers, self.runs)
+        return self.rule.interval(self.triggers, self.runs_made)
 
     @cached_property
     def verdict(self) -> Verdict:
         """What the runs say, or ``undecided`` (also when the query errored or was skipped)."""
-        if self.errors or self.skipped or not self.runs:
+        if self.errors or self.skipped or not self.runs_made:
             return "undecided"
-        return self.rule.verdict(self.triggers, self.runs)
+        return self.rule.verdict(self.triggers, self.runs_made)
 
     @property
     def decided(self) -> bool:
@@ -198,7 +201,7 @@ class QueryResult:
         """Sampled to the end without a decision: chance decides each run of this query."""
         return (
             not (self.errors or self.skipped or self.unlisted)
-            and self.runs > 0
+            and self.runs_made > 0
             and (not self.decided)
         )
 
@@ -208,7 +211,7 @@ class QueryResult:
         False when borderline (it is not reliably what it should be)."""
         if self.unlisted:
             return not self.should_trigger
-        if self.errors or self.skipped or not self.runs:
+        if self.errors or self.skipped or not self.runs_made:
             return None
         if not self.decided:
             return False
@@ -233,7 +236,7 @@ class QueryResult:
         rate's posterior under a uniform prior): what the optimizer's scores add up."""
         if self.unlisted:
             return 0.0 if self.should_trigger else 1.0
-        above = prob_at_least(self.triggers, self.runs, self.threshold)
+        above = prob_at_least(self.triggers, self.runs_made, self.threshold)
         return above if self.should_trigger else 1.0 - above
 
     @cached_property
@@ -246,10 +249,10 @@ class QueryResult:
 
     @cached_property
     def usage(self) -> Usage:
-        """Tokens this result cost now: stored runs and a joined sampling's runs are free
-        here (the joined ones are paid for through the first caller's result)."""
+        """Tokens this result cost now: stored runs and a shared sampling's runs are free
+        here (the shared ones are paid for through the first caller's result)."""
         total = Usage()
-        if self.joined:
+        if self.shared:
             return total
         for o in self.outcomes:
             if not o.from_store:
@@ -264,8 +267,8 @@ class QueryResult:
     @cached_property
     def calls(self) -> int:
         """API requests this result cost now: every attempt of every run, failed ones too
-        (stored runs and a joined sampling's runs are free here)."""
-        if self.joined:
+        (stored runs and a shared sampling's runs are free here)."""
+        if self.shared:
             return 0
         return sum(o.requests for o in self.outcomes if not o.from_store)
 
@@ -277,13 +280,15 @@ class QueryResult:
             "outcomes": [o.to_dict() for o in self.outcomes],
             "skipped": self.skipped,
             "unlisted": self.unlisted,
-            "joined": self.joined,
-            "hits": sorted(self.hits) if self.hits is not None else None,
+            "shared": self.shared,
+            "trigger_choices": sorted(self.trigger_choices)
+            if self.trigger_choices is not None
+            else None,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> QueryResult:
-        hits = data.get("hits")
+        trigger_choices = data.get("trigger_choices")
         return cls(
             query=data["query"],
             should_trigger=bool(data["should_trigger"]),
@@ -291,8 +296,8 @@ class QueryResult:
             outcomes=tuple(RunOutcome.from_dict(o) for o in data["outcomes"]),
             skipped=data.get("skipped"),
             unlisted=data.get("unlisted"),
-            joined=bool(data.get("joined")),
-            hits=frozenset(hits) if hits is not None else None,
+            shared=bool(data.get("shared")),
+            trigger_choices=frozenset(trigger_choices) if trigger_choices is not None else None,
         )
 
     def summary_row(self) -> dict[str, Any]:
@@ -304,7 +309,7 @@ class QueryResult:
             "trigger_rate": round(self.trigger_rate, 4),
             "interval": [round(low, 4), round(high, 4)],
             "triggers": self.triggers,
-            "runs": self.runs,
+            "runs": self.runs_made,
             "pass": self.passed,
             "decided": self.decided,
             "borderline": self.borderline,
@@ -320,7 +325,7 @@ def routing_verdict(expected: str | None, result: QueryResult) -> bool | None:
     result is sampled in its context), or with no skill expected, the folder's skills
     together settled below the threshold (the result counts any of them as a trigger). A
     borderline entry does not pass; None when the result has no verdict (an error, a skip)."""
-    if result.errors or result.skipped or not result.runs:
+    if result.errors or result.skipped or not result.runs_made:
         return None
     return result.verdict == ("triggered" if expected is not None else "not_triggered")
 
@@ -355,7 +360,7 @@ class TriggerCheck:
         return cls(
             rate=result.trigger_rate,
             triggers=result.triggers,
-            runs=result.runs,
+            runs=result.runs_made,
             triggered=result.verdict == "triggered",
             chosen=dict(result.chosen),
             interval=result.interval,

@@ -20,18 +20,19 @@ class SamplingPlan:
     """How each query is sampled: the verdict rule (sequential, or the reference rule's fixed
     runs), and what counts as a trigger.
 
-    ``fresh`` asks for an independent measurement: stored runs are not reused, a sampling of
-    the same query already made in this session is not joined, and its runs are not stored
-    (they must not become the runs a later cached rerun of the description reuses). The
-    optimizer re-measures its winner this way.
+    ``independent`` asks for an independent measurement: stored runs are not reused, a
+    sampling of the same query already made in this session is not shared, and its runs are
+    not stored (they must not become the runs a later cached rerun of the description
+    reuses). The optimizer re-measures its winner this way.
 
-    ``hits`` are the choices that count as a trigger, when that is not the context's own skill
-    (a routing entry that no skill of a folder should take counts any of them).
+    ``trigger_choices`` are the choices that count as a trigger, when that is not the
+    context's own skill (a routing entry that no skill of a folder should take counts any of
+    them).
     """
 
     rule: Rule = field(default_factory=SequentialRule)
-    fresh: bool = False
-    hits: frozenset[str] | None = None
+    independent: bool = False
+    trigger_choices: frozenset[str] | None = None
     # what the calls are counted under (see ``prices.PHASES``); not part of what makes two
     # samplings the same: a later submission that joins a sampling pays nothing
     phase: str = field(default="items", compare=False)
@@ -47,9 +48,9 @@ class SamplingPlan:
 
     def hit(self, outcome: RunOutcome) -> bool:
         """Whether a run counts as a trigger under this plan."""
-        if self.hits is None:
+        if self.trigger_choices is None:
             return outcome.triggered
-        return outcome.chosen in self.hits
+        return outcome.chosen in self.trigger_choices
 
     def next_runs(self, outcomes: Sequence[RunOutcome]) -> int:
         """How many runs of a query to make next: none after an error or once the rule is
@@ -74,19 +75,28 @@ class SamplingPlan:
     def ident(self) -> tuple[Any, ...]:
         """What makes two samplings of a query under one context the same (JSON-able)."""
         rule = tuple(sorted(self.rule.to_dict().items()))
-        return (rule, self.fresh, tuple(sorted(self.hits)) if self.hits is not None else None)
+        return (
+            rule,
+            self.independent,
+            tuple(sorted(self.trigger_choices)) if self.trigger_choices is not None else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        hits = sorted(self.hits) if self.hits is not None else None
-        return {"rule": self.rule.to_dict(), "fresh": self.fresh, "hits": hits, "phase": self.phase}
+        trigger_choices = sorted(self.trigger_choices) if self.trigger_choices is not None else None
+        return {
+            "rule": self.rule.to_dict(),
+            "independent": self.independent,
+            "trigger_choices": trigger_choices,
+            "phase": self.phase,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SamplingPlan:
-        hits = data.get("hits")
+        trigger_choices = data.get("trigger_choices")
         return cls(
             rule_from_dict(data["rule"]),
-            bool(data.get("fresh")),
-            frozenset(hits) if hits is not None else None,
+            bool(data.get("independent")),
+            frozenset(trigger_choices) if trigger_choices is not None else None,
             str(data.get("phase", "items")),
         )
 

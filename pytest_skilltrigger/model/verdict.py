@@ -370,7 +370,7 @@ class OperatingCharacteristic:
     triggered: float
     not_triggered: float
     undecided: float
-    runs: float
+    mean_runs: float
 
 
 def operating(rule: Rule, rate: float) -> OperatingCharacteristic:

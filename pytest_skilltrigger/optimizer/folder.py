@@ -179,12 +179,12 @@ def taken_lines(
         elif item.owner == ROUTING:
             lines.append(
                 f"the model chose {skill_name!r} for {result.query!r} "
-                f"({result.triggers}/{result.runs} runs), which is routed elsewhere"
+                f"({result.triggers}/{result.runs_made} runs), which is routed elsewhere"
             )
         else:
             lines.append(
                 f"the model chose {skill_name!r} for this request of {item.owner!r}: "
-                f"{result.query!r} ({result.triggers}/{result.runs} runs)"
+                f"{result.query!r} ({result.triggers}/{result.runs_made} runs)"
             )
     return lines
 

@@ -122,7 +122,7 @@ def accept_race(racer: Racer, run: Optimization) -> Acceptance:
         [start.description, best.description],
         entries,
         racer.first_look(),
-        fresh=True,
+        independent=True,
         phase="confirmation",
     )
     race = racer.race(
@@ -171,7 +171,7 @@ def _race_on(
     """The start and the best raced afresh on another model of the matrix."""
     other = Racer(racer.session, racer.target, racer.race_runs, model=model)
     mine, theirs = other.measure_all(
-        [start, best], entries, other.first_look(), fresh=True, phase="confirmation"
+        [start, best], entries, other.first_look(), independent=True, phase="confirmation"
     )
     return other.race(entries, (start, mine), (best, theirs), phase="confirmation")
 

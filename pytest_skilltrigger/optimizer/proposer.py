@@ -79,9 +79,8 @@ def normalised(text: str) -> str:
 def _result_line(result: QueryResult) -> str:
     status = "PASS" if result.passed else "FAIL"
     expected = "should trigger" if result.should_trigger else "should not trigger"
-    return (
-        f"[{status}] {expected}, triggered {result.triggers}/{result.runs} times: {result.query!r}"
-    )
+    triggered = f"triggered {result.triggers}/{result.runs_made} times"
+    return f"[{status}] {expected}, {triggered}: {result.query!r}"
 
 
 @dataclass(frozen=True)
@@ -142,13 +141,13 @@ def _failure_parts(skill_name: str, train_results: Sequence[QueryResult]) -> lis
     parts = []
     if missed:
         lines = [
-            f"- {r.query!r}: triggered {r.triggers}/{r.runs} times; the assistant used "
+            f"- {r.query!r}: triggered {r.triggers}/{r.runs_made} times; the assistant used "
             f"{describe_chosen(r.chosen, exclude=own)} instead"
             for r in missed
         ]
         parts.append("Requests that SHOULD have used the skill but did not:\n" + "\n".join(lines))
     if false_hits:
-        lines = [f"- {r.query!r}: triggered {r.triggers}/{r.runs} times" for r in false_hits]
+        lines = [f"- {r.query!r}: triggered {r.triggers}/{r.runs_made} times" for r in false_hits]
         parts.append("Requests that should NOT have used the skill but did:\n" + "\n".join(lines))
     return parts
 

@@ -91,12 +91,14 @@ class Racer:
         entries: Sequence[EvalEntry],
         plan: SamplingPlan | None = None,
         *,
-        fresh: bool = False,
+        independent: bool = False,
         phase: str = "rounds",
     ) -> list[QueryResult]:
         """Results for every entry, sampled concurrently (in message batches first, with
         ``--trigger-batch``)."""
-        return self.measure_all([description], entries, plan, fresh=fresh, phase=phase)[0]
+        return self.measure_all([description], entries, plan, independent=independent, phase=phase)[
+            0
+        ]
 
     def measure_all(
         self,
@@ -104,12 +106,12 @@ class Racer:
         entries: Sequence[EvalEntry],
         plan: SamplingPlan | None = None,
         *,
-        fresh: bool = False,
+        independent: bool = False,
         phase: str = "rounds",
     ) -> list[list[QueryResult]]:
         """:meth:`measure` for several descriptions at once: one message batch, one wave of
         concurrent requests."""
-        plan = replace(plan or self.session.plan, fresh=fresh, phase=phase)
+        plan = replace(plan or self.session.plan, independent=independent, phase=phase)
         results = self._sample([(d, e, plan) for d in descriptions for e in entries])
         n = len(entries)
         return [results[i * n : (i + 1) * n] for i in range(len(descriptions))]
@@ -196,8 +198,8 @@ class Racer:
             for i in chosen:
                 plan = SamplingPlan(
                     FixedRule(RACE_STEP, threshold, curtail=False, confidence=self.confidence),
-                    fresh=True,
-                    hits=results[i].hits,
+                    independent=True,
+                    trigger_choices=results[i].trigger_choices,
                     phase=phase,
                 )
                 jobs.append((description, entries[i], plan))

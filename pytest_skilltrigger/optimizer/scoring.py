@@ -53,7 +53,7 @@ class Score:
 
 
 def _right_probabilities(results: Sequence[QueryResult]) -> list[float]:
-    return [r.right_probability for r in results if r.runs or r.unlisted]
+    return [r.right_probability for r in results if r.runs_made or r.unlisted]
 
 
 def expected_right(results: Sequence[QueryResult]) -> float:

@@ -140,7 +140,7 @@ class HtmlColumns:
         if found is not None:
             result = found[1]
             rate_text = format_ratio(round(result.trigger_rate, 4), "")
-            runs_text = f"{result.triggers}/{result.runs}"
+            runs_text = f"{result.triggers}/{result.runs_made}"
             interval_text = format_interval(result.interval)
             if result.borderline:
                 interval_text += " borderline"

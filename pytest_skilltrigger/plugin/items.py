@@ -79,12 +79,12 @@ def verdict_text(result: QueryResult) -> str:
     interval = format_interval(result.interval, result.rule.confidence)
     if result.borderline:
         return (
-            f"borderline: triggered {result.triggers} of {result.runs} runs, {interval}: "
+            f"borderline: triggered {result.triggers} of {result.runs_made} runs, {interval}: "
             "this request is decided by chance"
         )
     relation = ">=" if result.trigger_rate >= result.threshold else "<"
     text = (
-        f"triggered {result.triggers}/{result.runs} runs, rate {result.trigger_rate:.2f} "
+        f"triggered {result.triggers}/{result.runs_made} runs, rate {result.trigger_rate:.2f} "
         f"{relation} threshold {result.threshold:.2f} ({interval})"
     )
     if result.rule.sequential:
@@ -135,7 +135,11 @@ def routing_request(
     sample = EvalEntry(entry.index, entry.query, should_trigger=False)
     listed = [contexts[s] for s in routing.skills if contexts[s].model_invocable]
     context = (listed[0] if listed else contexts[routing.skills[0]]).on_model(model)
-    return context, sample, replace(plan, hits=frozenset(f"skill:{s}" for s in routing.skills))
+    return (
+        context,
+        sample,
+        replace(plan, trigger_choices=frozenset(f"skill:{s}" for s in routing.skills)),
+    )
 
 
 class BackendRequiredError(Exception):
@@ -354,7 +358,7 @@ class RoutingItem(SamplingItem):
             else f"no skill of the folder chosen in {result.threshold:g} of the runs or more"
         )
         return (
-            f"query: {result.query!r}\nexpected {wanted}; over {result.runs} runs the model "
+            f"query: {result.query!r}\nexpected {wanted}; over {result.runs_made} runs the model "
             f"chose: {describe_chosen(result.chosen)}\n{verdict_text(result)}"
         )
 

@@ -230,7 +230,7 @@ class Disagreement:
         0.51–1.00), ... fail 0/4 (...)``."""
         kind = "should trigger" if self.should_trigger else "should not trigger"
         cells = ", ".join(
-            f"{model} {r.status} {r.triggers}/{r.runs} "
+            f"{model} {r.status} {r.triggers}/{r.runs_made} "
             f"({format_interval(r.interval, r.rule.confidence)})"
             for model, r in self.by_model
         )
@@ -246,7 +246,7 @@ class Disagreement:
                     "pass": r.passed,
                     "verdict": r.status,
                     "triggers": r.triggers,
-                    "runs": r.runs,
+                    "runs": r.runs_made,
                     "trigger_rate": round(r.trigger_rate, 4),
                     "interval": [round(x, 4) for x in r.interval],
                 }

@@ -101,12 +101,12 @@ def cell_of(result: QueryResult | None) -> Cell | None:
     }.get(kind)
     rate = format_ratio(round(result.trigger_rate, 4), "—")
     interval = format_interval(result.interval, result.rule.confidence)
-    tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs} runs), {interval}"]
+    tip = [label, f"trigger rate {rate} ({result.triggers}/{result.runs_made} runs), {interval}"]
     tip.append(f"chose: {describe_chosen(dict(result.chosen))}")
     if detail:
         tip.append(detail)
     bar = None
-    if result.runs:
+    if result.runs_made:
         low, high = result.interval
         bar = (
             round(low * 100, 1),
@@ -120,11 +120,11 @@ def cell_of(result: QueryResult | None) -> Cell | None:
         label,
         rate,
         result.triggers,
-        result.runs,
+        result.runs_made,
         detail,
         "\n".join(tip),
         bar,
-        format_interval(result.interval) if result.runs else "",
+        format_interval(result.interval) if result.runs_made else "",
     )
 
 
@@ -292,4 +292,4 @@ def rate_cell(result: QueryResult) -> str:
     """A model's cell in the side-by-side table: ``fail 0.00 (0/4, 95% interval 0.00–0.49)``."""
     rate = format_ratio(result.trigger_rate)
     interval = format_interval(result.interval, result.rule.confidence)
-    return f"{result.status} {rate} ({result.triggers}/{result.runs}, {interval})"
+    return f"{result.status} {rate} ({result.triggers}/{result.runs_made}, {interval})"

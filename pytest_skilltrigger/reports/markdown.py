@@ -113,7 +113,7 @@ def _failing_queries(skill: SkillReport) -> list[str]:
     ]
     for r in failing:
         expected = "trigger" if r.should_trigger else "no trigger"
-        observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs}"
+        observed = f"error: {r.error}" if r.error else f"{r.triggers}/{r.runs_made}"
         if r.borderline:
             observed += " (borderline)"
         rate = f"{format_ratio(r.trigger_rate)}, {format_interval(r.interval)}"

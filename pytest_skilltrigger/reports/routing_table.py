@@ -140,7 +140,7 @@ class RoutingTable:
                     "query": i.entry.query,
                     "expected_skill": i.entry.expected_skill,
                     "pass": i.passed,
-                    "runs": i.result.runs,
+                    "runs": i.result.runs_made,
                     "chosen": i.result.chosen,
                     "errors": i.result.errors,
                     "skipped": i.result.skipped,
@@ -212,14 +212,14 @@ def _table(folder: str, group: list[SkillResults]) -> RoutingTable:
                     continue
                 row.queries += 1
                 row.errors += result.errors
-                row.runs += result.runs
+                row.runs += result.runs_made
                 for choice, count in result.chosen.items():
                     row.chosen[choice] = row.chosen.get(choice, 0) + count
                     taker = choice.removeprefix("skill:")
                     if should and choice.startswith("skill:") and taker != owner:
                         entry = taken.setdefault(taker, [0, 0, 0])
                         entry[0] += count
-                        entry[1] += result.runs
+                        entry[1] += result.runs_made
                         entry[2] += 1
             rows.append(row)
             clashes += [

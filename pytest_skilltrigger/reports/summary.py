@@ -99,7 +99,7 @@ def summarize(
         calls += r.calls
         if r.passed is None:
             continue
-        misses = r.runs - r.triggers
+        misses = r.runs_made - r.triggers
         measured_queries += 1
         triggered_queries += r.triggers > 0
         if r.should_trigger:
@@ -158,7 +158,7 @@ def _cost(results: list[QueryResult], model: str, prices: dict[str, Price] | Non
     price is unknown."""
     total = 0.0
     for r in results:
-        if r.joined:  # paid for through the result whose sampling it joined
+        if r.shared:  # paid for through the result whose sampling it joined
             continue
         for o in r.outcomes:
             if o.from_store:

@@ -112,7 +112,7 @@ def drafted_lines(skill: SkillReport) -> list[str]:
         group = [r for r in drafted if r.should_trigger == should]
         if group:
             lines.append(f"    {kind}:")
-            lines += [f"      {_mark(r)} {r.query!r} ({r.triggers}/{r.runs})" for r in group]
+            lines += [f"      {_mark(r)} {r.query!r} ({r.triggers}/{r.runs_made})" for r in group]
     return lines
 
 
@@ -151,7 +151,7 @@ def failure_lines(skill: SkillReport) -> list[str]:
         won = f"; chosen instead: {describe_chosen(chosen, exclude=own)}" if should else ""
         lines.append(f"  {verb} {len(failed)} of {of} {kind} queries{won}")
         for r in failed[:MAX_LISTED_QUERIES]:
-            how = "borderline" if r.borderline else f"{r.triggers}/{r.runs}"
+            how = "borderline" if r.borderline else f"{r.triggers}/{r.runs_made}"
             lines.append(f"    - {r.query!r} ({how})")
         if len(failed) > MAX_LISTED_QUERIES:
             lines.append(f"    ... {len(failed) - MAX_LISTED_QUERIES} more")

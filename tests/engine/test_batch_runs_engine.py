@@ -80,7 +80,9 @@ def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
 
 
 def test_batched_runs_cross_as_json_unchanged() -> None:
-    plan = SamplingPlan(hits=frozenset({"skill:pdf", "skill:xlsx"}))  # the sequential rule
+    plan = SamplingPlan(
+        trigger_choices=frozenset({"skill:pdf", "skill:xlsx"})
+    )  # the sequential rule
     item = RunsAhead(
         ("key", "merge pdfs", plan.ident()),
         [
@@ -115,7 +117,7 @@ def test_a_library_session_samples_in_waves_of_batches(
         ("write a poem", ["text"]),
     ]
     outcomes = {
-        batch: [(r.query, r.triggers, r.runs, r.passed) for r in results]
+        batch: [(r.query, r.triggers, r.runs_made, r.passed) for r in results]
         for batch, results in sampled_both_ways(fake_api, tmp_path, queries, None).items()
     }
     assert outcomes[True] == outcomes[False]
@@ -135,7 +137,7 @@ def test_sequential_verdicts_sample_in_the_same_waves_batched_and_live(
         ("write a poem", ["text"]),
     ]
     outcomes = {
-        batch: [(r.verdict, r.runs, r.passed, r.borderline) for r in results]
+        batch: [(r.verdict, r.runs_made, r.passed, r.borderline) for r in results]
         for batch, results in sampled_both_ways(fake_api, tmp_path, queries, 0.95).items()
     }
     assert outcomes[True] == outcomes[False]
@@ -163,7 +165,7 @@ def test_an_answer_cut_at_the_cap_is_sent_again_with_the_live_max_tokens(
     results, session = sample_once(
         fake_api, alpha_target(tmp_path, queries), queries, batch=True, confidence=None
     )
-    assert [(r.triggers, r.runs, r.passed) for r in results] == [(2, 2, True), (0, 2, True)]
+    assert [(r.triggers, r.runs_made, r.passed) for r in results] == [(2, 2, True), (0, 2, True)]
     capped = [p["max_tokens"] for p in fake_api.batch_requests_log]
     assert capped[:4] == [1] * 4 and all(m > 1 for m in capped[4:]) and len(capped) == 8
     # the dropped answers' requests ride on the query's next run kept: all paid, none lost

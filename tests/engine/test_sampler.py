@@ -102,7 +102,7 @@ def test_threshold_zero_still_measures_a_rate() -> None:
     sampler = LiveSampler(backend, concurrency=1)
     result = sampler.submit(CONTEXT, "anything", True, reference_plan(3, 0.0)).result()
     sampler.close()
-    assert result.runs == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
+    assert result.runs_made == 1 and result.passed is True  # rate 0.0 >= threshold 0.0
 
 
 def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> Sampler:
@@ -144,7 +144,7 @@ def test_fresh_samplings_neither_read_nor_write_the_store(tmp_path: Path) -> Non
     sampler = storing_sampler(backend, store, "use")
     first = sampler.submit(CONTEXT, "merge these", True, plan).result()
     backend.status = "not_triggered"
-    fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, fresh=True)).result()
+    fresh = sampler.submit(CONTEXT, "merge these", True, replace(plan, independent=True)).result()
     sampler.close()
     assert (first.triggers, fresh.triggers, fresh.calls) == (1, 0, 2)  # really sampled again
     sampler = storing_sampler(backend, store, "use")
@@ -214,9 +214,9 @@ def test_curtailed_verdicts_equal_the_verdicts_of_all_runs(
     finally:
         sampler.close()
     assert result.passed == expected
-    assert 1 <= result.runs <= runs
-    assert backend.calls["q"] == result.runs
-    assert result.triggers == sum(answers[: result.runs])  # the first runs' answers, counted
+    assert 1 <= result.runs_made <= runs
+    assert backend.calls["q"] == result.runs_made
+    assert result.triggers == sum(answers[: result.runs_made])  # the first runs' answers, counted
 
 
 def test_without_early_stopping_every_run_is_made() -> None:
@@ -225,7 +225,7 @@ def test_without_early_stopping_every_run_is_made() -> None:
     plan = reference_plan(5, 0.5, curtail=False)
     result = sampler.submit(CONTEXT, "q", True, plan).result()
     sampler.close()
-    assert (result.runs, result.triggers) == (5, 5)
+    assert (result.runs_made, result.triggers) == (5, 5)
 
 
 def test_an_error_stops_the_query_and_is_never_a_miss() -> None:
@@ -269,7 +269,7 @@ def test_the_budget_skips_queries_without_calling(tmp_path: Path) -> None:
     second = sampler.submit(CONTEXT, "b", True, reference_plan(3, 0.5)).result()
     sampler.close()
     # each run is estimated (and costs) $0.00011: two fit, the third would not
-    assert first.runs == 2 and not first.skipped
+    assert first.runs_made == 2 and not first.skipped
     assert second.skipped and second.skipped.startswith(BUDGET_REACHED)
     assert "$0.00025" in second.skipped  # the budget, with the digits that say it
     assert backend.calls["b"] == 0
@@ -290,11 +290,11 @@ def test_a_query_the_budget_cuts_short_keeps_its_runs_in_the_store(tmp_path: Pat
     sampler = LiveSampler(backend, concurrency=1, guard=guard, store=store, record=record)
     cut = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     sampler.close()
-    assert cut.over_budget and cut.runs == 2 and recorded == [2]
+    assert cut.over_budget and cut.runs_made == 2 and recorded == [2]
     again = LiveSampler(backend, concurrency=1, store=store, record=record)
     rerun = again.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     again.close()
-    assert rerun.runs == 3 and rerun.calls == 1 and not rerun.skipped
+    assert rerun.runs_made == 3 and rerun.calls == 1 and not rerun.skipped
 
 
 def test_closing_abandons_what_is_queued_as_interrupted() -> None:
@@ -322,10 +322,10 @@ def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
     sampler = LiveSampler(backend, concurrency=1)
     plan = reference_plan(2, 0.5)
     ordinary = sampler.submit(CONTEXT, "q", True, plan).result()
-    fresh = sampler.submit(CONTEXT, "q", True, replace(plan, fresh=True)).result()
+    fresh = sampler.submit(CONTEXT, "q", True, replace(plan, independent=True)).result()
     again = sampler.submit(CONTEXT, "q", True, plan).result()
     sampler.close()
-    assert (ordinary.triggers, fresh.triggers, fresh.runs) == (1, 0, 2)
+    assert (ordinary.triggers, fresh.triggers, fresh.runs_made) == (1, 0, 2)
     assert again.triggers == 1 and backend.calls["q"] == 3  # the ordinary sampling, shared
 
 
@@ -348,18 +348,18 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
         result = sampler.submit(CONTEXT, "merge", True, plan).result()
         sampler.close()
         assert backend.calls == expected_calls
-        assert (result.verdict, result.runs, result.passed) == ("triggered", 4, True)
+        assert (result.verdict, result.runs_made, result.passed) == ("triggered", 4, True)
     assert recorded == [2, 0]
     # ten stored runs, settled at the fourth: a rerun reads four, as a fresh sampling would
     store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 6)
     sampler = LiveSampler(ScriptedBackend(), store=store)
-    assert sampler.submit(CONTEXT, "merge", True, plan).result().runs == 4
+    assert sampler.submit(CONTEXT, "merge", True, plan).result().runs_made == 4
     sampler.close()
 
 
 def test_a_context_that_cannot_be_prepared_is_a_fatal_error_with_no_call() -> None:
     """A capture that failed: the query gets one error outcome naming the cause (no request
-    made, the plan's hits kept), and the sampler is fatal from then on."""
+    made, the plan's trigger_choices kept), and the sampler is fatal from then on."""
 
     class Unprepared(SequenceBackend):
         def context_key(self, context: TriggerContext) -> str:
@@ -367,13 +367,13 @@ def test_a_context_that_cannot_be_prepared_is_a_fatal_error_with_no_call() -> No
 
     backend = Unprepared({"a": [True]})
     sampler = LiveSampler(backend, concurrency=1)
-    plan = replace(reference_plan(3, 0.5), hits=frozenset({"skill:pdf-tools"}))
+    plan = replace(reference_plan(3, 0.5), trigger_choices=frozenset({"skill:pdf-tools"}))
     result = sampler.submit(CONTEXT, "a", True, plan).result()
     sampler.close()
     (outcome,) = result.outcomes
     assert outcome.status == "error" and outcome.fatal and outcome.requests == 0
     assert outcome.error == "cannot prepare the request: ValueError: the CLI sent nothing"
-    assert sampler.stop.reason == outcome.error and result.hits == plan.hits
+    assert sampler.stop.reason == outcome.error and result.trigger_choices == plan.trigger_choices
     assert (result.query, result.should_trigger, result.rule) == ("a", True, plan.rule)
     assert backend.calls["a"] == 0
 
@@ -386,7 +386,7 @@ def test_a_joined_sampling_is_marked_and_keeps_the_first_callers_runs() -> None:
     joined = sampler.submit(CONTEXT, "a", False, plan)
     one, two = first.result(), joined.result()
     sampler.close()
-    assert not one.joined and two.joined and two.should_trigger is False
+    assert not one.shared and two.shared and two.should_trigger is False
     assert one.outcomes == two.outcomes and one.passed and not two.passed
     assert backend.calls["a"] == 2  # one sampling, early stopping at 2 of 3
 
@@ -401,7 +401,7 @@ def test_runs_made_in_a_batch_are_taken_instead_of_live_calls() -> None:
     sampler.take_ahead(ident, [hit, hit], None)
     assert sampler.under_way(ident)
     result = sampler.submit(CONTEXT, "a", True, plan).result()
-    assert result.runs == 2 and result.passed and backend.calls["a"] == 0
+    assert result.runs_made == 2 and result.passed and backend.calls["a"] == 0
     skipped_ident = sampler.sampling_key(
         sampler.context_key(CONTEXT), "b", plan, CONTEXT.skill_name
     )
@@ -422,8 +422,8 @@ def test_a_later_sampling_starts_from_the_runs_this_process_made() -> None:
     first = sampler.submit(CONTEXT, "a", True, reference_plan(2, 0.5)).result()
     more = sampler.submit(CONTEXT, "a", True, reference_plan(5, 0.5)).result()
     sampler.close()
-    assert first.runs == 1 and first.calls == 1  # 1 of 2 settles a rate of at least 0.5
-    assert more.calls == more.runs - 1 and more.runs >= 3
+    assert first.runs_made == 1 and first.calls == 1  # 1 of 2 settles a rate of at least 0.5
+    assert more.calls == more.runs_made - 1 and more.runs_made >= 3
     assert more.outcomes[0].from_store and not more.outcomes[-1].from_store
     assert backend.calls["a"] == 1 + more.calls
 
@@ -451,7 +451,7 @@ def test_a_backend_exception_is_an_error_and_a_later_caller_samples_afresh() -> 
     assert not outcome.fatal and not sampler.stop.reason and failed.passed is None
     again = sampler.submit(CONTEXT, "a", True, plan).result()
     sampler.close()
-    assert not again.joined and again.passed and again.triggers == 1
+    assert not again.shared and again.passed and again.triggers == 1
     assert guard.total().calls == 2  # the errored run counts (its request may have gone out)
 
 
@@ -465,7 +465,7 @@ def test_finished_runs_are_recorded_once_and_never_for_fresh_or_interrupted_plan
     sampler = LiveSampler(backend, concurrency=1, record=record)
     plan = reference_plan(3, 0.5)
     sampler.submit(CONTEXT, "a", True, plan).result()
-    sampler.submit(CONTEXT, "a", True, replace(plan, fresh=True)).result()
+    sampler.submit(CONTEXT, "a", True, replace(plan, independent=True)).result()
     sampler.close()
     assert recorded == [(sampler.context_key(CONTEXT), "a", 2)]
 
@@ -483,7 +483,7 @@ def test_an_error_run_is_not_what_a_later_sampling_starts_from() -> None:
     backend = ErrorThenHits({})
     sampler = LiveSampler(backend, concurrency=1)
     first = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
-    assert first.errors == 1 and first.runs == 1
+    assert first.errors == 1 and first.runs_made == 1
     later = sampler.submit(CONTEXT, "a", True, reference_plan(4, 0.5)).result()
     sampler.close()
     assert [o.status for o in later.outcomes if o.from_store] == ["triggered"]

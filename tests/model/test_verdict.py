@@ -200,7 +200,7 @@ def test_the_operating_characteristic_is_exact() -> None:
     assert got.triggered == pytest.approx(expected["triggered"])
     assert got.not_triggered == pytest.approx(expected["not_triggered"])
     assert got.undecided == pytest.approx(expected["undecided"])
-    assert got.runs == pytest.approx(runs)
+    assert got.mean_runs == pytest.approx(runs)
 
 
 def test_the_fixed_rule_is_the_reference_one() -> None:
@@ -208,7 +208,7 @@ def test_the_fixed_rule_is_the_reference_one() -> None:
     assert rule.next_runs(0, 0) == 2 and rule.next_runs(2, 0) == 0 and rule.next_runs(1, 1) == 1
     assert rule.verdict(2, 3) == "triggered" and rule.verdict(1, 3) == "not_triggered"
     assert FixedRule(runs=3, curtail=False).next_runs(2, 0) == 1
-    assert operating(rule, 1.0).runs == pytest.approx(2.0)
+    assert operating(rule, 1.0).mean_runs == pytest.approx(2.0)
 
 
 def test_rules_cross_as_json() -> None:

@@ -229,13 +229,13 @@ def test_the_operating_characteristic_at_the_extremes() -> None:
     never does, likewise the other way; the reference rule's verdict is certain too."""
     rule = SequentialRule(calibrated=False)
     always, never = operating(rule, 1.0), operating(rule, 0.0)
-    assert always.triggered == pytest.approx(1.0) and always.runs == pytest.approx(5.0)
-    assert never.not_triggered == pytest.approx(1.0) and never.runs == pytest.approx(5.0)
+    assert always.triggered == pytest.approx(1.0) and always.mean_runs == pytest.approx(5.0)
+    assert never.not_triggered == pytest.approx(1.0) and never.mean_runs == pytest.approx(5.0)
     always, never = operating(SequentialRule(), 1.0), operating(SequentialRule(), 0.0)
-    assert always.triggered == pytest.approx(1.0) and always.runs == pytest.approx(4.0)
-    assert never.not_triggered == pytest.approx(1.0) and never.runs == pytest.approx(4.0)
+    assert always.triggered == pytest.approx(1.0) and always.mean_runs == pytest.approx(4.0)
+    assert never.not_triggered == pytest.approx(1.0) and never.mean_runs == pytest.approx(4.0)
     fixed = operating(FixedRule(runs=3, curtail=False), 0.5)
-    assert fixed.runs == pytest.approx(3.0) and fixed.undecided == 0.0
+    assert fixed.mean_runs == pytest.approx(3.0) and fixed.undecided == 0.0
     assert fixed.triggered == pytest.approx(0.5)  # 2 or 3 of 3 at rate 0.5
 
 

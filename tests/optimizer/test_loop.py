@@ -42,7 +42,7 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
     published: dict[int, list[tuple[str, int]]] = {}
 
     def on_iteration(run: Optimization, it: Iteration) -> None:
-        published[it.iteration] = [(r.query, r.runs) for r in it.train_side]
+        published[it.iteration] = [(r.query, r.runs_made) for r in it.train_side]
 
     session = TriggerSession(Settings(cache_mode="off"))
     try:
@@ -55,11 +55,13 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
     start, second, third = run.iterations
     assert not second.became_best and not third.became_best  # even races: the start stays
     for it in run.iterations:  # as reported when published, whatever raced them later
-        assert [(r.query, r.runs) for r in it.train_side] == published[it.iteration]
+        assert [(r.query, r.runs_made) for r in it.train_side] == published[it.iteration]
     assert second.race is not None and third.race is not None
     assert second.race.extra_runs > 0 and third.race.extra_runs > 0
     # the third round's race went on from the start's runs as the second race left them
-    start_runs = sum(r.runs for r in start.train_side)
-    assert sum(r.runs for r in second.race.incumbent) > start_runs
-    assert sum(r.runs for r in third.race.incumbent) > sum(r.runs for r in second.race.incumbent)
+    start_runs = sum(r.runs_made for r in start.train_side)
+    assert sum(r.runs_made for r in second.race.incumbent) > start_runs
+    assert sum(r.runs_made for r in third.race.incumbent) > sum(
+        r.runs_made for r in second.race.incumbent
+    )
     assert start.train_score(0.95) is start.train_score(0.95)  # computed once

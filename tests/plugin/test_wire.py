@@ -18,7 +18,9 @@ def test_records_round_trip_through_json() -> None:
         "triggered", chosen="skill:pdf", usage=Usage(5, 2, 1, 3), requests=2, model="m", batch=True
     )
     runs = (outcome, RunOutcome("error", error="boom"))
-    result = QueryResult("merge", True, FixedRule(3, 0.5), runs, hits=frozenset({"skill:a"}))
+    result = QueryResult(
+        "merge", True, FixedRule(3, 0.5), runs, trigger_choices=frozenset({"skill:a"})
+    )
     records = [
         wire.ItemRecord("/s/pdf/SKILL.md", 4, "key", "claude-haiku-4-5", result),
         wire.RoutingRecord("/s/routing-eval.json", 1, None, None, result),

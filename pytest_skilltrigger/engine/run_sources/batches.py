@@ -308,7 +308,7 @@ class BatchRuns:
         states = {id(state): state for state, _r in wave.owners.values()}
         for state in states.values():
             read, state.read = state.read, []
-            if self.record is not None and read and not state.job.plan.fresh:
+            if self.record is not None and read and not state.job.plan.independent:
                 self.record(state.job.key, state.job.query, read)
 
     def _reserve(self, job: RunJob, runs: int) -> float | None:
