@@ -8,21 +8,31 @@ The public API, for library users who call the engine directly::
         print(target.name, sum(1 for r in results if r.passed), "/", len(results))
 
 Names are imported on first use (PEP 562): importing the package, as pytest does for the
-plugin's entry point (:mod:`pytest_skilltrigger.plugin`), loads none of the engine.
+plugin's entry point, loads none of the engine. Type checkers read the imports below.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.session import TriggerSession, evaluate_skill
+    from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
+    from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, TriggerCheck, Usage
+    from pytest_skilltrigger.model.plan import SamplingPlan
+    from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
+    from pytest_skilltrigger.skills.catalog import Target, load_targets
+    from pytest_skilltrigger.support.errors import InputError
+
+__version__ = "0.2.0"
 
 # public name -> the module that defines it
 _EXPORTS = {
     "evaluate_skill": "pytest_skilltrigger.engine.session",
     "TriggerSession": "pytest_skilltrigger.engine.session",
     "Settings": "pytest_skilltrigger.model.settings",
+    "OptimizerSettings": "pytest_skilltrigger.model.settings",
     "SamplingPlan": "pytest_skilltrigger.model.plan",
     "TriggerContext": "pytest_skilltrigger.model.context",
     "ListedSkill": "pytest_skilltrigger.model.context",
@@ -35,7 +45,23 @@ _EXPORTS = {
     "InputError": "pytest_skilltrigger.support.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [
+    "InputError",
+    "ListedSkill",
+    "OptimizerSettings",
+    "QueryResult",
+    "RunOutcome",
+    "SamplingPlan",
+    "Settings",
+    "Target",
+    "TriggerCheck",
+    "TriggerContext",
+    "TriggerSession",
+    "Usage",
+    "__version__",
+    "evaluate_skill",
+    "load_targets",
+]
 
 
 def __getattr__(name: str) -> Any:

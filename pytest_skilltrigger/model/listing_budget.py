@@ -1,35 +1,11 @@
 """How much of a skill listing Claude Code shows on each model: the listing budget.
 
-Why it matters: past the budget Claude Code lists skills as bare names (``- pdf``, no text).
-A bare-listed skill is chosen, if at all, by its name alone, so a verdict measured on a full
-listing says nothing about what users of that model see.
-
-The rule, observed with the pinned CLI (2.1.328) against a loopback server, varying the
-number of skills, their length, the installed skills and ``ANTHROPIC_MODEL``, and reading the
-request it sent (``benchmarks/bench_listing_budget.py`` runs the experiments again and prints
-the figures below):
-
-- **The budget** is 1% of the model's context window, in characters: 8,000 for the models the
-  CLI gives a 200k-token window counted at 4 characters a token (claude-haiku-4-5,
-  claude-sonnet-4-6, claude-opus-4-5, claude-opus-4-6), 30,000 for every later model and for a
-  name it does not know (a 1M-token window at 3 characters a token: claude-opus-4-7 and 4-8,
-  and every claude-*-5* model the SDK names), 40,000 for a 4.x model asked for with ``[1m]``.
-  ``SLASH_COMMAND_TOOL_CHAR_BUDGET`` in the environment replaces it.
-- **A listing's size** is the length of its lines (``- name: text``, the text cut at 1,536
-  characters) plus one newline between two lines. Within the budget every skill keeps its text.
-- **Past it**, the CLI's bundled built-in skills (11 in this version, 6,039 characters of lines)
-  keep theirs. Every other skill (installed, then the project's, then two built-in commands
-  listed last) starts as a bare name, and in listing order gets its text back while what is
-  left of the budget holds it; one that does not fit is passed over and the next one tried.
-  (The CLI puts skills a user invokes often first; a fresh config, as tests run, has none.)
-- Measured edges: with claude-haiku-4-5, two project skills of 882 characters keep their text
-  and 883 do not (the listing is then 8,001 characters); 10 of 300 characters: 5 keep it, 5
-  are bare; 6 of 300 keep it, both built-in commands are bare; 60 of 382 on claude-opus-5-5
-  all keep it, and 30 of 779 and 780 sit either side of 30,000.
-
-Builtin mode lists our own generic competitors, shorter than the CLI's; the fit counts the
-CLI's bundled lines at their measured size (:data:`BUNDLED_CHARS`), so a skill is cut where
-Claude Code would cut it. Capture mode needs none of this: the CLI lists, and is measured.
+Past the budget Claude Code lists skills as bare names (``- pdf``, no text), and a bare-listed
+skill is chosen, if at all, by its name alone: a verdict measured on a full listing says
+nothing about what users of that model see. The rule (a share of the model's context window,
+the bundled built-ins keeping their text, the others filled in listing order) was observed
+with the pinned CLI; ``docs/explanation/context.md`` gives it with the edges
+``benchmarks/bench_listing_budget.py`` measures.
 """
 
 from __future__ import annotations

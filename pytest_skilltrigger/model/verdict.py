@@ -1,40 +1,12 @@
 """When a query's runs say it triggers, and when to stop sampling it.
 
 Two rules, one interface (:class:`VerdictRule`): how many runs to make next given the runs so
-far, and the verdict they give.
-
-:class:`SequentialRule` (the default, ``--trigger-confidence 0.95``) is a sequential test
-between "the true rate is ``threshold - margin``" and "it is ``threshold + margin``", with
-error rates ``1 - confidence`` on both sides, truncated at ``max_runs``. It starts from Wald's
-sequential probability ratio test: after each run the log-likelihood ratio
-
-    LLR = triggers * log(p1 / p0) + misses * log((1 - p1) / (1 - p0))
-
-is compared with ``log(confidence / (1 - confidence))``. Wald's bound is an approximation
-that ignores the overshoot of whole runs and the truncation, and it is conservative: at 95%
-and margin 0.15 its exact error at the margin is 2.8%, about half what 95% allows, and a
-clear-cut query takes five runs. So the bounds are then *calibrated exactly*: from the first
-look on, each look's bound is moved one trigger toward the middle as long as the test's exact
-error rates at ``threshold ± margin`` (every path of runs followed with its probability,
-truncation included) stay within ``1 - confidence``. At the threshold 0.5, 95% and margin 0.15
-the result reads simply: a query triggers once it has four more triggers than misses within
-its first eight runs, or five more after (and does not, the other way round); its exact error
-at the margin is 4.8%, and a clear-cut query takes four runs. ``calibrated=False`` keeps
-Wald's bounds (the benchmark's comparison). A query still undecided at ``max_runs`` (or once no
-run left could reach either bound) is *borderline*: its true rate lies near the threshold and
-chance decides each run. Since a test that settles on more triggers is never less likely to
-say "triggered" for a higher rate, the exact error at the margin bounds it for every rate
-outside the margin: there the verdict is wrong at most ``1 - confidence`` of the time
-(computed in ``benchmarks/bench_verdicts.py``); inside the margin either verdict, or
-borderline, may come out.
-
-:class:`FixedRule` (``--trigger-confidence off``) is the reference scripts' rule, kept for
-comparison: ``runs`` runs, triggered when ``triggers / runs >= threshold``, with exact early
-stopping (no more runs once they cannot change the verdict).
-
-Both rules sample in *waves*: the next wave is the number of further runs before a decision
-could first become possible, so runs made concurrently (or in one message batch) never
-overshoot the verdict that one run at a time would reach.
+far, and the verdict they give. :class:`SequentialRule` (the default) is a sequential test
+between "the true rate is ``threshold - margin``" and "``threshold + margin``", its bounds
+calibrated exactly so that the error at the margin stays within ``1 - confidence``;
+:class:`FixedRule` is the reference scripts' fixed runs. Both sample in waves that never
+overshoot the verdict one run at a time would reach. Why and how, with the measured error
+rates: ``docs/explanation/verdicts.md`` (figures from ``benchmarks/bench_verdicts.py``).
 """
 
 from __future__ import annotations

@@ -2,23 +2,9 @@
 the survivor against the best on the same queries, repeat; then race the best against the
 start on fresh runs before anything is written.
 
-It keeps the reference tool's numbers and meaning (holdout 0.4, five iterations, seed 42) and
-fixes what made it unable to see a gain through noise:
-
-- scores use what was sampled: the expected number of queries right, from each query's
-  posterior (:mod:`.scoring`), not pass counts of three runs;
-- each round asks for several different descriptions (``candidates``), screened on train by
-  successive halving, so only the round's best spends runs against the best so far;
-- a candidate replaces the best only when a paired race on the train queries finds its gain
-  positive at the confidence (:mod:`.racing`): selection never looks at test;
-- acceptance is decided on fresh runs: the best is raced against the start on every query
-  (``accept_on="all"``, the default), and SKILL.md is rewritten only when its gain is positive
-  at the confidence and its gain on the held-out test queries alone is not negative; with
-  ``accept_on="test"`` (the reference's rule) on the test queries alone.
-
-Iteration 1 reuses the items' results; invalid or repeated proposals get one repair request;
-errors are never counted as misses. In a folder of skills, every description is also measured
-on its siblings' queries (see :mod:`.folder`).
+It keeps the reference tool's numbers and meaning (holdout 0.4, five iterations, seed 42);
+what it does differently, so that a gain is seen through the noise of the runs, is in
+``docs/explanation/optimizer.md``.
 """
 
 from __future__ import annotations

@@ -292,3 +292,29 @@ def test_importing_the_public_api_does_not_import_pytest() -> None:
     code = "import sys, pytest_skilltrigger as p; p.evaluate_skill; print('pytest' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_public_api_is_typed_for_users(tmp_path: Path) -> None:
+    """A user's type checker sees the real types through the lazy package root (its imports
+    under TYPE_CHECKING), not ``Any``, and every exported name is listed there."""
+    import pytest_skilltrigger as api
+
+    source = (PACKAGE / "__init__.py").read_text(encoding="utf-8")
+    for name in api.__all__:
+        if name != "__version__":
+            assert f" {name}" in source.split("if TYPE_CHECKING:", 1)[1].split("__version__")[0]
+    user = tmp_path / "user.py"
+    user.write_text(
+        "from pytest_skilltrigger import Settings, TriggerSession, evaluate_skill\n"
+        "session = TriggerSession(Settings(min_runs=5))\n"
+        "reveal_type(session.submit)\n"
+        "reveal_type(evaluate_skill)\n"
+    )
+    mypy = Path(sys.executable).parent / "mypy"
+    if not mypy.exists():
+        pytest.skip("mypy is not installed (pip install -e '.[test]')")
+    done = subprocess.run(
+        [str(mypy), "--strict", str(user)], capture_output=True, text=True, cwd=PACKAGE.parent
+    )
+    assert "Future[pytest_skilltrigger.model.outcome.QueryResult]" in done.stdout, done.stdout
+    assert "Any" not in done.stdout.replace("Any]", ""), done.stdout

@@ -1,43 +1,12 @@
 """The workspace of one Claude Code run, and how the user's login reaches it.
 
-Why the CLI: many skill authors have a Claude Code login and no API key, and the CLI is the
-most faithful judge of triggering (its own system prompt, built-in skills and tools).
-
-Why one workspace per run: Claude Code lists every skill it finds under the project folder.
-Runs that share a folder see each other's copies of the skill under test, with the same
-description, and the model's choice between identical entries destroys the measurement.
-Each run therefore gets a fresh temporary folder::
-
-    <run>/project/.git/                          empty: marks the project root, so Claude Code
-                                                 does not look for skills in parent folders
-    <run>/project/.claude/skills/<name>/SKILL.md the skill under test, description under test
-    <run>/project/.claude/skills/<sibling>/...   its sibling skills (the project's competitors)
-    <run>/config/                                CLAUDE_CONFIG_DIR: the run's own config home
-    <run>/tmp/                                   TMPDIR: the CLI's scratch files and sockets
-
-How the user's own skills are kept out while their login keeps working (checked against
-Claude Code 2.1.328, see ``.ci/install_claude_code.sh``: with neither the private config
-folder nor the setting sources below, a same-named skill in ``~/.claude/skills`` replaces the
-copy under test in the listing; each alone is enough, both are kept):
-
-* ``CLAUDE_CONFIG_DIR=<run>/config``: the user skill folder is ``<config dir>/skills``, so it
-  is now an empty folder of the run's own. Everything the CLI writes (``.claude.json``,
-  backups, project history) lands there too: nothing in the user's home, and parallel runs
-  never write the same config file.
-* ``CLAUDE_SECURESTORAGE_CONFIG_DIR`` pins the credential store to where the user's login
-  really lives (empty = the default ``~/.claude/.credentials.json`` and the default keychain
-  entry; else the user's own ``CLAUDE_CONFIG_DIR``). Without it, moving CLAUDE_CONFIG_DIR
-  also moves the credential store (and renames the macOS keychain entry), and the login is
-  lost. Reading the real store rather than a copy also means a token refresh updates the
-  user's own credentials instead of silently invalidating them.
-* The account keys of the user's ``.claude.json`` (``oauthAccount``, ``primaryApiKey``, ...)
-  are copied into the run's config, so ``/login`` managed keys and account details apply.
-* ``--setting-sources project`` as a second guard: the CLI reads user skills, commands,
-  plugins and settings only when the ``user`` source is on. Project skills (ours) still load.
-
-What is lost: user-level settings (``~/.claude/settings.json``: ``env``, ``apiKeyHelper``,
-hooks) are not applied; credentials in the environment (``ANTHROPIC_API_KEY``,
-``ANTHROPIC_AUTH_TOKEN``, ``ANTHROPIC_BASE_URL``, cloud provider variables) pass through.
+Each run gets its own folder: a project (an empty ``.git`` marks its root) holding the skills
+of the context, a private config folder (``CLAUDE_CONFIG_DIR``) and a scratch folder. Runs that
+shared a folder would see each other's copies of the skill under test. The user's own skills
+and settings are kept out (the private config folder, ``--setting-sources``); the login stays
+usable (the credential store is pinned where it lives, the account keys are copied, the
+/login key travels in the environment, never in a file). What the CLI does with each of these
+is covered by ``tests/backends/test_claude_code_cli.py`` against the pinned CLI.
 """
 
 from __future__ import annotations
