@@ -16,6 +16,7 @@ from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL, Settings
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
     from pytest_skilltrigger.backends.capture import Captures, CaptureStore
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
@@ -62,6 +63,7 @@ def make_backend(
     purpose: Purpose = "trigger",
     captures: CaptureStore | None = None,
     reuse: TriggerBackend | None = None,
+    limiter: RateLimiter | None = None,
 ) -> TriggerBackend:
     """Create the backend :func:`backend_choice` names for ``purpose``, or raise
     :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger backend,
@@ -85,6 +87,7 @@ def make_backend(
             settings.resolved_model(DEFAULT_MODEL),
             timeout=settings.timeout,
             captures=_captures(settings, captures) if purpose == "trigger" else None,
+            limiter=limiter,
         )
     return _cli(settings)
 

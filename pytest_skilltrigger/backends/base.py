@@ -40,15 +40,27 @@ class TriggerBackend(Protocol):
         """Ask once; never raise for API or process failures: return an error outcome."""
         ...
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
-        """Ask a plain question (the optimizer's proposals): the answer's text, its usage and
-        the requests sent. Raises :class:`~pytest_skilltrigger.support.errors.AskError` on
-        failure, carrying the requests sent all the same."""
+    def ask(self, prompt: str, model: str | None = None) -> Answer:
+        """Ask a plain question (the optimizer's proposals). Raises
+        :class:`~pytest_skilltrigger.support.errors.AskError` on failure, carrying the
+        requests sent all the same."""
         ...
 
     def close(self) -> None:
         """Release connections, processes and temporary folders."""
         ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A plain question's answer: its text and usage, the requests sent (retries included),
+    the seconds it waited for the rate limit, and the 429s it met."""
+
+    text: str
+    usage: Usage
+    requests: int = 1
+    waited: float = 0.0
+    rate_limited: int = 0
 
 
 class BackendUnavailable(Exception):
@@ -95,10 +107,18 @@ class BatchError(Exception):
     """A batch could not be created, polled or read; ``fatal`` when no further call can
     succeed (bad credentials, unknown model)."""
 
-    def __init__(self, message: str, *, fatal: bool = False, rejected: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        fatal: bool = False,
+        rejected: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.fatal = fatal
         self.rejected = rejected  # the API answered that it did not take it: safe to resend
+        self.retry_after = retry_after  # how long the API asked to wait before sending again
 
 
 class BatchClient(Protocol):

@@ -8,11 +8,14 @@ against the budget before it is sent, for the longest answer it may get.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
+from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS
-from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.prices import Calls
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.support.errors import AskError
 
@@ -22,11 +25,16 @@ class Asker:
     asking, made on first use (drafts ask from several threads at once)."""
 
     def __init__(
-        self, settings: Settings, guard: CostGuard, trigger_backend: TriggerBackend
+        self,
+        settings: Settings,
+        guard: CostGuard,
+        trigger_backend: TriggerBackend,
+        limiter: RateLimiter,
     ) -> None:
         self.settings = settings
         self.guard = guard
         self.trigger_backend = trigger_backend
+        self.limiter = limiter
         self._backend: TriggerBackend | None = None
         self._lock = threading.Lock()
 
@@ -34,7 +42,7 @@ class Asker:
         with self._lock:
             if self._backend is None:
                 self._backend = make_backend(
-                    self.settings, purpose="ask", reuse=self.trigger_backend
+                    self.settings, purpose="ask", reuse=self.trigger_backend, limiter=self.limiter
                 )
             return self._backend
 
@@ -51,12 +59,15 @@ class Asker:
         if not self.guard.reserve(reserved):
             raise AskError(budget_reached(self.guard.budget_usd))
         try:
-            text, usage, requests = backend.ask(prompt, model=model)
+            answer = backend.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
             self.guard.settle(reserved, Calls(Usage(), exc.requests, phase, model))
             raise
-        self.guard.settle(reserved, Calls(usage, requests, phase, model))
-        return text, usage
+        calls = Calls(answer.usage, answer.requests, phase, model)
+        self.guard.settle(
+            reserved, replace(calls, waited=answer.waited, rate_limited=answer.rate_limited)
+        )
+        return answer.text, answer.usage
 
     def close(self) -> None:
         if self._backend is not None and self._backend is not self.trigger_backend:

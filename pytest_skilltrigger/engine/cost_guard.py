@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from pytest_skilltrigger.model.outcome import BUDGET_REACHED, RunOutcome, Usage
+from pytest_skilltrigger.model.outcome import BUDGET_REACHED, Usage
 from pytest_skilltrigger.model.prices import (
     FALLBACK_PRICE,
+    Calls,
     Price,
     Spend,
     cost_usd,
@@ -23,23 +23,6 @@ from pytest_skilltrigger.model.prices import (
     rate_of,
     total_of,
 )
-
-
-@dataclass(frozen=True)
-class Calls:
-    """Requests to count: what they used, how many, under which phase, the model that
-    answered (None: the session's), and whether they were made in a message batch."""
-
-    usage: Usage
-    requests: int
-    phase: str
-    model: str | None = None
-    batch: bool = False
-
-    @classmethod
-    def of(cls, outcome: RunOutcome, phase: str) -> Calls:
-        """A run's requests."""
-        return cls(outcome.usage, outcome.requests, phase, outcome.model, outcome.batch)
 
 
 class CostGuard:
@@ -127,8 +110,7 @@ class CostGuard:
         with self._lock:
             self.spent_usd += cost_usd(usage, price or FALLBACK_PRICE, count) * rate_of(calls.batch)
             spend = self.by_phase.setdefault(calls.phase, Spend())
-            cost = maybe_cost_usd(usage, price, calls.batch, count)
-            spend.add(count, usage, cost, count if calls.batch else 0)
+            spend.add(calls, maybe_cost_usd(usage, price, calls.batch, count))
 
     def total(self) -> Spend:
         with self._lock:

@@ -18,7 +18,7 @@ that a round may rewrite at the longest allowed (1,024 characters).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pytest_skilltrigger.backends.base import TriggerBackend
@@ -52,6 +52,21 @@ class Estimate:
     asks: int = 0  # the rounds' most requests to the improve model (priced when made)
     # each model's dearest call with the longest description a round may try (model order)
     call_usd: tuple[float | None, ...] = ()
+    # the input tokens the calls count toward an input-token rate limit (cache reads do not)
+    fewest_input: int = 0
+    most_input: int = 0
+
+    def minutes_at(self, limits: Mapping[str, float]) -> tuple[float, float]:
+        """How long the calls take at most at these limits a minute (requests and input
+        tokens), the fewest and the most of them."""
+        rpm, itpm = limits.get("requests"), limits.get("input-tokens")
+
+        def minutes(calls: int, tokens: int) -> float:
+            return max(calls / rpm if rpm else 0.0, tokens / itpm if itpm else 0.0)
+
+        return minutes(self.fewest_calls, self.fewest_input), minutes(
+            self.most_calls, self.most_input
+        )
 
     def line(self) -> str:
         """``up to 610 calls (146 if every query is clear-cut), about $0.55 to $2.30 on M``."""
@@ -103,6 +118,8 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
         total([e.fewest_usd for e in estimates]),
         total([e.most_usd for e in estimates]),
         call_usd=tuple(usd for e in estimates for usd in e.call_usd),
+        fewest_input=sum(e.fewest_input for e in estimates),
+        most_input=sum(e.most_input for e in estimates),
     )
 
 
@@ -140,18 +157,21 @@ def estimate_session(
     rule = settings.rule
     low_runs, high_runs = fewest_runs(rule), rule.max_runs
     rate = rate_of(settings.batch)
-    queries = 0
+    queries = low_input = high_input = 0
     low_usd = high_usd = dearest = 0.0
     room: dict[TriggerContext, int] = {}  # each context seen: its room to grow, once
     for context, query in samplings:
         if not context.model_invocable:  # never listed: its items make no call
             continue
         queries += 1
-        if price is None:
-            continue
         whole = backend.estimate(context, query)
         own = len(query.encode("utf-8")) // 3 + 1
         prefix = max(0, whole.input_tokens - own)
+        low_input += own * low_runs + (prefix if context not in room else 0)
+        high_input += whole.input_tokens * high_runs
+        if price is None:
+            room.setdefault(context, 0)
+            continue
         output = min(whole.output_tokens, TYPICAL_OUTPUT_TOKENS)
         cached = Usage(input_tokens=own, output_tokens=output, cache_read_input_tokens=prefix)
         low_usd += cost_usd(cached, price) * low_runs * rate
@@ -169,4 +189,6 @@ def estimate_session(
         low_usd if price else None,
         high_usd if price else None,
         call_usd=(dearest if price else None,),
+        fewest_input=low_input,
+        most_input=high_input,
     )

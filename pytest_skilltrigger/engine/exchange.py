@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_skilltrigger.engine.cost_guard import Calls
 from pytest_skilltrigger.engine.sampler import RunsAhead
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.model.prices import Calls
 
 
 class SessionExchange:

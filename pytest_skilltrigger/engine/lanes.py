@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pytest_skilltrigger.backends import TriggerBackend, make_backend
+from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
 from pytest_skilltrigger.backends.base import BatchingBackend
 from pytest_skilltrigger.backends.capture import CaptureStore
 from pytest_skilltrigger.engine.concurrency import Concurrency
@@ -64,16 +65,20 @@ class LaneParts:
 
 
 def lane_backends(
-    settings: Settings, backend: TriggerBackend | None, captures: CaptureStore | None
+    settings: Settings,
+    backend: TriggerBackend | None,
+    captures: CaptureStore | None,
+    limiter: RateLimiter,
 ) -> list[tuple[str | None, TriggerBackend]]:
-    """A backend per model of the settings (``backend`` given: it is the first). Raises
-    BackendUnavailable."""
+    """A backend per model of the settings (``backend`` given: it is the first), all paced
+    by the one limiter. Raises BackendUnavailable."""
     made: list[tuple[str | None, TriggerBackend]] = []
     for model in settings.lane_models:
         if backend is not None and not made:
             made.append((model, backend))
-        else:
-            made.append((model, make_backend(replace(settings, model=model), captures=captures)))
+            continue
+        lane_settings = replace(settings, model=model)
+        made.append((model, make_backend(lane_settings, captures=captures, limiter=limiter)))
     return made
 
 

@@ -16,9 +16,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend
+from pytest_skilltrigger.backends.api.rate_limit import FileLimits, MemoryLimits, RateLimiter
 from pytest_skilltrigger.engine.asker import Asker, unavailable
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.lanes import Lane, LaneParts, Lanes, lane_backends
@@ -47,9 +48,24 @@ UNLISTED = (
 )
 
 
-def _named(
-    show: Callable[[BatchProgress], None], model: str | None, progress: BatchProgress
-) -> None:
+class Notice(Protocol):
+    """Something a person waiting on the session should know, as one line."""
+
+    def line(self) -> str: ...
+
+
+def _limiter(
+    settings: Settings, share: ProcessShare | None, notices: Callable[[Notice], None] | None
+) -> RateLimiter:
+    """The session's pacing to the rate limits: its buckets in a file the session's processes
+    share (xdist workers), else in memory."""
+    store = FileLimits(share.limits_path) if share and share.limits_path else MemoryLimits()
+    limiter = RateLimiter(settings.rate_limits, store)
+    limiter.notify = notices
+    return limiter
+
+
+def _named(show: Callable[[Notice], None], model: str | None, progress: BatchProgress) -> None:
     """Show a batch's progress with the model of the matrix it runs on."""
     show(replace(progress, model=model))
 
@@ -61,9 +77,10 @@ class TriggerSession:
     from the settings. When none can be made, :attr:`no_backend` says why and nothing runs.
     ``share`` is this process's part of a session several processes run (an xdist worker):
     the budget and the runs in flight are split, and the runs are handed to the process that
-    stores them instead of being stored here. ``progress`` is told each poll of a message
-    batch worth showing. ``prices`` is the table ``--trigger-prices`` gives, when the caller
-    has read it already.
+    stores them instead of being stored here. ``notices`` is told what a person waiting on
+    the session should know: each poll of a message batch worth showing, the rate limits
+    learnt and runs waiting on them. ``prices`` is the table ``--trigger-prices`` gives, when
+    the caller has read it already.
     """
 
     def __init__(
@@ -72,7 +89,7 @@ class TriggerSession:
         *,
         backend: TriggerBackend | None = None,
         share: ProcessShare | None = None,
-        progress: Callable[[BatchProgress], None] | None = None,
+        notices: Callable[[Notice], None] | None = None,
         prices: dict[str, Price] | None = None,
     ) -> None:
         settings = (settings or Settings()).validated()
@@ -85,10 +102,11 @@ class TriggerSession:
         self.prices = prices if prices is not None else load_prices(settings.prices_path)
         #: why no backend could be made (then nothing runs and items skip), or None
         self.no_backend: str | None = None
+        self.limiter = _limiter(settings, share, notices)
         backends: list[tuple[str | None, TriggerBackend]] = []
         try:
             captures = StoredCaptures(self.store, self.writes_store) if self.store else None
-            backends = lane_backends(settings, backend, captures)
+            backends = lane_backends(settings, backend, captures, self.limiter)
         except BackendUnavailable as exc:
             self.no_backend = str(exc)
         first = backends[0][1] if backends else None
@@ -99,10 +117,10 @@ class TriggerSession:
             reused = self.store if settings.cache_mode == "use" else None
             parts = LaneParts(self.guard, reused, self.record, share)
             self.lanes = Lanes.build(settings, backends, parts)
-            self.asker = Asker(settings, self.guard, first)
-            self._wire_batches(progress)
+            self.asker = Asker(settings, self.guard, first, self.limiter)
+            self._wire_batches(notices)
 
-    def _wire_batches(self, progress: Callable[[BatchProgress], None] | None) -> None:
+    def _wire_batches(self, progress: Callable[[Notice], None] | None) -> None:
         """Each lane's batches store what they read here and show their progress (a matrix's
         with its model)."""
         for lane in self.lanes or ():

@@ -11,10 +11,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class ProcessShare:
-    """Process ``index`` of ``count`` (``gw3`` of 4 is ``ProcessShare(3, 4)``)."""
+    """Process ``index`` of ``count`` (``gw3`` of 4 is ``ProcessShare(3, 4)``);
+    ``limits_path`` is the file where the processes keep the rate limits they share."""
 
     index: int
     count: int
+    limits_path: str | None = None
 
     def part_of(self, total: int) -> int:
         """This process's part of ``total`` (at least one): the remainder goes to the first."""

@@ -65,6 +65,16 @@ def not_negative(value: object) -> str | None:
     return None if math.isfinite(number) and number >= 0 else "must be a number >= 0"
 
 
+def _rate_limit_problem(value: object) -> str | None:
+    from pytest_skilltrigger.model.rate_limits import RateLimitSetting
+
+    try:
+        RateLimitSetting.parse(str(value))
+    except InputError as exc:
+        return exc.problem
+    return None
+
+
 def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
@@ -251,6 +261,17 @@ OPTIONS: tuple[Option, ...] = (
         default_text="10 for the API; for claude-code it adapts to the machine",
         field="concurrency",
         check=at_least(1),
+    ),
+    Option(
+        "--trigger-rate-limit",
+        "str",
+        None,
+        "keep to these limits a minute (requests, input tokens, output tokens) before the "
+        "first response states them, and below what it states: RPM[,ITPM[,OTPM]]; off: no "
+        "pacing",
+        field="rate_limit",
+        check=_rate_limit_problem,
+        default_text="what the responses' rate-limit headers state",
     ),
     Option(
         "--trigger-context",

@@ -82,6 +82,9 @@ class RunOutcome:
     model: str | None = None  # the model that answered, when the backend learns it
     # made in a message batch (priced at the batch rate, counted by the process that ran it)
     batch: bool = False
+    # seconds the run waited for the rate limit to let it through, and the 429s it met
+    waited: float = 0.0
+    rate_limited: int = 0
 
     @property
     def triggered(self) -> bool:
@@ -105,6 +108,8 @@ class RunOutcome:
             "requests": self.requests,
             "model": self.model,
             "batch": self.batch,
+            "waited": self.waited,
+            "rate_limited": self.rate_limited,
         }
 
     @classmethod
@@ -120,6 +125,8 @@ class RunOutcome:
             requests=int(data.get("requests", 1)),
             model=data.get("model"),
             batch=bool(data.get("batch")),
+            waited=float(data.get("waited") or 0.0),
+            rate_limited=int(data.get("rate_limited") or 0),
         )
 
 

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.errors import InputError
 
 
@@ -170,6 +170,33 @@ def rate_of(batch: bool) -> float:
     return BATCH_RATE if batch else 1.0
 
 
+@dataclass(frozen=True)
+class Calls:
+    """Requests to count: what they used, how many, under which phase, the model that
+    answered (None: the session's), and whether they were made in a message batch."""
+
+    usage: Usage
+    requests: int
+    phase: str
+    model: str | None = None
+    batch: bool = False
+    waited: float = 0.0  # seconds spent waiting for the rate limit
+    rate_limited: int = 0  # 429 answers met
+
+    @classmethod
+    def of(cls, outcome: RunOutcome, phase: str) -> Calls:
+        """A run's requests."""
+        return cls(
+            outcome.usage,
+            outcome.requests,
+            phase,
+            outcome.model,
+            outcome.batch,
+            outcome.waited,
+            outcome.rate_limited,
+        )
+
+
 @dataclass
 class Spend:
     """Calls, tokens and cost of some part of a session; the cost is None when any of it was
@@ -179,16 +206,26 @@ class Spend:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float | None = 0.0
     batch_calls: int = 0  # of ``calls``, those made in message batches (at the batch rate)
+    waited_seconds: float = 0.0  # time runs waited for the rate limit (added over runs)
+    rate_limited: int = 0  # 429 answers met
 
-    def add(self, calls: int, usage: Usage, cost: float | None, batch_calls: int = 0) -> None:
-        self.calls += calls
-        self.batch_calls += batch_calls
-        self.usage = self.usage + usage
+    def add(self, calls: Calls, cost: float | None) -> None:
+        self.calls += calls.requests
+        self.batch_calls += calls.requests if calls.batch else 0
+        self.usage = self.usage + calls.usage
+        self.waited_seconds += calls.waited
+        self.rate_limited += calls.rate_limited
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
     def __add__(self, other: Spend) -> Spend:
-        total = Spend(self.calls, self.usage, self.cost_usd, self.batch_calls)
-        total.add(other.calls, other.usage, other.cost_usd, other.batch_calls)
+        total = Spend(**vars(self))
+        total.calls += other.calls
+        total.batch_calls += other.batch_calls
+        total.usage = total.usage + other.usage
+        total.waited_seconds += other.waited_seconds
+        total.rate_limited += other.rate_limited
+        known = other.cost_usd is not None and total.cost_usd is not None
+        total.cost_usd = total.cost_usd + other.cost_usd if known else None  # type: ignore[operator]
         return total
 
     def to_dict(self) -> dict[str, Any]:
@@ -198,6 +235,8 @@ class Spend:
             "batch_calls": self.batch_calls,
             **self.usage.to_dict(),
             "cost_usd": cost,
+            "waited_seconds": round(self.waited_seconds, 3),
+            "rate_limited": self.rate_limited,
         }
 
 

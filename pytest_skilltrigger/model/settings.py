@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pytest_skilltrigger.model.options import Target, default, of_target
+from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule
 from pytest_skilltrigger.support.errors import InputError
 
@@ -68,6 +69,8 @@ class Settings:
     # a model matrix: every entry is sampled on each (``model`` is the first); () for one model
     models: tuple[str, ...] = ()
     concurrency: int | None = None
+    # --trigger-rate-limit: RPM[,ITPM[,OTPM]] or off (None: pace by the headers alone)
+    rate_limit: str | None = None
     cache_mode: str = _declared("--trigger-cache")
     store_path: str | None = None
     budget_usd: float | None = None
@@ -119,6 +122,11 @@ class Settings:
                 "--no-early-stop",
                 "makes every run of the reference rule: it goes with --trigger-confidence off",
             )
+
+    @property
+    def rate_limits(self) -> RateLimitSetting:
+        """How live API requests are paced (``--trigger-rate-limit``)."""
+        return RateLimitSetting.parse(self.rate_limit)
 
     @property
     def lane_models(self) -> tuple[str | None, ...]:

@@ -25,7 +25,8 @@ from pytest_skilltrigger.plugin.running import ItemRunner
 if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.outputs import Outputs
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
-    from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
+    from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.engine.session import Notice
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
     from pytest_skilltrigger.skills.catalog import Target
@@ -138,6 +139,7 @@ class Controller(Role):
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return
         report.user_properties.extend(_properties(record.result))
+        self._said_waiting(record.result)
         if self.html is not None:
             self.html.add_extras(report, target, record.index, record.result)
 
@@ -160,8 +162,49 @@ class Controller(Role):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     # -- the terminal ----------------------------------------------------------------------
-    def batch_progress(self, progress: BatchProgress) -> None:
-        self._log(f"skilltrigger: {progress.line()}")
+    #: the header's estimate of the session's calls (the rate limit's notice times them)
+    planned: Estimate | None = None
+    _item_running = False  # an item runs in this process now (its output is captured)
+    _waited = 0.0  # what the items' runs waited for the rate limit, so far
+    _waiting_said = float("-inf")
+
+    def notice(self, notice: Notice) -> None:
+        """A notice from the engine. One from another thread while an item runs waits for
+        the item's end: its output is captured until then, and the line would be lost."""
+        from pytest_skilltrigger.reports.terminal import notice_line
+
+        line = notice_line(notice, self.planned)
+        if self._item_running and threading.current_thread() is not threading.main_thread():
+            with _LOG_LOCK:
+                self._notices.append(line)
+        else:
+            self._log(line)
+
+    @cached_property
+    def _notices(self) -> list[str]:
+        return []
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self._item_running = True
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self._item_running = False
+        with _LOG_LOCK:
+            lines, self._notices[:] = list(self._notices), []
+        for line in lines:
+            self._log(line)
+
+    def _said_waiting(self, result: QueryResult) -> None:
+        """Every half a minute or so, how long the runs have waited for the rate limit."""
+        import time
+
+        self._waited += sum(o.waited for o in result.outcomes)
+        now = time.monotonic()
+        if self._waited >= 1.0 and now - self._waiting_said >= 30.0:
+            self._waiting_said = now
+            self._log(
+                f"skilltrigger: runs are waiting on the rate limit: {self._waited:.0f}s so far"
+            )
 
     def _log(self, line: str) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
@@ -192,6 +235,7 @@ class Controller(Role):
             estimate = estimate.with_rounds(
                 *rounds_bound(self.targets, self.routing_sets, self.settings, self.optimize)
             )
+        self.planned = estimate
         return header_lines(
             len(self.targets), self.settings, engine.context_label, estimate, self.drafted
         )

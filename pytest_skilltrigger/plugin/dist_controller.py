@@ -13,11 +13,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilltrigger.plugin.controller import Controller
+from pytest_skilltrigger.plugin.xdist_exchange import (
+    DIST_KEY,
+    LIMITS_KEY,
+    RUNS_AHEAD_KEY,
+    RunsAheadFile,
+    SharedLimitsFile,
+)
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.exchange import SessionExchange
     from pytest_skilltrigger.model.outcome import QueryResult
-    from pytest_skilltrigger.plugin.runs_ahead_file import RunsAheadFile
 
 
 class DistController(Controller):
@@ -26,10 +32,12 @@ class DistController(Controller):
     def __init__(self, config: pytest.Config) -> None:
         super().__init__(config)
         self.runs_ahead_file: RunsAheadFile | None = None
-        if self.targets and self.settings.batch and not config.option.collectonly:
-            from pytest_skilltrigger.plugin.runs_ahead_file import RunsAheadFile
-
+        self.limits_file: SharedLimitsFile | None = None
+        running = self.targets and not config.option.collectonly
+        if running and self.settings.batch:
             self.runs_ahead_file = RunsAheadFile()
+        if running and self.settings.rate_limits.enabled:
+            self.limits_file = SharedLimitsFile()  # the workers keep one rate limit
         self._made_ahead = False
 
     @cached_property
@@ -53,13 +61,11 @@ class DistController(Controller):
         """Tell each worker how xdist distributes (a worker's own ``--dist`` reads "no": the
         queue peek must know about ``worksteal``) and where the runs made ahead will be
         (``--trigger-batch``)."""
-        from pytest_skilltrigger.plugin.xdist_queue import DIST_KEY
-
         node.workerinput[DIST_KEY] = self.config.getoption("dist", "load")
+        if self.limits_file is not None:
+            node.workerinput[LIMITS_KEY] = self.limits_file.path
         if self.runs_ahead_file is not None:
-            from pytest_skilltrigger.plugin.runs_ahead_file import WORKER_KEY
-
-            node.workerinput[WORKER_KEY] = self.runs_ahead_file.path
+            node.workerinput[RUNS_AHEAD_KEY] = self.runs_ahead_file.path
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -78,8 +84,29 @@ class DistController(Controller):
         try:
             super().finish(session)
         finally:
-            if self.runs_ahead_file is not None:
-                self.runs_ahead_file.remove()
+            for shared in (self.runs_ahead_file, self.limits_file):
+                if shared is not None:
+                    shared.remove()
 
     def take_worker_result(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         self.exchange.take_worker_result(context_key, result, phase)
+        if self.limits_file is not None:
+            self._announce_limits(self.limits_file.path)
+
+    def _announce_limits(self, path: str) -> None:
+        """The rate limits the workers learnt, said once each (the workers have no terminal):
+        read from the file they share."""
+        from pytest_skilltrigger.backends.api.rate_limit import (
+            FileLimits,
+            RateLimitNotice,
+            limits_known,
+        )
+
+        for cls, limits in limits_known(FileLimits(path)).items():
+            if cls not in self._announced:
+                self._announced.add(cls)
+                self.notice(RateLimitNotice(cls, limits))
+
+    @cached_property
+    def _announced(self) -> set[str]:
+        return set()

@@ -21,8 +21,7 @@ from pytest_skilltrigger.plugin import options, pytest_internals
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
-    from pytest_skilltrigger.engine.session import TriggerSession
+    from pytest_skilltrigger.engine.session import Notice, TriggerSession
     from pytest_skilltrigger.engine.share import ProcessShare
     from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, Settings
@@ -124,12 +123,12 @@ class Role:
         return TriggerSession(
             settings,
             share=self.share,
-            progress=self.batch_progress,
+            notices=self.notice,
             prices=self.prices,
         )
 
-    def batch_progress(self, progress: BatchProgress) -> None:
-        """Show how a message batch advances (only a controller makes batches)."""
+    def notice(self, notice: Notice) -> None:
+        """Show what a person waiting on the session should know (a controller does)."""
 
     @property
     def started_engine(self) -> TriggerSession | None:

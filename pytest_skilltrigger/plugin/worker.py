@@ -29,12 +29,10 @@ class DistWorker(ItemRunner):
 
     @cached_property
     def share(self) -> ProcessShare:  # type: ignore[override]
-        """This worker's place among the session's workers: ``gw3`` of 4 is ``(3, 4)``."""
-        from pytest_skilltrigger.engine.share import ProcessShare
+        """This worker's place among the session's workers."""
+        from pytest_skilltrigger.plugin.xdist_exchange import share_of
 
-        workerid = str(self.workerinput.get("workerid", "gw0"))
-        index = int(workerid[2:]) if workerid[2:].isdigit() else 0
-        return ProcessShare(index, max(1, int(self.workerinput.get("workercount", 1))))
+        return share_of(self.workerinput)
 
     _runs_ahead_read = False
     _runs_ahead_missing: str | None = None
@@ -43,10 +41,10 @@ class DistWorker(ItemRunner):
         """Before the first submission, take the runs the controller made ahead in message
         batches (``--trigger-batch``): the items they were made for then make no call."""
         if not self._runs_ahead_read:
-            from pytest_skilltrigger.plugin.runs_ahead_file import WORKER_KEY
+            from pytest_skilltrigger.plugin.xdist_exchange import RUNS_AHEAD_KEY
 
             self._runs_ahead_read = True
-            path = self.workerinput.get(WORKER_KEY)
+            path = self.workerinput.get(RUNS_AHEAD_KEY)
             if path and not self.engine.no_backend:
                 self._take_runs_ahead(str(path))
         if self._runs_ahead_missing:
@@ -63,7 +61,7 @@ class DistWorker(ItemRunner):
             )
             return
         from pytest_skilltrigger.engine.exchange import SessionExchange
-        from pytest_skilltrigger.plugin.runs_ahead_file import read_runs_ahead
+        from pytest_skilltrigger.plugin.xdist_exchange import read_runs_ahead
 
         SessionExchange(self.engine).import_runs_ahead(read_runs_ahead(path), self.share.count)
 

@@ -13,9 +13,6 @@ import pytest
 
 from pytest_skilltrigger.plugin import pytest_internals
 
-# workerinput: the controller's --dist (xdist sets a worker's own to "no")
-DIST_KEY = "skilltrigger_dist"
-
 
 def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
     """The items queued after ``item`` on this worker (empty when the queue cannot be read,
@@ -45,5 +42,7 @@ def _queue(config: pytest.Config) -> Any:
 
 def _dist(config: pytest.Config) -> str:
     """How xdist distributes: as the controller said (a worker's own option reads "no")."""
+    from pytest_skilltrigger.plugin.xdist_exchange import DIST_KEY
+
     workerinput = getattr(config, "workerinput", None) or {}
     return str(workerinput.get(DIST_KEY) or config.getoption("dist", "load"))

@@ -24,6 +24,7 @@ from pytest_skilltrigger.skills.drafted_set import REVIEW
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.engine.session import Notice
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
 
@@ -91,9 +92,21 @@ def summary_lines(report: SessionReport) -> list[str]:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]
         total = report.total()
         lines.append(f"session total: {_calls(total)}{_cost(total)} ({'; '.join(parts)})")
+        if total.waited_seconds >= 0.5 or total.rate_limited:
+            lines.append(rate_limit_line(total))
     else:  # said all the same: a rerun served from the store is the cheap case to confirm
         lines.append("session total: 0 calls, $0.00 (no call was made)")
     return lines
+
+
+def rate_limit_line(total: Spend) -> str:
+    """How the rate limits slowed the session: the runs' waits added up, and the 429s met."""
+    minutes, seconds = divmod(round(total.waited_seconds), 60)
+    waited = f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+    return (
+        f"rate limits: runs waited {waited} in all for the limit; "
+        f"{total.rate_limited} requests were answered 429"
+    )
 
 
 MARKS = {True: "✓", False: "✗"}
@@ -239,3 +252,25 @@ def comparison_lines(comparison: Comparison) -> list[TerminalLine]:
     changed = [s for s in comparison.skills if s.regressed or s.improved]
     lines += [TerminalLine(s.line(comparison.confidence)) for s in changed]
     return lines
+
+
+def notice_line(notice: Notice, planned: Estimate | None = None) -> str:
+    """A notice as the terminal shows it; the first word of the rate limits also says how
+    long the session's calls take at them (from the header's estimate)."""
+    line = f"skilltrigger: {notice.line()}"
+    limits = getattr(notice, "limits", None)
+    if planned is None or not limits or getattr(notice, "waiting", None):
+        return line
+    low, high = planned.minutes_at(limits)
+    if high <= 0:
+        return line
+    span = (
+        f"{_minutes(low)} to {_minutes(high)}"
+        if _minutes(low) != _minutes(high)
+        else _minutes(high)
+    )
+    return f"{line}; at it this session's calls take {span} at least"
+
+
+def _minutes(value: float) -> str:
+    return f"{value:.1f} min" if value < 10 else f"{value:.0f} min"

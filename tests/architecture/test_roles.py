@@ -18,10 +18,11 @@ FILE_WRITERS = {
     "conclusion.outputs": "the pages and the step summary",
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
-    "plugin.runs_ahead_file": "the runs made ahead in batches, for the workers (controller)",
+    "plugin.xdist_exchange": "the runs made ahead in batches, for the workers (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",
     "backends.capture": "the throw-away project a capture runs the CLI in",
+    "backends.api.rate_limit": "the rate limits a session's processes share (a temporary file)",
 }
 WRITING_CALLS = {"atomic_write_text", "atomic_write_bytes", "write_text", "write_bytes"}
 

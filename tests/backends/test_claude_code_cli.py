@@ -259,7 +259,9 @@ def test_optimizer_proposals_through_the_cli(
     fake_api.proposals = ["Merge, split and tidy PDF reports for the quarterly batch."]
     backend = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
     try:
-        proposal = DescriptionProposer(lambda p: backend.ask(p)[:2]).propose(
+        proposal = DescriptionProposer(
+            lambda p: (a := backend.ask(p)) and (a.text, a.usage)
+        ).propose(
             "Improve this.\n<current_description>\nOld.\n</current_description>\n"
             "Answer inside <new_description></new_description> tags."
         )

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
 from pytest_skilltrigger.backends.first_choice import decide_message
-from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard
+from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.exchange import SessionExchange
 from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
 from pytest_skilltrigger.engine.sampler import RunsAhead
@@ -21,7 +21,7 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.engine.share import ProcessShare
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
-from pytest_skilltrigger.model.prices import BATCH_RATE, cost_usd, price_of
+from pytest_skilltrigger.model.prices import BATCH_RATE, Calls, cost_usd, price_of
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from tests.fake_messages_api import FakeMessagesAPI

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard
+from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.model.outcome import Usage
-from pytest_skilltrigger.model.prices import cost_usd
+from pytest_skilltrigger.model.prices import Calls, cost_usd
 
 
 def test_spending_counted_from_elsewhere_counts_against_the_budget_by_phase() -> None:

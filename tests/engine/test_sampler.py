@@ -55,7 +55,7 @@ class ScriptedBackend:
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         return Usage(10, 1)
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
+    def ask(self, prompt: str, model: str | None = None) -> object:
         raise NotImplementedError
 
     def close(self) -> None:
@@ -183,7 +183,7 @@ class SequenceBackend:
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         return Usage(100, 10)
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
+    def ask(self, prompt: str, model: str | None = None) -> object:
         raise NotImplementedError
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_skilltrigger.backends.base import Answer
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.settings import Settings
@@ -15,8 +16,8 @@ from tests.engine.test_sampler import ScriptedBackend
 class AskingBackend(ScriptedBackend):
     """A caller's own backend, which answers plain questions too."""
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
-        return f"answer to {prompt}", Usage(5, 2), 1
+    def ask(self, prompt: str, model: str | None = None) -> Answer:
+        return Answer(f"answer to {prompt}", Usage(5, 2), 1)
 
 
 @pytest.fixture

@@ -205,12 +205,12 @@ def test_one_hour_writes_are_never_more_than_the_writes() -> None:
 
 
 def test_spends_add_up_and_an_unknown_cost_stays_unknown() -> None:
-    from pytest_skilltrigger.model.prices import Spend, total_of
+    from pytest_skilltrigger.model.prices import Calls, Spend, total_of
 
     a = Spend()
-    a.add(2, Usage(10, 1), 0.5, batch_calls=1)
-    a.add(1, Usage(5, 0), 0.25)
-    assert (a.calls, a.batch_calls, a.usage, a.cost_usd) == (3, 1, Usage(15, 1), 0.75)
+    a.add(Calls(Usage(10, 1), 2, "items", batch=True), 0.5)
+    a.add(Calls(Usage(5, 0), 1, "items"), 0.25)
+    assert (a.calls, a.batch_calls, a.usage, a.cost_usd) == (3, 2, Usage(15, 1), 0.75)
     b = Spend(1, Usage(1, 1), None, 0)
     both = a + b
     assert both.calls == 4 and both.usage == Usage(16, 2) and both.cost_usd is None

@@ -53,7 +53,7 @@ class ByDescription:
         chosen = f"skill:{context.skill_name}" if hit else "text"
         return RunOutcome("triggered" if hit else "not_triggered", chosen=chosen)
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
+    def ask(self, prompt: str, model: str | None = None) -> object:
         raise NotImplementedError
 
     def close(self) -> None:

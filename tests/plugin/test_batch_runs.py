@@ -528,3 +528,17 @@ def test_under_xdist_a_batch_sampling_shared_across_workers_is_stored_once(
     again.assert_outcomes(passed=6, failed=3)
     assert fake_api.stats["batch_creates"] == 2 and fake_api.stats["trigger_calls"] == 0
     assert stored_runs(store) == 17
+
+
+def test_a_create_refused_with_retry_after_is_sent_again_after_it(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Message batches are not paced by the rate limiter (they have their own queue), but a
+    429 on a create says how long to wait: the create is sent again after that, not sooner."""
+    root = build(pytester, fake_api)
+    fake_api.refuse_batch_creates(1, status=429, retry_after=2)
+    result = pytester.runpytest(*run_args(root, *BATCH))
+    result.assert_outcomes(passed=5, failed=3)
+    (refused, first), (taken, _status) = fake_api.batch_create_log[:2]
+    assert first == 429 and taken - refused >= 2.0
+    assert fake_api.stats["trigger_calls"] == 0  # nothing went live

@@ -9,13 +9,21 @@ the decision; leaving the response closes it.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
-from dataclasses import replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.errors import describe_error, with_request_id
+from pytest_skilltrigger.backends.api.rate_limit import (
+    Need,
+    RateLimiter,
+    RateLimitSetting,
+    counted_input,
+)
 from pytest_skilltrigger.backends.api.request import (
     ApiRequest,
     RequestTemplate,
@@ -23,7 +31,7 @@ from pytest_skilltrigger.backends.api.request import (
 )
 from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
 from pytest_skilltrigger.backends.api.sse import EventReader
-from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, BackendUnavailable
+from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import Captures
 from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.model.context import TriggerContext
@@ -36,13 +44,27 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.backends.api.message_batches import MessageBatches
 
 STREAM_RETRIES = 4
+RATE_LIMIT_RETRIES = 8  # 429s a request is waited out for (the limiter paces the retries)
 ASK_TIMEOUT = 120.0
 DECISION_OUTPUT_TOKENS = 300  # a budget estimate of the output before a decision
+ASK_OUTPUT_TOKENS = 1024  # what an answer to a plain question is expected to take
 DEAD_ENDPOINT_FAILURES = 3  # connections that could not be made, in a row, never an answer
 DRAIN_BYTES = 16 * 1024
 
 #: (the outcome, whether a failure is worth another try)
 Attempt = tuple[RunOutcome, bool]
+
+
+def _retried_status(status: int) -> bool:
+    """Whether the SDK retries a status (and so may this loop, past the SDK's retries)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+@dataclass
+class _Paced:
+    """What a paced request used (None: it failed), for the limiter to correct its counts."""
+
+    usage: Usage | None = None
 
 
 class AnthropicBackend:
@@ -56,6 +78,7 @@ class AnthropicBackend:
         timeout: float = 30.0,
         max_retries: int = 6,
         captures: Captures | None = None,
+        limiter: RateLimiter | None = None,
     ):
         if not credentials_configured():
             raise BackendUnavailable(
@@ -68,6 +91,13 @@ class AnthropicBackend:
         self.captures = captures
         # the SDK's client, shared by every run and proposal (made on first use)
         self.connection = SdkClient(timeout, max_retries)
+        # the session's pacing to the rate limits (none: requests go out as they come)
+        self.limiter = limiter or RateLimiter(RateLimitSetting(enabled=False))
+        self.connection.paced = self.limiter.enabled
+        self.connection.watchers.append(self._observe)
+        # what each context's last answer counted toward the input-token limit (its cached
+        # prefix does not count): the next run of it is paced at that
+        self._counted: dict[TriggerContext, int] = {}
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._dead_streak = 0  # connections not made in a row before the endpoint answered
@@ -109,24 +139,68 @@ class AnthropicBackend:
         return Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
-        """One run within ``timeout`` seconds, retries included: statuses and connection
-        errors are retried by the SDK, stream failures by this loop; every request sent is
-        counted on the outcome."""
-        state = RunState(time.monotonic() + self.timeout)
-        with self.connection.running(state):
-            outcome = self._attempts(context, query, state)
-        return replace(outcome, requests=state.sent, model=self.model_of(context))
-
-    def _attempts(self, context: TriggerContext, query: str, state: RunState) -> RunOutcome:
+        """One run within ``timeout`` seconds, retries included (time spent waiting for the
+        rate limit apart): statuses and connection errors are retried by the SDK, stream
+        failures and 429s by this loop; every request sent is counted on the outcome."""
+        model = self.model_of(context)
+        state = RunState(time.monotonic() + self.timeout, model=model)
+        need = Need(model, self._input_for_limit(context, query), DECISION_OUTPUT_TOKENS)
         request = self.template(context).for_query(query)  # built once, sent by every try
-        for attempt in range(STREAM_RETRIES + 1):
-            outcome, retryable = self._attempt(request, context, state)
-            if not retryable or attempt == STREAM_RETRIES:
+        with self.connection.running(state):
+            outcome = self._attempts(request, context, need, state)
+        if outcome.status != "error":
+            self._counted[context] = counted_input(model, outcome.usage.to_dict())
+        return replace(
+            outcome,
+            requests=state.sent,
+            model=model,
+            waited=state.waited,
+            rate_limited=state.refused,
+        )
+
+    def _input_for_limit(self, context: TriggerContext, query: str) -> int:
+        """The input tokens a run is expected to count toward the limit: what its context's
+        last answer counted, else the whole request."""
+        known = self._counted.get(context)
+        return known if known is not None else self.estimate(context, query).input_tokens
+
+    def _attempts(
+        self, request: ApiRequest, context: TriggerContext, need: Need, state: RunState
+    ) -> RunOutcome:
+        failures = refusals = 0
+        while True:
+            refused_before = state.refused
+            with self._paced(need, state) as paced:
+                outcome, retryable = self._attempt(request, context, state)
+                paced.usage = outcome.usage if outcome.status != "error" else None
+            if state.refused > refused_before and self.limiter.enabled:
+                if refusals < RATE_LIMIT_RETRIES and outcome.status == "error":
+                    refusals += 1  # the limiter waits out its retry-after, for every run
+                    continue
+            if not retryable or failures == STREAM_RETRIES:
                 return outcome
-            pause = self._backoff(attempt)
+            pause = self._backoff(failures)
+            failures += 1
             if state.remaining() <= pause or self.connection.closed.wait(pause):
                 return outcome  # out of time, or the session is shutting down
-        raise AssertionError("unreachable")
+
+    @contextlib.contextmanager
+    def _paced(self, need: Need, state: RunState) -> Iterator[_Paced]:
+        """Hold a request back until the rate limit lets it through (the wait is not the
+        run's time); once it is over, tell the limiter what it used and whether a 429 met
+        it."""
+        permit = self.limiter.acquire(need, self.connection.closed)
+        state.wait_out(permit.waited)
+        refused_before = state.refused
+        paced = _Paced()
+        try:
+            yield paced
+        finally:
+            usage = paced.usage.to_dict() if paced.usage is not None else None
+            self.limiter.release(permit, usage, state.refused > refused_before)
+
+    def _observe(self, model: str, headers: Mapping[str, str], status: int) -> None:
+        self.limiter.observe(model or self.model, headers, status)
 
     def batches(self) -> MessageBatches:
         """Trigger runs as message batches on this backend's client (``--trigger-batch``)."""
@@ -147,7 +221,10 @@ class AnthropicBackend:
             with self.connection.stream(request, retries, max(state.remaining(), 0.001)) as resp:
                 return self._read(resp, context)
         except sdk.APIStatusError as exc:
-            return self._refused(exc, state), False
+            # the SDK was given one retry when the endpoint had not answered yet: a status it
+            # retries (429, 5xx) is an answer, so the run goes on with the retries it is due
+            cold = retries < self.connection.sdk_retries(state)
+            return self._refused(exc, state), cold and _retried_status(exc.status_code)
         except sdk.APITimeoutError as exc:
             if type(exc.__cause__).__name__ == "ConnectTimeout":  # no connection was made
                 return self._unreachable(exc), self.connection.answered.is_set()
@@ -215,25 +292,39 @@ class AnthropicBackend:
             "error", error=f"cannot reach the Messages API at {endpoint}: {message}", fatal=True
         )
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
-        """One plain request (the optimizer's proposals) on the same client and pool, with a
-        longer timeout: a proposal is a few hundred words, not one tool call. Returns the
-        text, the usage and the requests sent (the SDK's retries included)."""
-        client = self.connection.client()
+    def ask(self, prompt: str, model: str | None = None) -> Answer:
+        """One plain request (the optimizer's proposals) on the same client and pool, paced
+        as runs are, with a longer timeout: a proposal is a few hundred words, not one tool
+        call. The requests sent are counted (the SDK's retries included)."""
+        model = model or self.model
         timeout = max(self.timeout, ASK_TIMEOUT)
+        need = Need(model, len(prompt.encode("utf-8")) // 3 + 1, ASK_OUTPUT_TOKENS)
+        state = RunState(time.monotonic() + timeout, model=model)
         # the request hook counts its attempts, the SDK's retries included
-        with self.connection.running(RunState(time.monotonic() + timeout)) as state:
-            try:
-                message = client.messages.create(
-                    model=model or self.model,
-                    max_tokens=ASK_MAX_TOKENS,
-                    messages=[{"role": "user", "content": prompt}],
-                    timeout=timeout,
-                )
-            except self.connection.sdk().APIError as exc:
-                raise AskError(redact(str(exc)), requests=state.sent) from None
+        with self.connection.running(state):
+            for refusals in range(RATE_LIMIT_RETRIES + 1):
+                try:
+                    message = self._ask_once(prompt, need, state)
+                    break
+                except self.connection.sdk().RateLimitError as exc:
+                    if not self.limiter.enabled or refusals == RATE_LIMIT_RETRIES:
+                        raise AskError(redact(str(exc)), requests=state.sent) from None
+                except self.connection.sdk().APIError as exc:
+                    raise AskError(redact(str(exc)), requests=state.sent) from None
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
-        return text, Usage.from_dict(message.usage.model_dump()), state.sent
+        usage = Usage.from_dict(message.usage.model_dump())
+        return Answer(text, usage, state.sent, state.waited, state.refused)
+
+    def _ask_once(self, prompt: str, need: Need, state: RunState) -> Any:
+        with self._paced(need, state) as paced:
+            message = self.connection.client().messages.create(
+                model=need.model,
+                max_tokens=ASK_MAX_TOKENS,
+                messages=[{"role": "user", "content": prompt}],
+                timeout=max(state.remaining(), 0.001),
+            )
+            paced.usage = Usage.from_dict(message.usage.model_dump())
+        return message
 
     def close(self) -> None:
         """Stop retrying and close the pool (and the capturing CLI's workspace)."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_skilltrigger.backends.api.errors import describe_error
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
+from pytest_skilltrigger.backends.api.sdk_client import retry_after
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
 from pytest_skilltrigger.backends.first_choice import decide_message
 from pytest_skilltrigger.model.context import TriggerContext
@@ -177,7 +178,8 @@ class MessageBatches:
             except BatchError as exc:
                 if not exc.rejected or attempt == CREATE_TRIES - 1:
                     raise
-                time.sleep(2.0**attempt)
+                # a 429 says how long to wait; otherwise back off
+                time.sleep(exc.retry_after if exc.retry_after is not None else 2.0**attempt)
         self._beta[batch.id] = bool(betas)
         return str(batch.id)
 
@@ -266,6 +268,7 @@ class MessageBatches:
                 describe_error(exc),
                 fatal=status in fatal_statuses,
                 rejected=status in NOT_TAKEN_STATUSES,
+                retry_after=retry_after(exc.response.headers),
             ) from None
         except Exception as exc:  # the SDK's other errors, the HTTP library's read errors
             raise BatchError(f"{type(exc).__name__}: {redact(str(exc))}") from None

@@ -21,13 +21,14 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.backends.api.request import ApiRequest
 
-#: told the headers and status of every response (the rate limiter reads them)
-ResponseWatcher = Callable[[Mapping[str, str], int], None]
+#: told the model, headers and status of every response of a run or a question (the rate
+#: limiter reads them; a message batch's calls have their own limits and are not told)
+ResponseWatcher = Callable[[str, Mapping[str, str], int], None]
 
 
 def credentials_configured() -> bool:
@@ -48,15 +49,24 @@ def credentials_configured() -> bool:
 
 @dataclass
 class RunState:
-    """One run in progress on a thread: its deadline and the requests it has sent."""
+    """One run (or question) in progress on a thread: its model, its deadline, the requests
+    it has sent, the 429s it met and the time it waited for the rate limit (which does not
+    count against its deadline)."""
 
     deadline: float
+    model: str = ""
     sent: int = 0
+    refused: int = 0
+    waited: float = 0.0
     gave_up_waiting: float | None = None  # a retry-after the run had no time for
-    watchers: list[ResponseWatcher] = field(default_factory=list)
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
+
+    def wait_out(self, seconds: float) -> None:
+        """Time spent waiting for the rate limit: counted apart, not against the deadline."""
+        self.waited += seconds
+        self.deadline += seconds
 
 
 class SdkClient:
@@ -68,8 +78,10 @@ class SdkClient:
         self.closed = threading.Event()
         #: set once the endpoint has answered anything (an error status included)
         self.answered = threading.Event()
-        #: told of every response's headers and status
+        #: told of every response's model, headers and status
         self.watchers: list[ResponseWatcher] = []
+        #: whether the rate limiter waits out a 429 (then the SDK does not retry it itself)
+        self.paced = False
         self._client: Any = None
         self._sdk: Any = None
         self._by_retries: dict[int, Any] = {}
@@ -168,9 +180,16 @@ class SdkClient:
 
     def _on_response(self, response: Any) -> None:
         self.answered.set()
-        for watch in self.watchers:
-            watch(response.headers, response.status_code)
         state: RunState | None = getattr(self._local, "run", None)
+        if state is not None:
+            for watch in self.watchers:
+                watch(state.model, response.headers, response.status_code)
+        if response.status_code == 429:
+            if state is not None:
+                state.refused += 1
+            if self.paced:  # the limiter waits it out, the whole class with it
+                response.headers["x-should-retry"] = "false"
+                return
         if state is None or response.status_code < 400:
             return
         wait = retry_after(response.headers)

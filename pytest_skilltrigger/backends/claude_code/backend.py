@@ -23,7 +23,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from pytest_skilltrigger.backends.base import BackendUnavailable
+from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.process import (
     KILL_GRACE,
@@ -316,7 +316,7 @@ class ClaudeCodeBackend:
     def context_label(self) -> str:
         return f"claude-code (the Claude Code CLI {self.cli_version} itself)"
 
-    def ask(self, prompt: str, model: str | None = None) -> tuple[str, Usage, int]:
+    def ask(self, prompt: str, model: str | None = None) -> Answer:
         """One plain request to the model through the CLI (the optimizer's proposals when
         the user has a Claude Code login and no API key), in an empty private workspace."""
         if self._closed:
@@ -353,7 +353,9 @@ class ClaudeCodeBackend:
                 raise AskError(
                     redact(f"claude reported an error: {result.get('result')}"), requests=turns
                 )
-            return str(result.get("result") or ""), Usage.from_dict(result.get("usage")), turns
+            return Answer(
+                str(result.get("result") or ""), Usage.from_dict(result.get("usage")), turns
+            )
         finally:
             shutil.rmtree(run_dir, ignore_errors=True)
 

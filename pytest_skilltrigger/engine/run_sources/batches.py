@@ -25,10 +25,11 @@ from pytest_skilltrigger.backends.base import (
     BatchingBackend,
     BatchRequest,
 )
-from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.run_sources import RunJob, Stop
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.prices import Calls
 
 RETRIES = 2  # further waves a query's failed batch request is sent in
 MAX_POLL = 60.0  # the longest pause between two polls of a batch

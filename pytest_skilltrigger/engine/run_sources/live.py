@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.concurrency import Concurrency
-from pytest_skilltrigger.engine.cost_guard import Calls, CostGuard, budget_reached
+from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.run_sources import RunJob, Stop
 from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.outcome import RunOutcome
+from pytest_skilltrigger.model.prices import Calls
 
 
 class LiveRuns:

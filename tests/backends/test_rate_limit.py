@@ -1,0 +1,207 @@
+"""Keeping to the rate limits, against the fake Messages API's token buckets (real sockets,
+the real SDK). Bounds are the server's own counts (requests refused, the most requests any
+window of its clock let through), never timings of this machine."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.backends.api.rate_limit import (
+    FileLimits,
+    Need,
+    RateLimiter,
+    counted_input,
+    model_class,
+)
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.rate_limits import Limits, RateLimitSetting
+from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from tests.fake_messages_api import FakeMessagesAPI, RateLimits
+
+CONTEXT = TriggerContext("pdf-tools", "Merge, split and fill PDF files.")
+PAID = "anthropic-ratelimit-requests"
+
+
+def entries(count: int, prefix: str = "merge these pdf files") -> list[EvalEntry]:
+    return [EvalEntry(i, f"{prefix} number {i}", True) for i in range(count)]
+
+
+def evaluate(settings: Settings, queries: list[EvalEntry]) -> tuple[list, dict]:
+    """The queries sampled in one session (one run each: the reference rule, 1 run)."""
+    session = TriggerSession(settings)
+    try:
+        results = session.evaluate(CONTEXT, queries)
+        return results, session.spending()
+    finally:
+        session.close()
+
+
+ONE_RUN = {"cache_mode": "off", "confidence": None, "min_runs": 1, "concurrency": 8}
+
+
+@pytest.fixture
+def quick_retries(fake_api: FakeMessagesAPI) -> Iterator[FakeMessagesAPI]:
+    fake_api.retry_after_ms = 1  # the SDK would back off half a second on "retry-after: 0"
+    yield fake_api
+
+
+@pytest.mark.parametrize("pacing", [None, "off"], ids=["paced", "unpaced"])
+@pytest.mark.parametrize("status", ["429", "500", "529"])
+def test_the_first_wave_meets_errors_on_every_first_two_tries_and_no_run_errors(
+    quick_retries: FakeMessagesAPI, status: str, pacing: str | None
+) -> None:
+    """Every request of the first wave is answered 429 (or 500, 529) twice before it is
+    served: an answer is a live endpoint, not a dead one, so every run gets through."""
+    quick_retries.fail_first_tries = {status: 2}
+    queries = entries(12)
+    results, spent = evaluate(Settings(**ONE_RUN, rate_limit=pacing), queries)
+    assert [r.errors for r in results] == [0] * 12
+    assert quick_retries.stats["first_try_faults"] == {status: 24}
+    assert spent["items"].calls == 36 == quick_retries.stats["calls"]
+    if status == "429":
+        assert spent["items"].rate_limited == 24
+
+
+def test_runs_keep_to_the_requests_limit_the_headers_state(fake_api: FakeMessagesAPI) -> None:
+    """Limits learnt from the headers: after the first answers, requests wait for the
+    bucket instead of being refused (a 'minute' of two seconds: the refill the reset times
+    state)."""
+    fake_api.rate_limits = RateLimits(rpm=10, minute=2.0)
+    results, spent = evaluate(Settings(**ONE_RUN), entries(40))
+    assert all(r.errors == 0 for r in results)
+    refused = fake_api.stats["rate_limited"]
+    assert refused <= 0.1 * fake_api.stats["calls"] + 8  # the first wave knows no limit yet
+    assert spent["items"].rate_limited == refused
+    assert spent["items"].waited_seconds > 0
+
+
+def test_a_preset_limit_holds_from_the_first_request(fake_api: FakeMessagesAPI) -> None:
+    """``--trigger-rate-limit`` below what the key allows (a key shared with other jobs):
+    from the first request on, four a minute means four go, and the fifth waits about a
+    quarter of a minute (the server's limit is far above and refuses nothing)."""
+    fake_api.rate_limits = RateLimits(rpm=1000)
+    session = TriggerSession(Settings(**ONE_RUN, rate_limit="4"))
+    futures = [session.submit(CONTEXT, e) for e in entries(8)]
+    try:
+        deadline = time.monotonic() + 20
+        while fake_api.stats["calls"] < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # a fifth would be in by now without pacing
+        assert fake_api.stats["calls"] == 4 and fake_api.stats["rate_limited"] == 0
+    finally:
+        session.close(wait=False)
+    assert sum(1 for f in futures if f.done() and not f.result().skipped) == 4
+
+
+def test_the_input_token_limit_binds_when_it_is_the_tighter(fake_api: FakeMessagesAPI) -> None:
+    """Queries carrying a pasted table (their own tokens are not cached) against a small
+    input-token limit: paced on tokens, not on requests."""
+    fake_api.rate_limits = RateLimits(rpm=10_000, itpm=6_000, minute=2.0)
+    table = " | ".join(f"row {n}: payment {n * 37} EUR" for n in range(100))
+    results, spent = evaluate(Settings(**ONE_RUN), entries(24, f"reconcile this: {table}"))
+    assert all(r.errors == 0 for r in results)
+    assert fake_api.stats["rate_limited_by"].get("requests", 0) == 0
+    assert fake_api.stats["rate_limited"] <= 10
+    assert spent["items"].waited_seconds > 0
+
+
+def test_off_sends_as_it_comes(fake_api: FakeMessagesAPI) -> None:
+    """``--trigger-rate-limit=off``: no pacing; what the server refuses, the SDK retries."""
+    fake_api.rate_limits = RateLimits(rpm=6, minute=1.0)
+    fake_api.retry_after_ms = 1
+    results, spent = evaluate(Settings(**ONE_RUN, rate_limit="off"), entries(16))
+    assert spent["items"].waited_seconds == 0
+    assert fake_api.stats["rate_limited"] > 0 and all(r.errors == 0 for r in results)
+
+
+def test_questions_are_paced_with_the_runs(fake_api: FakeMessagesAPI) -> None:
+    """The proposer's and drafting's questions share the limiter: with a preset of two
+    requests a minute, the third question waits; what it waited is counted under its phase."""
+    session = TriggerSession(Settings(cache_mode="off", rate_limit="2"))
+    try:
+        limiter = session.limiter
+        for _ in range(2):
+            session.ask("one word please", phase="improve")
+        stop = threading.Event()
+        timer = threading.Timer(0.5, stop.set)  # the third would wait half a minute: stop it
+        timer.start()
+        permit = limiter.acquire(Need("claude-opus-5-5", 5, 5), stop)
+        timer.cancel()
+    finally:
+        session.close()
+    assert not permit.charged and permit.waited >= 0.4
+    assert fake_api.stats["calls"] == 2
+
+
+def test_the_buckets_follow_the_headers() -> None:
+    limiter = RateLimiter(RateLimitSetting())
+    never = threading.Event()
+    assert limiter.acquire(Need("claude-opus-5-5", 100, 10), never).charged  # no limit known
+    stated = {
+        f"{PAID}-limit": "50",
+        f"{PAID}-remaining": "0",
+        f"{PAID}-reset": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 60)),
+    }
+    limiter.observe("claude-opus-5-5", stated, 200)
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    assert not limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged  # nothing left
+    # another class has its own limits
+    assert limiter.acquire(Need("claude-haiku-4-5", 1, 1), never).charged
+
+
+def test_a_429_blocks_its_class_for_retry_after_and_halves_the_window() -> None:
+    limiter = RateLimiter(RateLimitSetting(True, Limits(requests=1000)))
+    never = threading.Event()
+    permit = limiter.acquire(Need("claude-sonnet-5-5", 1, 1), never)
+    limiter.observe("claude-sonnet-5-5", {"retry-after": "1"}, 429)
+    limiter.release(permit, None, refused=True)
+    started = time.monotonic()
+    limiter.acquire(Need("claude-sonnet-5-5", 1, 1), never)
+    assert time.monotonic() - started >= 0.9  # waited out the retry-after
+    assert limiter._window["sonnet"] <= 32  # halved from its most
+
+
+def test_workers_share_one_limit_through_a_file(tmp_path: Path) -> None:
+    """Two processes' limiters on one file (here two limiters, threads apart): a preset of
+    ten requests lets ten through between them, not ten each."""
+    path = tmp_path / "limits.json"
+    path.write_text("{}")
+    setting = RateLimitSetting(True, Limits(requests=10))
+    first, second = (RateLimiter(setting, FileLimits(str(path))) for _ in range(2))
+    stop = threading.Event()
+    threading.Timer(1.0, stop.set).start()
+    granted = 0
+    for limiter in (first, second) * 8:
+        granted += limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged
+    assert granted == 10 + (1 if granted == 11 else 0)  # at most one refilled in the second
+
+
+def test_cache_reads_count_only_where_the_api_counts_them() -> None:
+    usage = {
+        "input_tokens": 10,
+        "cache_creation_input_tokens": 100,
+        "cache_read_input_tokens": 5000,
+    }
+    assert counted_input("claude-opus-5-5", usage) == 110
+    assert counted_input("claude-3-5-haiku-20241022", usage) == 5110
+    assert model_class("claude-opus-5-5") == "opus" and model_class("other") == "other"
+
+
+@pytest.mark.parametrize(
+    "text,problem",
+    [("fast", "must be off or RPM"), ("0,5", "above 0"), ("1,2,3,4", "must be off or RPM")],
+)
+def test_a_bad_rate_limit_names_the_option(text: str, problem: str) -> None:
+    from pytest_skilltrigger.support.errors import InputError
+
+    with pytest.raises(InputError, match=problem) as raised:
+        Settings(rate_limit=text).validated()
+    assert str(raised.value).startswith("--trigger-rate-limit: ")
