@@ -204,6 +204,7 @@ class SessionEnd:
             spending=engine.spending() if engine else {},
             routing=self.gathered.routing_tables,
             base=self.base,
+            load=engine.lanes.load() if engine is not None and engine.lanes is not None else None,
         )
 
     def _write_results_page(self, report: SessionReport) -> None:

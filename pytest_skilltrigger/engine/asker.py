@@ -2,17 +2,21 @@
 
 Through the Messages API when credentials are configured (a plain request is cheaper and
 faster than a CLI process), else through the trigger backend; every question is funded
-against the budget before it is sent, for the longest answer it may get.
+against the budget before it is sent, for the longest answer it may get. A question the
+claude-code backend answers is a CLI process like a run: it takes a slot of the same runs in
+flight (drafts ask several at once), so the machine's limit holds for both.
 """
 
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS
+from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import Calls
@@ -30,11 +34,15 @@ class Asker:
         guard: CostGuard,
         trigger_backend: TriggerBackend,
         limiter: RateLimiter,
+        cli_slots: Concurrency | None = None,
     ) -> None:
         self.settings = settings
         self.guard = guard
         self.trigger_backend = trigger_backend
         self.limiter = limiter
+        # the claude-code lanes' limit: a question the trigger backend's CLI answers is a
+        # CLI process like a run, and takes one of its slots
+        self.cli_slots = cli_slots
         self._backend: TriggerBackend | None = None
         self._lock = threading.Lock()
 
@@ -59,7 +67,8 @@ class Asker:
         if not self.guard.reserve(reserved):
             raise AskError(budget_reached(self.guard.budget_usd))
         try:
-            answer = backend.ask(prompt, model=model)
+            with self._slot(backend):
+                answer = backend.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
             self.guard.settle(reserved, Calls(Usage(), exc.requests, phase, model))
             raise
@@ -68,6 +77,12 @@ class Asker:
             reserved, replace(calls, waited=answer.waited, rate_limited=answer.rate_limited)
         )
         return answer.text, answer.usage
+
+    def _slot(self, backend: TriggerBackend) -> AbstractContextManager[object]:
+        """A slot of the runs in flight when the trigger lanes' CLI answers (else none)."""
+        if backend is self.trigger_backend and self.cli_slots is not None:
+            return self.cli_slots.slot()
+        return nullcontext()
 
     def close(self) -> None:
         if self._backend is not None and self._backend is not self.trigger_backend:

@@ -15,12 +15,15 @@ from contextlib import contextmanager
 
 class Concurrency:
     """At most :attr:`limit` runs at once, the limit between 1 and :attr:`most`; it also
-    keeps the time-weighted average of the runs in flight, for the summary."""
+    keeps the time-weighted average of the runs in flight and the most reached, for the
+    summary, and counts the runs waiting for a slot (a governor grows the limit for them)."""
 
     def __init__(self, limit: int, most: int | None = None) -> None:
         self.most = max(1, most if most is not None else limit)
         self._limit = min(max(1, limit), self.most)
         self._in_flight = 0
+        self._waiting = 0
+        self._peak = 0
         self._changed = threading.Condition()
         self._started = time.monotonic()
         self._last = self._started
@@ -35,6 +38,16 @@ class Concurrency:
     def in_flight(self) -> int:
         return self._in_flight
 
+    @property
+    def waiting(self) -> int:
+        """Runs waiting for a slot now."""
+        return self._waiting
+
+    @property
+    def peak(self) -> int:
+        """The most runs that were in flight at once."""
+        return self._peak
+
     def set_limit(self, limit: int) -> None:
         """Move the limit (kept within 1 and :attr:`most`); waiting runs start at once when
         it grows."""
@@ -46,8 +59,8 @@ class Concurrency:
     def slot(self) -> Iterator[None]:
         """Hold one of the slots for a run."""
         with self._changed:
-            while self._in_flight >= self._limit:
-                self._changed.wait()
+            if self._in_flight >= self._limit:
+                self._wait_for_room()
             self._count(+1)
         try:
             yield
@@ -55,6 +68,15 @@ class Concurrency:
             with self._changed:
                 self._count(-1)
                 self._changed.notify()
+
+    def _wait_for_room(self) -> None:
+        """Wait, counted as waiting, until a run may start (the lock held)."""
+        self._waiting += 1
+        try:
+            while self._in_flight >= self._limit:
+                self._changed.wait()
+        finally:
+            self._waiting -= 1
 
     def _count(self, step: int) -> None:
         """Add the time since the last change to the averages, then change the count."""
@@ -64,6 +86,7 @@ class Concurrency:
             self._busy += now - self._last
         self._last = now
         self._in_flight += step
+        self._peak = max(self._peak, self._in_flight)
 
     def average_in_flight(self) -> float:
         """Runs in flight on average while any was (0 before the first run)."""

@@ -5,12 +5,16 @@ model. A backend speaks for one model (its requests, its captured Claude Code re
 store keys), so each model gets its own, with a sampler over it; the lanes share the session's
 store, cost guard and budget, and split its runs in flight between them. A context says which
 lane it runs in (``TriggerContext.model``; None: the first).
+
+The claude-code backend's lanes hold one limit together instead: their runs are CLI
+processes on the same machine, whatever their model, and unless ``--trigger-concurrency``
+fixes it a :class:`~pytest_skilltrigger.engine.load_governor.LoadGovernor` moves that limit
+to what the machine can take.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -20,6 +24,13 @@ from pytest_skilltrigger.backends.base import BatchingBackend
 from pytest_skilltrigger.backends.capture import CaptureStore
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard
+from pytest_skilltrigger.engine.load_governor import (
+    Bounds,
+    LoadGovernor,
+    LoadReport,
+    Policy,
+    Readings,
+)
 from pytest_skilltrigger.engine.run_sources import Stop
 from pytest_skilltrigger.engine.run_sources.batches import BatchRuns, BatchTiming
 from pytest_skilltrigger.engine.run_sources.live import LiveRuns
@@ -28,10 +39,14 @@ from pytest_skilltrigger.engine.share import ProcessShare
 from pytest_skilltrigger.engine.store import ResultStore
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.support.machine import cpu_count
 
 T = TypeVar("T", bound=tuple[Any, ...])  # an item whose first value is a TriggerContext
 
 DEFAULT_API_CONCURRENCY = 10
+CLI_BACKEND = "claude-code"
+FIXED_BY_OPTION = "--trigger-concurrency"
+FIXED_BY_NO_CPU = "this system does not publish its CPU use"
 
 
 @dataclass
@@ -44,6 +59,7 @@ class Lane:
     live: LiveRuns
     batches: BatchRuns | None  # with --trigger-batch, on a backend that has them
     stop: Stop
+    governor: LoadGovernor | None = None  # what moves its limit (the lanes share it)
 
     def close(self, wait: bool) -> None:
         """No further wave; the runs in flight end (or, without ``wait``, are dropped: Ctrl-C),
@@ -51,6 +67,8 @@ class Lane:
         self.sampler.close()
         self.live.close(wait=wait)
         self.sampler.abandon()
+        if self.governor is not None:
+            self.governor.close()
         self.backend.close()
 
 
@@ -62,6 +80,76 @@ class LaneParts:
     store: ResultStore | None  # where stored runs are reused from (None: they are not)
     record: Recorder
     share: ProcessShare | None = None  # this process's part of a session run by several
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """How a session's lanes hold their runs in flight: each its own limit of ``each`` (the
+    API backend: its requests cost the machine little), or all of them one ``shared`` limit
+    (the claude-code backend's CLI processes), moved by a ``governor`` unless ``fixed_by``
+    says what fixed it."""
+
+    backend: str
+    each: int
+    shared: Concurrency | None = None
+    governor: LoadGovernor | None = None
+    fixed_by: str | None = None
+
+    @classmethod
+    def of(
+        cls, settings: Settings, backend: str, lanes: int, share: ProcessShare | None
+    ) -> InFlight:
+        """The runs in flight of ``lanes`` lanes on ``backend``: ``--trigger-concurrency``
+        when set, else the backend's default; an xdist worker keeps its share."""
+        part = share.part_of if share is not None else (lambda total: total)
+        if backend != CLI_BACKEND:
+            total = settings.concurrency or DEFAULT_API_CONCURRENCY
+            return cls(backend, part(max(1, total // lanes)))
+        if settings.concurrency:
+            fixed = part(settings.concurrency)
+            return cls(backend, fixed, Concurrency(fixed), fixed_by=FIXED_BY_OPTION)
+        return cls.governed(backend, part, share.count if share is not None else 1)
+
+    @classmethod
+    def governed(cls, backend: str, part: Callable[[int], int], processes: int) -> InFlight:
+        """From the CPU count (this process's part of it) up to the cap (its part), moved by a
+        governor on this machine's readings; fixed at the start where the CPU use cannot be
+        read."""
+        policy = Policy()
+        cpus = cpu_count()
+        start, cap = part(cpus), max(part(cpus), part(policy.cap(cpus)))
+        readings = Readings.of_machine()
+        if not readings.cpu_known:
+            return cls(backend, start, Concurrency(start), fixed_by=FIXED_BY_NO_CPU)
+        shared = Concurrency(start, most=cap)
+        governor = LoadGovernor(shared, Bounds(start, cap, processes), readings, policy)
+        governor.start()
+        return cls(backend, start, shared, governor)
+
+    def of_lane(self) -> Concurrency:
+        return self.shared if self.shared is not None else Concurrency(self.each)
+
+    def report(self) -> LoadReport | None:
+        """How many CLI runs were in flight, and why (None: not the claude-code backend)."""
+        if self.shared is None:
+            return None
+        if self.governor is not None:
+            return self.governor.report(self.backend)
+        from pytest_skilltrigger.backends.claude_code.process import cli_memory
+
+        shared = self.shared
+        return LoadReport(
+            self.backend,
+            self.each,
+            self.each,
+            fixed_by=self.fixed_by,
+            process_peak=cli_memory.largest,
+            average_in_flight=shared.average_in_flight(),
+            most_in_flight=shared.peak,
+            lowest_limit=shared.limit,
+            highest_limit=shared.limit,
+            final_limit=shared.limit,
+        )
 
 
 def lane_backends(
@@ -85,9 +173,10 @@ def lane_backends(
 class Lanes:
     """The session's lanes, in the settings' order (the first is the default one)."""
 
-    def __init__(self, lanes: list[Lane]) -> None:
+    def __init__(self, lanes: list[Lane], in_flight: InFlight | None = None) -> None:
         self._lanes = lanes
         self._by_model = {lane.model: lane for lane in lanes}
+        self.in_flight = in_flight
 
     @classmethod
     def build(
@@ -96,22 +185,21 @@ class Lanes:
         backends: Sequence[tuple[str | None, TriggerBackend]],
         parts: LaneParts,
     ) -> Lanes:
-        """A lane per backend, each with its share of the session's runs in flight."""
-        total = settings.concurrency or _default_concurrency(backends[0][1])
-        each = max(1, total // len(backends))
-        if parts.share is not None:
-            each = parts.share.part_of(each)
+        """A lane per backend, each with its share of the session's runs in flight (the
+        claude-code backend's lanes: one limit for all)."""
+        in_flight = InFlight.of(settings, backends[0][1].name, len(backends), parts.share)
         timing = BatchTiming(settings.batch_poll, settings.batch_timeout)
         lanes = []
         for model, backend in backends:
             stop = Stop()
-            live = LiveRuns(backend, Concurrency(each), parts.guard, stop)
+            concurrency = in_flight.of_lane()
+            live = LiveRuns(backend, concurrency, parts.guard, stop)
             batches = None
             if settings.batch and isinstance(backend, BatchingBackend):
                 batches = BatchRuns(backend, timing, guard=parts.guard, stop=stop)
             sampler = Sampler(backend, live, stop, store=parts.store, record=parts.record)
-            lanes.append(Lane(model, backend, sampler, live, batches, stop))
-        return cls(lanes)
+            lanes.append(Lane(model, backend, sampler, live, batches, stop, in_flight.governor))
+        return cls(lanes, in_flight)
 
     @property
     def default(self) -> Lane:
@@ -141,8 +229,13 @@ class Lanes:
         """The first lane's reason why it makes no further call, if any has one."""
         return next((lane.stop.reason for lane in self._lanes if lane.stop.reason), None)
 
+    @property
+    def shared_limit(self) -> Concurrency | None:
+        """The one limit the claude-code backend's lanes hold their CLI processes to (None:
+        each lane has its own); a question the CLI answers takes a slot of it too."""
+        return self.in_flight.shared if self.in_flight is not None else None
 
-def _default_concurrency(backend: TriggerBackend) -> int:
-    if backend.name == "claude-code":
-        return os.cpu_count() or 2
-    return DEFAULT_API_CONCURRENCY
+    def load(self) -> LoadReport | None:
+        """How many runs the claude-code backend keeps in flight, and why (None: another
+        backend, whose limit never moves)."""
+        return self.in_flight.report() if self.in_flight is not None else None

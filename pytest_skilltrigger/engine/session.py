@@ -117,7 +117,7 @@ class TriggerSession:
             reused = self.store if settings.cache_mode == "use" else None
             parts = LaneParts(self.guard, reused, self.record, share)
             self.lanes = Lanes.build(settings, backends, parts)
-            self.asker = Asker(settings, self.guard, first, self.limiter)
+            self.asker = Asker(settings, self.guard, first, self.limiter, self.lanes.shared_limit)
             self._wire_batches(notices)
 
     def _wire_batches(self, progress: Callable[[Notice], None] | None) -> None:

@@ -36,6 +36,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         "models": list(dict.fromkeys(s.model for s in report.skills if s.model)),
         "model_disagreements": [d.to_dict() for d in disagreements(report.skills)],
         "routing": [table.to_dict() for table in report.routing],
+        # the claude-code backend's CLI processes in flight in the process that wrote this
+        # (null: another backend, or runs made in xdist workers)
+        "concurrency": report.load.to_dict() if report.load is not None else None,
         "totals": {
             **report.total().to_dict(),
             "by_phase": {p: s.to_dict() for p, s in by_phase.items()},

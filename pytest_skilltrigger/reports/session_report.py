@@ -25,6 +25,7 @@ from pytest_skilltrigger.reports.summary import (
 from pytest_skilltrigger.skills.catalog import Target
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.optimizer.rounds import Optimization
 
 
@@ -108,6 +109,8 @@ class SessionReport:
     base: str | None = None
     #: the verdict rule of the session's items
     rule: Rule | None = None
+    #: the claude-code backend's runs in flight in this process (None: another backend)
+    load: LoadReport | None = None
 
     @property
     def rule_text(self) -> str:
@@ -158,6 +161,8 @@ class ReportContext:
     spending: Mapping[str, Spend] = field(default_factory=dict)
     routing: Sequence[RoutingTable] = ()
     base: str | None = None
+    # how many CLI runs the claude-code backend kept in flight in this process, and why
+    load: LoadReport | None = None
 
 
 def build_report(
@@ -189,4 +194,5 @@ def build_report(
         dict(context.spending),
         context.base,
         context.rule,
+        context.load,
     )

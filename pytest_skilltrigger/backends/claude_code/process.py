@@ -14,9 +14,14 @@ from pathlib import Path
 from typing import IO
 
 from pytest_skilltrigger.backends.claude_code.stream import CliVerdict, read_stream
+from pytest_skilltrigger.support.machine import PeakMemory, peak_rss
 
 KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
 STDERR_LINES = 20
+
+#: the peak memory of the CLI processes this Python process ran, each read just before it is
+#: stopped: what the governor of the runs in flight counts one more CLI process at
+cli_memory = PeakMemory()
 
 
 @dataclass(frozen=True)
@@ -33,12 +38,14 @@ class CliCall:
 @dataclass(frozen=True)
 class Finished:
     """How one CLI run ended: what its output said, its exit code, whether the watchdog
-    killed it, and the last lines of its stderr (for an error's message)."""
+    killed it, the last lines of its stderr (for an error's message), and the most memory it
+    held (None: not known, e.g. it ended before it was stopped, or there is no ``/proc``)."""
 
     verdict: CliVerdict
     returncode: int | None
     timed_out: bool
     stderr_tail: str
+    peak_rss: int | None = None
 
 
 def run_until_decided(
@@ -86,6 +93,8 @@ def run_until_decided(
         verdict = read_stream(read_lines(proc.stdout))
     finally:
         watchdog.cancel()
+        # read while it runs: once reaped, its pid may name another process
+        peak = peak_rss(proc.pid) if proc.poll() is None else None
         kill_group(proc)
         try:
             proc.wait(KILL_GRACE * 5)
@@ -94,7 +103,8 @@ def run_until_decided(
         err_reader.join(KILL_GRACE)
         proc.stdout.close()
     stderr_tail = "\n".join(line.rstrip() for line in tail if line.strip())
-    return Finished(verdict, proc.returncode, timed_out.is_set(), stderr_tail)
+    cli_memory.record(peak)
+    return Finished(verdict, proc.returncode, timed_out.is_set(), stderr_tail, peak)
 
 
 def read_lines(stream: IO[str]) -> Iterator[str]:
