@@ -64,7 +64,14 @@ __all__ = [
 #: Fault kinds understood by :attr:`FakeMessagesAPI.faults`, in the order rates are stacked.
 FAULT_KINDS: tuple[str, ...] = ("429", "529", "500", "stream_error", "drop", "hang")
 
-LISTING_RE = re.compile(r"^- (?P<name>[^\s:]+): (?P<desc>.+)$", re.MULTILINE)
+# A listing line: ``- name: text``, ``- plugin:folder: text`` or, when the frontmatter name
+# differs from the folder, ``- folder (name): text``; the name up to the first ": ".
+LISTING_RE = re.compile(
+    r"^- (?P<name>[^\s(]+?)(?: \((?P<alias>[^)\n]+)\))?: (?P<desc>.+)$", re.MULTILINE
+)
+# The line that opens the skills section (the CLI's and the plugin's builtin header both
+# start so); the lines after it, to the first empty line, are the listing.
+LISTING_HEADER_START = "The following skills are available"
 WORD_RE = re.compile(r"\w+")
 # A path-like token ending in an extension ("src/app.py", "~/notes.md", "report.csv").
 PATH_RE = re.compile(
@@ -163,18 +170,42 @@ def parse_listing(body: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-BARE_RE = re.compile(r"^- (?P<name>[\w.-]+)$", re.MULTILINE)
+BARE_RE = re.compile(
+    r"^- (?P<name>[^\s(:]+(?::[^\s(:]+)?)(?: \((?P<alias>[^)\n]+)\))?$", re.MULTILINE
+)
 
 
 def bare_names(body: dict[str, Any]) -> list[str]:
     """The skills a request lists as bare names (``- name``, no text: past the listing
     budget), in order, from its messages."""
-    return [m.group("name") for text in _message_texts(body) for m in BARE_RE.finditer(text)]
+    return [
+        m.group("name")
+        for text in _listing_sections(_message_texts(body))
+        for m in BARE_RE.finditer(text)
+    ]
+
+
+def _listing_sections(texts: list[str]) -> list[str]:
+    """The skills sections of ``texts``: what follows a skills header up to the first empty
+    line after the listing. Why: Claude Code's context has other bullet lists (its agent
+    types) shaped like listing lines. Texts without a header are taken whole when none has
+    one (a listing written some other way)."""
+    sections = []
+    for text in texts:
+        at = text.find(LISTING_HEADER_START)
+        if at < 0:
+            continue
+        lines = text[at:].split("\n")[1:]
+        while lines and not lines[0].strip():
+            lines.pop(0)
+        end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+        sections.append("\n".join(lines[:end]))
+    return sections or texts
 
 
 def _listing_from(texts: list[str]) -> list[tuple[str, str]]:
     seen: dict[str, str] = {}
-    for text in texts:
+    for text in _listing_sections(texts):
         for m in LISTING_RE.finditer(text):
             seen.setdefault(m.group("name"), m.group("desc").strip())
     return list(seen.items())
@@ -1147,6 +1178,9 @@ class FakeMessagesAPI:
         # would answer, and the other way round): a description that wins on one model of a
         # matrix loses on these
         self.contrary_models: set[str] = set()
+        # the name the stand-in model writes in its Skill call for a listed skill (default:
+        # the listed id): a model may call a plugin skill by its bare name, or by an alias
+        self.call_names: dict[str, str] = {}
         # input tokens added to every trigger request's prompt (a big CLAUDE.md, say), to reach
         # a long-prompt price tier; and the usage of every live answer sent, as billed
         self.prompt_padding = 0
@@ -1639,7 +1673,7 @@ class FakeMessagesAPI:
             return [{"type": "text", "text": TEXT_ANSWER}], "end_turn"
         kind, _, name = outcome.partition(":")
         if kind == "skill":
-            tool, tool_input = "Skill", {"skill": name}
+            tool, tool_input = "Skill", {"skill": self.call_names.get(name, name)}
         else:
             tool, tool_input = name, _tool_input(name, query)
         block = {

@@ -135,9 +135,10 @@ class BatchClient(Protocol):
         """One poll; raises :class:`BatchError`."""
         ...
 
-    def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
-        """The ended batch's answers, decided by the first-choice rule; ``skills`` maps
-        each custom id to the skill whose trigger it tests. Raises :class:`BatchError`."""
+    def results(self, batch_id: str, contexts: dict[str, TriggerContext]) -> Iterator[BatchAnswer]:
+        """The ended batch's answers, decided by the first-choice rule; ``contexts`` maps
+        each custom id to the context whose skill's trigger it tests. Raises
+        :class:`BatchError`."""
         ...
 
     def cancel(self, batch_id: str) -> None:

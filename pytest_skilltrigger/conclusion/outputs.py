@@ -100,3 +100,24 @@ def stamped_folder(results_dir: str) -> str:
             continue
         return candidate
     raise FileExistsError(f"{results_dir}: no free folder name for {stamp}")
+
+
+def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
+    """``--export-plugin-eval``: every target's eval set as ``claude plugin eval`` cases in
+    ``folder``, each skill's checked before the first file is written; what was written, in
+    a line."""
+    from pytest_skilltrigger.model.formatting import display_path
+    from pytest_skilltrigger.skills.plugin_eval import check_plugin_eval, write_plugin_eval
+
+    for target in targets:
+        check_plugin_eval(folder, target.name, target.eval_set)
+    written = [
+        path
+        for target in targets
+        for path in write_plugin_eval(folder, target.name, target.eval_set)
+    ]
+    names = ", ".join(t.name for t in targets)
+    return (
+        f"skilltrigger: wrote {len(written)} claude plugin eval cases for {names} into "
+        f"{display_path(folder)}; no call was made"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,12 +50,21 @@ def cut_point(description: str, when_to_use: str | None = None) -> tuple[int, st
     return cut, text[max(0, cut - 30) : cut]
 
 
+# Where Claude Code lists a skill (observed with the pinned CLI): the user's skills, then the
+# project's, then each plugin's in the order the plugins were loaded (a skill's ``group`` is
+# FIRST_PLUGIN + that position); each group sorted by id; the built-ins last.
+USER, PROJECT, FIRST_PLUGIN = 0, 1, 2
+
+
 @dataclass(frozen=True)
 class ListedSkill:
     """One skill of the listing, as its SKILL.md gives it.
 
-    ``skill_md`` is the file's text when the skill is a real one (a backend that installs
-    skills writes it as it is); built-in competitors have none.
+    ``name`` is the skill's id, the name the CLI lists and loads it by: its folder's name,
+    ``plugin:folder`` for a plugin's skill. ``alias`` is the frontmatter name when it differs
+    from the folder (``plugin:name`` for a plugin's skill): the CLI shows it in parentheses
+    and loads the skill by it too. ``skill_md`` is the file's text when the skill is a real
+    one (a backend that installs skills writes it as it is); built-in competitors have none.
     """
 
     name: str
@@ -67,6 +77,8 @@ class ListedSkill:
     # a built-in command's line lengths in the real CLI (full, bare), which the budget counts
     # in place of our own wording's
     cli_sizes: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+    alias: str | None = None
+    group: int = PROJECT
 
     @property
     def listed(self) -> str:
@@ -74,9 +86,57 @@ class ListedSkill:
         return listed_text(self.description, self.when_to_use)
 
     @property
+    def label(self) -> str:
+        """The name as the listing shows it: the id, and the alias in parentheses."""
+        return f"{self.name} ({self.alias})" if self.alias else self.name
+
+    @property
     def line(self) -> str:
         """The listing line the model sees."""
-        return f"- {self.name}: {self.listed}"
+        return f"- {self.label}: {self.listed}"
+
+    @property
+    def bare_line(self) -> str:
+        """The line past the listing budget: the name (and alias) without the text."""
+        return f"- {self.label}"
+
+    @property
+    def plugin(self) -> str | None:
+        """The plugin the skill comes with (None: a user's or the project's skill)."""
+        return self.name.partition(":")[0] if self.group >= FIRST_PLUGIN else None
+
+    @property
+    def folder(self) -> str:
+        """The name of the skill's folder (the id without its plugin)."""
+        return self.name.rpartition(":")[2] if self.plugin else self.name
+
+    @property
+    def frontmatter_name(self) -> str:
+        """The name SKILL.md gives (the folder's when it gives none or the same)."""
+        return self.alias.rpartition(":")[2] if self.alias else self.folder
+
+
+def resolve_call(listing: Sequence[ListedSkill], called: str) -> str | None:
+    """The id of the skill Claude Code loads for a ``Skill`` call naming ``called``, or None
+    when it refuses the name: a skill is a trigger only if the CLI would load it.
+
+    As the pinned CLI resolves it: trimmed, a leading ``/`` dropped, case-sensitive; the id
+    or the alias of a listed skill; else a bare name, the frontmatter name of exactly one
+    plugin skill (a user's or project skill's id or alias has already won). A bare folder
+    name of a plugin skill whose frontmatter name differs, or a name several plugins share,
+    is refused.
+    """
+    name = called.strip().removeprefix("/")
+    for skill in listing:
+        if name == skill.name:
+            return skill.name
+    for skill in listing:
+        if name == skill.alias:
+            return skill.name
+    if ":" in name:
+        return None
+    matches = [s.name for s in listing if s.plugin and s.frontmatter_name == name]
+    return matches[0] if len(matches) == 1 else None
 
 
 # Generic skills of the kinds Claude Code lists as built-ins (charts, settings, key bindings,
@@ -167,6 +227,9 @@ class TriggerContext:
     # the model of a matrix this context runs on (None: the session's first); each model's
     # backend puts its own into the key
     model: str | None = None
+    # the tested skill's alias and place in the listing (see ListedSkill)
+    alias: str | None = None
+    group: int = PROJECT
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
@@ -179,25 +242,33 @@ class TriggerContext:
     @property
     def tested(self) -> ListedSkill:
         """The skill under test as the listing shows it (whether or not it is listed)."""
-        return ListedSkill(self.skill_name, self.description, self.when_to_use, self.skill_md)
+        return ListedSkill(
+            self.skill_name,
+            self.description,
+            self.when_to_use,
+            self.skill_md,
+            alias=self.alias,
+            group=self.group,
+        )
 
     def listing(self) -> list[ListedSkill]:
-        """Every listed skill, in Claude Code's order: the installed skills, then the
-        project's, each sorted by name, then the built-ins. A built-in with the name of a
-        user's skill is dropped (the user's shadows it); a skill that may not be invoked by
-        the model is not listed."""
-        project = {s.name: s for s in self.siblings if s.name != self.skill_name}
+        """Every listed skill, in Claude Code's order: the user's, the project's, each
+        plugin's (see :data:`FIRST_PLUGIN`), each group sorted by id, then the built-ins. A
+        skill installed by the user with the id of one of the project's is dropped, and so is
+        a built-in with the name of either (theirs shadows it); a skill that may not be
+        invoked by the model is not listed."""
+        listed = {s.name: s for s in self.siblings if s.name != self.skill_name}
         if self.model_invocable:
-            project[self.skill_name] = self.tested
-        installed = {s.name: s for s in self.installed if s.name not in project}
-        generic = [
-            s for s in self.generic_competitors if s.name not in project and s.name not in installed
-        ]
-        return (
-            [installed[name] for name in sorted(installed)]
-            + [project[name] for name in sorted(project)]
-            + generic
-        )
+            listed[self.skill_name] = self.tested
+        for skill in self.installed:
+            listed.setdefault(skill.name, skill)
+        generic = [s for s in self.generic_competitors if s.name not in listed]
+        return sorted(listed.values(), key=lambda s: (s.group, s.name)) + generic
+
+    def resolve(self, called: str) -> str | None:
+        """The id of the listed skill a ``Skill`` call naming ``called`` loads (see
+        :func:`resolve_call`)."""
+        return resolve_call(self.listing(), called)
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics.

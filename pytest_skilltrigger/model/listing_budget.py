@@ -79,7 +79,7 @@ class ListingFit:
 
     def line(self, skill: ListedSkill) -> str:
         """The skill's line as the model sees it."""
-        return f"- {skill.name}" if skill.name in self.bare else skill.line
+        return skill.bare_line if skill.name in self.bare else skill.line
 
 
 def fit_listing(skills: Sequence[ListedSkill], budget: int, model: str | None = None) -> ListingFit:
@@ -107,7 +107,7 @@ def _full(skill: ListedSkill) -> int:
 
 
 def _bare(skill: ListedSkill) -> int:
-    return skill.cli_sizes[1] if skill.cli_sizes else len(skill.name) + 2
+    return skill.cli_sizes[1] if skill.cli_sizes else len(skill.bare_line)
 
 
 def fit_of(

@@ -258,7 +258,10 @@ OPTIONS: tuple[Option, ...] = (
         "int",
         None,
         "runs in flight at once for the whole session, split across xdist workers",
-        default_text="10 for the API; for claude-code it adapts to the machine",
+        default_text=(
+            "10 for the API; for claude-code the CPU count, growing while the CPU has room "
+            "(at most 4 per CPU and 32 in all, within what memory holds)"
+        ),
         field="concurrency",
         check=at_least(1),
     ),
@@ -436,6 +439,15 @@ OPTIONS: tuple[Option, ...] = (
         "write it to evals/trigger-eval.json and run it; =also: draft more entries into "
         "evals/trigger-eval.drafted.json for skills that have one",
         target="run",
+    ),
+    Option(
+        "--export-plugin-eval",
+        "path",
+        None,
+        "write the selected skills' trigger eval sets as `claude plugin eval` cases "
+        "(case.yaml) into this folder, then exit without a call",
+        target="run",
+        ini=False,
     ),
     Option(
         "--optimize-description",

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
+from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.stats import prob_at_least
 from pytest_skilltrigger.model.verdict import Rule, Verdict, rule_from_dict
 
@@ -85,16 +86,29 @@ class RunOutcome:
     # seconds the run waited for the rate limit to let it through, and the 429s it met
     waited: float = 0.0
     rate_limited: int = 0
+    # the name the model wrote in its Skill call when it is not the id of the skill it
+    # loads (a bare name, an alias), or a name Claude Code refuses (``chosen`` keeps it)
+    invoked_as: str | None = None
 
     @property
     def triggered(self) -> bool:
         return self.status == "triggered"
 
     @classmethod
-    def of_choice(cls, chosen: str, skill: str, **details: Any) -> RunOutcome:
-        """A decided run: triggered when the model chose ``skill`` first, else not."""
-        status: Status = "triggered" if chosen == f"skill:{skill}" else "not_triggered"
-        return cls(status, chosen=chosen, **details)
+    def of_choice(cls, chosen: str, context: TriggerContext, **details: Any) -> RunOutcome:
+        """A decided run: triggered when the model's first choice loads the context's skill.
+
+        A Skill call is read as Claude Code reads it (:meth:`TriggerContext.resolve`):
+        ``chosen`` becomes ``skill:<id>`` of the skill it loads, whatever name the model
+        wrote, so that runs read the same for every skill of the listing."""
+        kind, _, called = chosen.partition(":")
+        invoked_as = None
+        if kind == "skill":
+            loaded = context.resolve(called)
+            invoked_as = called if loaded != called else None
+            chosen = f"skill:{loaded or called}"
+        status: Status = "triggered" if chosen == f"skill:{context.skill_name}" else "not_triggered"
+        return cls(status, chosen=chosen, invoked_as=invoked_as, **details)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +124,7 @@ class RunOutcome:
             "batch": self.batch,
             "waited": self.waited,
             "rate_limited": self.rate_limited,
+            "invoked_as": self.invoked_as,
         }
 
     @classmethod
@@ -127,6 +142,7 @@ class RunOutcome:
             batch=bool(data.get("batch")),
             waited=float(data.get("waited") or 0.0),
             rate_limited=int(data.get("rate_limited") or 0),
+            invoked_as=data.get("invoked_as"),
         )
 
 
@@ -255,6 +271,16 @@ class QueryResult:
         return counts
 
     @cached_property
+    def invoked_as(self) -> dict[str, int]:
+        """The names the model wrote in Skill calls that are not the ids of what they load
+        (or that Claude Code refuses), with how many runs wrote each."""
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.invoked_as:
+                counts[o.invoked_as] = counts.get(o.invoked_as, 0) + 1
+        return counts
+
+    @cached_property
     def usage(self) -> Usage:
         """Tokens this result cost now: stored runs and a shared sampling's runs are free
         here (the shared ones are paid for through the first caller's result)."""
@@ -324,6 +350,7 @@ class QueryResult:
             "error": self.error,
             "skipped": self.skipped,
             "chosen": self.chosen,
+            "invoked_as": self.invoked_as,
         }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.outputs import Outputs
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
     from pytest_skilltrigger.engine.estimate import Estimate
-    from pytest_skilltrigger.engine.session import Notice
+    from pytest_skilltrigger.engine.load_governor import LoadReport
+    from pytest_skilltrigger.engine.session import Notice, TriggerSession
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
-    from pytest_skilltrigger.skills.catalog import Target
-    from pytest_skilltrigger.skills.skill import Skill
+    from pytest_skilltrigger.reports.terminal import TerminalLine
+    from pytest_skilltrigger.skills.catalog import Found, Target
 
 HTML_PLUGIN = "skilltrigger-html"
 _LOG_LOCK = threading.Lock()
@@ -50,6 +51,9 @@ class Controller(Role):
         self.html = None
         if not self.targets:
             return
+        export = options.export_plugin_eval(config)
+        if export is not None:
+            self._export_plugin_eval(export)
         self.end.check_inputs()
         for target in self.targets:
             for warning in target.warnings:  # shown in the warnings summary, also with -q
@@ -66,19 +70,26 @@ class Controller(Role):
             )
             manager.register(self.html, HTML_PLUGIN)
 
-    def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
+    def _export_plugin_eval(self, folder: str) -> NoReturn:
+        """``--export-plugin-eval``: every selected skill's eval set as ``claude plugin
+        eval`` cases in ``folder``, each checked before the first is written; then the
+        session ends without a call."""
+        from pytest_skilltrigger.conclusion.outputs import export_plugin_eval
+
+        pytest.exit(export_plugin_eval(self.targets, folder), returncode=0)
+
+    def find_targets(self, paths: list[str]) -> Found:
         """The skills in play; with ``--draft-eval-set`` first drafts (and writes) an eval
         set for each that has none, so they are collected and run in this session. Drafting
         is a controller's work, done once, before xdist starts any worker."""
+        found = super().find_targets(paths)
         if not self.draft or self.config.option.collectonly:
-            return super().load_targets(paths, missing)
+            return found
         from pytest_skilltrigger.optimizer.drafting import draft_and_write, draft_jobs
 
-        undrafted: list[Skill] = []
-        targets = super().load_targets(paths, undrafted)
-        jobs = draft_jobs(self.draft, undrafted, targets, self.installed)
+        jobs = draft_jobs(self.draft, found.missing, found.targets, self.installed)
         if not jobs:
-            return targets
+            return found
         # a bad output path or baseline is an error before any draft is paid for (the
         # checks that need every skill's eval set come after, in check_inputs)
         self.outputs.check()
@@ -88,7 +99,7 @@ class Controller(Role):
             load_baseline(self.gates.baseline_path)
         model = options.improve_model(self.config)
         self.drafted = tuple(draft_and_write(self.engine, jobs, model))
-        return super().load_targets(paths)
+        return super().find_targets(paths)
 
     @cached_property
     def outputs(self) -> Outputs:
@@ -220,12 +231,27 @@ class Controller(Role):
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.targets:
             return []
+        from pytest_skilltrigger.reports.terminal import not_collected_lines, untested_lines
+
+        not_collected = [(n.folder, n.reason) for n in self.not_collected]
+        return (
+            self._header_lines()
+            + untested_lines([s.id for s in self.untested])
+            + not_collected_lines(not_collected, str(config.invocation_params.dir))
+        )
+
+    def _header_lines(self) -> list[str]:
         from pytest_skilltrigger.reports.terminal import header_lines
 
         engine = self.started_engine  # made at session start (not when only collecting)
         if engine is None or engine.no_backend:
             return header_lines(len(self.targets), self.settings, None)
+        return self._header(engine) + self._load_header(engine)
+
+    def _header(self, engine: TriggerSession) -> list[str]:
+        """The header of a session with a backend: what it runs and may cost."""
         from pytest_skilltrigger.plugin.item_requests import requests_of_session
+        from pytest_skilltrigger.reports.terminal import header_lines
 
         requests = requests_of_session(self, engine.plan)
         estimate = engine.estimate([(context, entry.query) for context, entry, _ in requests])
@@ -240,6 +266,27 @@ class Controller(Role):
             len(self.targets), self.settings, engine.context_label, estimate, self.drafted
         )
 
+    @staticmethod
+    def _load(engine: TriggerSession | None) -> LoadReport | None:
+        """How many runs the claude-code backend keeps in flight (None: another backend)."""
+        return engine.lanes.load() if engine is not None and engine.lanes is not None else None
+
+    def _load_header(self, engine: TriggerSession) -> list[str]:
+        """What the claude-code backend's runs in flight start at, and why."""
+        from pytest_skilltrigger.reports.terminal import load_header_line
+
+        load = self._load(engine)
+        return [load_header_line(load)] if load is not None else []
+
+    def _load_summary(self) -> list[TerminalLine]:
+        """How many of its runs were in flight in this process (none ran here: no line)."""
+        from pytest_skilltrigger.reports.terminal import TerminalLine, load_summary_line
+
+        load = self._load(self.started_engine)
+        if load is None or not load.most_in_flight:
+            return []
+        return [TerminalLine(load_summary_line(load))]
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
             return
@@ -248,6 +295,7 @@ class Controller(Role):
         lines = self.end.status_lines(self.started_engine)
         if self.conclusion is not None:
             lines += self.conclusion.terminal_lines()
+        lines += self._load_summary()
         for line in lines:
             if line.separator:
                 terminalreporter.write_sep("=", line.text)

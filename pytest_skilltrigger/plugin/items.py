@@ -44,8 +44,10 @@ def slug(text: str, limit: int = 40) -> str:
 
 
 def safe_name(name: str) -> str:
-    """A skill name usable in a node id: ``::``, brackets and spaces would break selection."""
-    return re.sub(r"[^\w.-]+", "-", name).strip("-") or "skill"
+    """A skill name usable in a node id: ``::``, brackets and spaces would break selection;
+    a plugin's skill keeps its one ``:`` (``acme:alpha``), as the CLI lists it."""
+    cleaned = re.sub(r"[^\w.:-]+", "-", name)
+    return re.sub(r":{2,}", "-", cleaned).strip("-:") or "skill"
 
 
 def failure_message(result: QueryResult, skill_name: str, listed: str | None = None) -> str:
@@ -69,6 +71,17 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     if listed:
         lines.append(f"listed to the model as: {listed}")
     return "\n".join(lines)
+
+
+def invoked_lines(result: QueryResult, context: TriggerContext) -> str:
+    """The names the model wrote in its Skill calls that were not a skill's id, and what
+    Claude Code makes of each (the skill it loads, or a refusal: no trigger)."""
+    said = []
+    for name, count in sorted(result.invoked_as.items(), key=lambda kv: -kv[1]):
+        loaded = context.resolve(name)
+        meaning = f"loads {loaded}" if loaded else "Claude Code refuses this name: no skill loads"
+        said.append(f"{name!r} x{count} ({meaning})")
+    return "\nthe model called the Skill tool with: " + ", ".join(said) if said else ""
 
 
 def verdict_text(result: QueryResult) -> str:
@@ -280,7 +293,8 @@ class TriggerItem(SamplingItem):
         if self.config.get_verbosity() > 0:  # the skill's summary names it once otherwise
             context = self.target.context()
             listed = context.tested.line if context.model_invocable else None
-        return failure_message(result, self.target.name, listed)
+        message = failure_message(result, self.target.name, listed)
+        return message + invoked_lines(result, self.target.context())
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.target.eval_set.path, None, f"{self.name}: {self.entry.query}"

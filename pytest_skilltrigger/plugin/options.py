@@ -186,6 +186,12 @@ def improve_model(config: pytest.Config) -> str | None:
     return found
 
 
+def export_plugin_eval(config: pytest.Config) -> str | None:
+    """The folder ``--export-plugin-eval`` names (absolute), or None."""
+    given = value(config, "--export-plugin-eval")
+    return os.path.abspath(str(given)) if given else None
+
+
 def draft_mode(config: pytest.Config) -> str | None:
     """``missing`` (draft for skills without an eval set), ``also`` (and more for those with
     one), or None; the ini key also takes true/false."""

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.engine.share import ProcessShare
     from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, Settings
-    from pytest_skilltrigger.skills.catalog import Target
+    from pytest_skilltrigger.skills.catalog import Found, Target
+    from pytest_skilltrigger.skills.plugin_eval import NotCollected
     from pytest_skilltrigger.skills.routing_set import RoutingSet
     from pytest_skilltrigger.skills.skill import Skill
 
@@ -46,11 +47,17 @@ class Role:
         given, ini = options.skill_paths(config)
         selection = select(config, given, ini)
         self.targets: list[Target] = []
+        #: skills found without an eval set: listed beside the others, not tested
+        self.untested: list[Skill] = []
+        #: ``claude plugin eval`` cases found that are not trigger checks, with why
+        self.not_collected: list[NotCollected] = []
         self.routing_sets: list[RoutingSet] = []
         if selection.paths:
             from pytest_skilltrigger.skills.catalog import load_routing_sets
 
-            self.targets = self.load_targets(selection.paths)
+            found = self.find_targets(selection.paths)
+            self.targets, self.untested = found.targets, found.missing
+            self.not_collected = found.not_collected
             self.routing_sets = load_routing_sets(self.targets, selection.paths)
         if self.targets:
             _ = self.settings
@@ -58,20 +65,18 @@ class Role:
         self.by_routing_path = {r.path: r for r in self.routing_sets}
         adjust_args(config, selection)
 
-    def load_targets(self, paths: list[str], missing: list[Skill] | None = None) -> list[Target]:
-        """The skills in play with their eval sets. With ``--draft-eval-set`` a skill that
-        has none is left out (into ``missing``: the controller drafts one for it)."""
-        from pytest_skilltrigger.skills.catalog import load_targets
+    def find_targets(self, paths: list[str]) -> Found:
+        """The skills in play with their eval sets, and those without one (with
+        ``--draft-eval-set`` the controller drafts theirs)."""
+        from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
-        if missing is None and self.draft:
-            missing = []
-        return load_targets(
-            paths,
+        target_options = TargetOptions(
             eval_set=self.config.getoption("eval_set"),
             description=self.config.getoption("skill_description"),
-            missing=missing,
             installed=self.installed,
+            draft_missing=bool(self.draft),
         )
+        return find_targets(paths, target_options)
 
     @cached_property
     def installed(self) -> tuple[ListedSkill, ...]:

@@ -24,6 +24,7 @@ from pytest_skilltrigger.skills.drafted_set import REVIEW
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import Notice
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
@@ -69,6 +70,46 @@ def header_lines(
             cap = f"capped at {format_usd(settings.budget_usd)} by --trigger-budget-usd"
         lines.append(f"skilltrigger: {estimate.line()}; {cap}")
     return lines
+
+
+def load_header_line(load: LoadReport) -> str:
+    """What the runs in flight were set to and why, before the first run."""
+    if not load.governed:
+        return f"skilltrigger: {load.backend}: {load.start} runs in flight ({load.fixed_by})"
+    memory = ""
+    if load.memory_holds is not None:
+        measured = "" if load.process_peak else ", until one is measured"
+        memory = (
+            f"; memory holds about {load.memory_holds} CLI processes "
+            f"({_megabytes(load.per_process)} each{measured})"
+        )
+    return (
+        f"skilltrigger: {load.backend}: runs in flight start at {load.start} (the CPU count) "
+        f"and grow while the CPU has room (up to {load.cap}){memory}"
+    )
+
+
+def load_summary_line(load: LoadReport) -> str:
+    """How many runs were in flight: on average while any was, the most at once, where the
+    limit moved, and the most memory a CLI process held."""
+    line = (
+        f"skilltrigger: {load.backend}: {load.average_in_flight:.1f} runs in flight on average, "
+        f"{load.most_in_flight} at most"
+    )
+    if load.governed and load.lowest_limit != load.highest_limit:
+        line += (
+            f" (the limit moved between {load.lowest_limit} and {load.highest_limit}, "
+            f"{load.final_limit} at the end)"
+        )
+    elif load.governed:
+        line += f" (the limit stayed at {load.final_limit})"
+    if load.process_peak:
+        line += f"; a CLI process held at most {_megabytes(load.process_peak)}"
+    return line
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:.0f} MB"
 
 
 def summary_lines(report: SessionReport) -> list[str]:
@@ -274,3 +315,26 @@ def notice_line(notice: Notice, planned: Estimate | None = None) -> str:
 
 def _minutes(value: float) -> str:
     return f"{value:.1f} min" if value < 10 else f"{value:.0f} min"
+
+
+def untested_lines(names: Sequence[str]) -> list[str]:
+    """The skills found without an eval set: they compete in every listing but have no
+    items of their own."""
+    if not names:
+        return []
+    return [
+        f"skilltrigger: no eval set, so listed but not tested: {', '.join(names)} "
+        "(draft one with --draft-eval-set)"
+    ]
+
+
+def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = None) -> list[str]:
+    """The ``claude plugin eval`` cases found that are not trigger checks: a line for them,
+    then one per case with why (its folder as the person running pytest reads it)."""
+    if not cases:
+        return []
+    from pytest_skilltrigger.model.formatting import display_path
+
+    lines = [f"skilltrigger: {len(cases)} claude plugin eval case(s) not collected:"]
+    lines += [f"  {display_path(folder, base)}: {reason}" for folder, reason in cases]
+    return lines

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from pytest_skilltrigger.model.context import (
+    FIRST_PLUGIN,
     LISTED_LIMIT,
+    PROJECT,
+    USER,
     ListedSkill,
     TriggerContext,
     cut_point,
@@ -21,37 +24,58 @@ from pytest_skilltrigger.model.context import (
 from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
 from pytest_skilltrigger.skills.evalset import (
+    EvalEntry,
     EvalSet,
     find_eval_set,
     is_valid_unicode,
     load_eval_set,
 )
+from pytest_skilltrigger.skills.plugin_eval import (
+    NotCollected,
+    TriggerCase,
+    eval_set_of,
+    read_plugin_eval,
+)
+from pytest_skilltrigger.skills.plugins import SKILLS_FOLDER
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within
 
+# The group of the plugins given with --trigger-extra-skills: after the tested ones (the CLI
+# lists the plugins it is given first, the installed ones after).
+EXTRA_PLUGINS_FROM = FIRST_PLUGIN + 1000
+
 
 @dataclass(frozen=True)
 class Target:
-    """One skill to test, as everything downstream needs it."""
+    """One skill to test, as everything downstream needs it.
+
+    ``siblings`` are the skills of its folder (or plugin): the optimizer measures what a new
+    description does to them. ``installed`` are the other skills every listing of the
+    session shows: the user's (``--trigger-extra-skills``), the plugins', and for a plugin's
+    skill the project's.
+    """
 
     skill: Skill
     eval_set: EvalSet
     description: str
     siblings: tuple[ListedSkill, ...]
     warnings: tuple[str, ...]
-    installed: tuple[ListedSkill, ...] = ()  # listed before the project's skills
+    installed: tuple[ListedSkill, ...] = ()
+    group: int = PROJECT
 
     @property
     def name(self) -> str:
-        return self.skill.name
+        """The skill's id (``folder`` or ``plugin:folder``), as the CLI lists it."""
+        return self.skill.id
 
     @cached_property
     def start_context(self) -> TriggerContext:
         """The context of the starting description, built once: every item of the skill uses
         it, and the sampler keys its store lookups by it."""
-        return context_of(self.skill, self.description, self.siblings, self.installed)
+        listing = Listing(self.siblings, self.installed, self.group)
+        return context_of(self.skill, self.description, listing)
 
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
@@ -60,44 +84,69 @@ class Target:
         return self.start_context.with_description(description)
 
 
-def context_of(
-    skill: Skill,
-    description: str,
-    siblings: tuple[ListedSkill, ...],
-    installed: tuple[ListedSkill, ...] = (),
-) -> TriggerContext:
-    """The trigger context of a skill (its listing keys, its file) with a description, and
-    the user's installed skills listed before the project's."""
+@dataclass(frozen=True)
+class Listing:
+    """What a skill is listed with (its siblings, the session's other skills) and where it
+    is listed itself (its group, see :data:`~pytest_skilltrigger.model.context.PROJECT`)."""
+
+    siblings: tuple[ListedSkill, ...] = ()
+    installed: tuple[ListedSkill, ...] = ()
+    group: int = PROJECT
+
+
+def context_of(skill: Skill, description: str, listing: Listing = Listing()) -> TriggerContext:
+    """The trigger context of a skill (its listing keys, its file) with a description."""
     return TriggerContext(
-        skill.name,
+        skill.id,
         description,
-        siblings,
+        listing.siblings,
         when_to_use=skill.when_to_use,
         model_invocable=skill.model_invocable,
         unlisted_reason=skill.unlisted_reason,
         skill_md=skill.text,
-        installed=installed,
+        installed=listing.installed,
+        alias=skill.alias,
+        group=listing.group,
     )
 
 
-def listed_skill(skill: Skill) -> ListedSkill:
+def group_of(skill: Skill, plugins: Sequence[str] = ()) -> int:
+    """Where the skill is listed: the project's, or a plugin's by its root's place in
+    ``plugins`` (the session's plugins in order; one not there is the first)."""
+    if skill.plugin is None:
+        return PROJECT
+    root = skill.plugin.root
+    return FIRST_PLUGIN + (list(plugins).index(root) if root in plugins else 0)
+
+
+def listed_skill(skill: Skill, group: int = PROJECT) -> ListedSkill:
     """A skill as another skill's listing shows it."""
-    return ListedSkill(skill.name, skill.description, skill.when_to_use, skill.text)
+    return ListedSkill(
+        skill.id, skill.description, skill.when_to_use, skill.text, alias=skill.alias, group=group
+    )
 
 
 def load_installed(paths: Sequence[str]) -> tuple[ListedSkill, ...]:
-    """The skills under ``paths`` (``--trigger-extra-skills``: an author's
-    ``~/.claude/skills``, a team's plugin) as they compete in every listing; those the
-    model is not shown are left out. InputError for a path without skills or a bad one."""
+    """The skills under ``paths`` (``--trigger-extra-skills``) as they compete in every
+    listing: a plugin's (a folder with a plugin manifest, or a skill of one) as its
+    ``plugin:folder`` skills, after the tested plugins, in the order given; a plain folder's
+    as the user's skills, first. Those the model is not shown are left out. InputError for
+    a path without skills or a bad one."""
     found: dict[str, ListedSkill] = {}
+    plugins: list[str] = []
     for path in paths:
         skills = discover_skills(path)
         if not skills:
             raise InputError(path, "--trigger-extra-skills: no SKILL.md found here")
         for skill in skills:
+            group = USER
+            if skill.plugin is not None:
+                if skill.plugin.root not in plugins:
+                    plugins.append(skill.plugin.root)
+                group = EXTRA_PLUGINS_FROM + plugins.index(skill.plugin.root)
             if skill.model_invocable:
-                found.setdefault(skill.name, listed_skill(skill))
-    return tuple(found[name] for name in sorted(found))
+                found.setdefault(skill.id, listed_skill(skill, group))
+    return tuple(found.values())
 
 
 def listing_warnings(skill: Skill, description: str) -> list[str]:
@@ -117,10 +166,11 @@ def listing_warnings(skill: Skill, description: str) -> list[str]:
 
 
 def _siblings(
-    skill: Skill, read: Callable[[str], Skill] = read_skill
+    skill: Skill, read: Callable[[str], Skill] = read_skill, group: int = PROJECT
 ) -> tuple[tuple[ListedSkill, ...], list[str]]:
-    """The other skills in the folder that holds this skill; unreadable ones are skipped.
-    ``read`` reads a skill folder (a session's targets share one cache)."""
+    """The other skills in the folder that holds this skill (a plugin's: its other skills),
+    listed in ``group``; unreadable ones are skipped. ``read`` reads a skill folder (a
+    session's targets share one cache)."""
     parent = os.path.dirname(skill.path)
     listed: list[ListedSkill] = []
     warnings: list[str] = []
@@ -134,7 +184,7 @@ def _siblings(
             warnings.append(f"{exc} (sibling skipped)")
             continue
         if other.model_invocable:  # an unlisted sibling competes with nothing
-            listed.append(listed_skill(other))
+            listed.append(listed_skill(other, group))
     return tuple(listed), warnings
 
 
@@ -157,55 +207,132 @@ def _reader(known: dict[str, Skill]) -> Callable[[str], Skill]:
     return read
 
 
-def load_targets(
-    paths: Sequence[str],
-    eval_set: str | None = None,
-    description: str | None = None,
-    missing: list[Skill] | None = None,
-    installed: tuple[ListedSkill, ...] = (),
-) -> list[Target]:
+@dataclass(frozen=True)
+class TargetOptions:
+    """How the skills in play are read: an eval file named for the only skill, a starting
+    description in place of the file's, the ``--trigger-extra-skills`` skills, and whether a
+    skill without an eval set is to be drafted (else it is left out with a note, or is an
+    error when its own path was given)."""
+
+    eval_set: str | None = None
+    description: str | None = None
+    installed: tuple[ListedSkill, ...] = ()
+    draft_missing: bool = False
+
+
+@dataclass(frozen=True)
+class Found:
+    """The skills in play: the targets, the skills without an eval set (to draft, or listed
+    but not tested: they still compete in the listings), and the ``claude plugin eval``
+    cases found that are not trigger checks (with why)."""
+
+    targets: list[Target]
+    missing: list[Skill]
+    not_collected: list[NotCollected] = field(default_factory=list)
+
+
+def load_targets(paths: Sequence[str], eval_set: str | None = None) -> list[Target]:
+    """Every skill under ``paths`` that has an eval set (see :func:`find_targets`)."""
+    return find_targets(paths, TargetOptions(eval_set=eval_set)).targets
+
+
+def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions()) -> Found:
     """Every skill under ``paths`` with its eval set; raises InputError on any bad input.
 
-    ``eval_set`` names the eval file explicitly (only with a single skill); ``description``
-    replaces the file's description as the starting point. A skill without an eval set is
-    an error, unless ``missing`` is given: it is then added there (for a draft) and left out.
+    A skill without an eval set is left out into :attr:`Found.missing`; it is an error when
+    the skill's own folder was given (and no draft was asked for), or when no skill has one.
     A drafted extra set beside the eval set (``evals/trigger-eval.drafted.json``) is read
-    with it. ``installed`` skills are listed before the project's in every context.
+    with it. Every context lists the session's plugins after the project's skills, in the
+    order they were found, and a plugin's skill also lists the project's skills collected.
     """
     skills = _unique_skills(paths)
-    if eval_set is not None and len(skills) != 1:
+    _check_options(options, skills)
+    read = _reader({skill.path: skill for skill in skills})
+    session = _Session.of(skills, read)
+    cases = _PluginCases(session)
+    targets, missing = [], []
+    for skill in skills:
+        evals = _eval_set(skill, options.eval_set, cases.of(skill))
+        if evals is None:
+            if not options.draft_missing and _given(skill, paths):
+                raise InputError(skill.path, NO_EVAL_SET + "; name one with --eval-set")
+            missing.append(skill)
+            continue
+        targets.append(_target(skill, evals, options, session, read))
+    if missing and not targets and not options.draft_missing:
+        raise InputError(missing[0].path, NO_EVAL_SET + ", nor has any other skill here")
+    _check_clash(options.installed, targets)
+    return Found(targets, missing, cases.not_collected)
+
+
+def _eval_set(skill: Skill, named: str | None, cases: Sequence[TriggerCase]) -> EvalSet | None:
+    """The skill's eval set (the one named, else the one found in its folder) with its
+    ``claude plugin eval`` cases after its own entries; the cases alone when it has none."""
+    found = named if named is not None else find_eval_set(skill.path)
+    if found is None:
+        return eval_set_of(cases, os.path.dirname(cases[0].folder)) if cases else None
+    evals = load_eval_set(found)
+    return with_entries(evals, eval_set_of(cases, evals.path).entries, {}) if cases else evals
+
+
+class _PluginCases:
+    """The ``claude plugin eval`` cases of the session's plugins (``<root>/evals``) and skill
+    folders (``<skill>/evals``), read once per folder, by the skill they check."""
+
+    def __init__(self, session: _Session) -> None:
+        self.session = session
+        self.not_collected: list[NotCollected] = []
+        self._by_skill: dict[str, list[TriggerCase]] = {}
+        self._read: set[str] = set()
+
+    def of(self, skill: Skill) -> list[TriggerCase]:
+        """The trigger cases that check ``skill``."""
+        self._read_root(skill.path, [skill.id])
+        if skill.plugin is not None:
+            self._read_root(skill.plugin.root, self.session.ids_of(skill.plugin.root))
+        seen: set[str] = set()
+        unique = []
+        for case in self._by_skill.get(skill.id, []):  # a prompt in two eval dirs: the first
+            if _same_query(case.prompt) not in seen:
+                seen.add(_same_query(case.prompt))
+                unique.append(case)
+        return unique
+
+    def _read_root(self, root: str, names: Sequence[str]) -> None:
+        if root in self._read:
+            return
+        self._read.add(root)
+        found = read_plugin_eval(root, names=names)
+        for case in found.cases:
+            located = replace(case, folder=os.path.join(root, case.folder))
+            self._by_skill.setdefault(case.skill, []).append(located)
+        self.not_collected += [
+            replace(n, folder=os.path.join(root, n.folder)) for n in found.not_collected
+        ]
+
+
+NO_EVAL_SET = (
+    "no eval set found (looked for evals/trigger-eval.json and the other usual names); "
+    "draft one with --draft-eval-set"
+)
+
+
+def _check_options(options: TargetOptions, skills: Sequence[Skill]) -> None:
+    if options.eval_set is not None and len(skills) != 1:
         raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
+    description = options.description
     if description is not None and not description.strip():
         raise InputError("--skill-description", "must not be empty")
     if description is not None and not is_valid_unicode(description):
         raise InputError("--skill-description", "is not valid UTF-8 text")
-    read = _reader({skill.path: skill for skill in skills})
-    targets = []
-    for skill in skills:
-        found = eval_set if eval_set is not None else find_eval_set(skill.path)
-        if found is None and missing is not None:
-            missing.append(skill)
-            continue
-        if found is None:
-            raise InputError(
-                skill.path,
-                "no eval set found (looked for evals/trigger-eval.json and the other usual "
-                "names); name one with --eval-set",
-            )
-        evals = with_drafted_extra(load_eval_set(found), skill.path)
-        siblings, sibling_warnings = _siblings(skill, read)
-        start = description if description is not None else skill.description
-        sibling_warnings += listing_warnings(skill, start)
-        targets.append(
-            Target(
-                skill=skill,
-                eval_set=evals,
-                description=description if description is not None else skill.description,
-                siblings=siblings,
-                warnings=tuple(skill.warnings) + tuple(sibling_warnings),
-                installed=installed,
-            )
-        )
+
+
+def _given(skill: Skill, paths: Sequence[str]) -> bool:
+    """Whether the skill's own folder (or its SKILL.md) is one of the paths given."""
+    return any(os.path.abspath(p) in (skill.path, skill.skill_md) for p in paths)
+
+
+def _check_clash(installed: Sequence[ListedSkill], targets: Sequence[Target]) -> None:
     clash = sorted({s.name for s in installed} & {t.name for t in targets})
     if clash:
         raise InputError(
@@ -214,7 +341,81 @@ def load_targets(
             "like a tested one: an installed skill shadows it in Claude Code, "
             "so the one under test would never be seen",
         )
-    return targets
+
+
+@dataclass(frozen=True)
+class _Session:
+    """The session's skills as every listing shows them: its plugins in order, each with
+    its skills, and the project's skills (those of the folders that hold a collected
+    project skill)."""
+
+    plugins: tuple[str, ...]
+    plugin_skills: tuple[ListedSkill, ...]
+    project_skills: tuple[ListedSkill, ...]
+
+    def ids_of(self, plugin_root: str) -> list[str]:
+        """The ids of a plugin's listed skills."""
+        group = FIRST_PLUGIN + self.plugins.index(plugin_root)
+        return [s.name for s in self.plugin_skills if s.group == group]
+
+    @classmethod
+    def of(cls, skills: Sequence[Skill], read: Callable[[str], Skill]) -> _Session:
+        plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
+        folders = dict.fromkeys(os.path.dirname(s.path) for s in skills if s.plugin is None)
+        plugin_folders = [os.path.join(root, SKILLS_FOLDER) for root in plugins]
+        return cls(
+            plugins,
+            tuple(s for folder in plugin_folders for s in _folder_skills(folder, read, plugins)),
+            tuple(s for folder in folders for s in _folder_skills(folder, read, plugins)),
+        )
+
+    def neighbours(self, skill: Skill) -> tuple[ListedSkill, ...]:
+        """What ``skill``'s listing shows beside its siblings: the other plugins' skills,
+        and for a plugin's skill the project's."""
+        if skill.plugin is None:
+            return self.plugin_skills
+        own = group_of(skill, self.plugins)
+        return self.project_skills + tuple(s for s in self.plugin_skills if s.group != own)
+
+
+def _folder_skills(
+    folder: str, read: Callable[[str], Skill], plugins: Sequence[str]
+) -> list[ListedSkill]:
+    """The listed skills of one folder of skills (unreadable or unlisted ones left out)."""
+    listed = []
+    for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+        path = os.path.join(folder, entry)
+        if not os.path.isfile(os.path.join(path, "SKILL.md")):
+            continue
+        try:
+            skill = read(path)
+        except InputError:
+            continue  # said where it is a sibling
+        if skill.model_invocable:
+            listed.append(listed_skill(skill, group_of(skill, plugins)))
+    return listed
+
+
+def _target(
+    skill: Skill,
+    evals: EvalSet,
+    options: TargetOptions,
+    session: _Session,
+    read: Callable[[str], Skill],
+) -> Target:
+    group = group_of(skill, session.plugins)
+    siblings, warnings = _siblings(skill, read, group)
+    start = options.description if options.description is not None else skill.description
+    warnings += listing_warnings(skill, start)
+    return Target(
+        skill=skill,
+        eval_set=with_drafted_extra(evals, skill.path),
+        description=start,
+        siblings=siblings,
+        warnings=tuple(skill.warnings) + tuple(warnings),
+        installed=tuple(options.installed) + session.neighbours(skill),
+        group=group,
+    )
 
 
 def _unique_skills(paths: Sequence[str]) -> list[Skill]:
@@ -236,26 +437,38 @@ def with_drafted_extra(evals: EvalSet, skill_path: str) -> EvalSet:
     extra = os.path.join(skill_path, "evals", EXTRA_NAME)
     if not os.path.isfile(extra) or os.path.abspath(extra) == evals.path:
         return evals
-    known = {" ".join(e.query.lower().split()) for e in evals.entries}
+    return with_entries(evals, load_eval_set(extra).entries, {"drafted": True})
+
+
+def with_entries(evals: EvalSet, more: Sequence[EvalEntry], mark: dict[str, object]) -> EvalSet:
+    """``evals`` with ``more`` entries after its own, numbered on from them and marked with
+    ``mark``; a query the set has already (spaces and case aside) is not added twice."""
+    known = {_same_query(e.query) for e in evals.entries}
     entries = list(evals.entries)
     index = max((e.index for e in entries), default=-1) + 1
-    for entry in load_eval_set(extra).entries:
-        if " ".join(entry.query.lower().split()) in known:
+    for entry in more:
+        if _same_query(entry.query) in known:
             continue
-        entries.append(replace(entry, index=index, extra={**entry.extra, "drafted": True}))
+        known.add(_same_query(entry.query))
+        entries.append(replace(entry, index=index, extra={**entry.extra, **mark}))
         index += 1
     return replace(evals, entries=tuple(entries))
 
 
+def _same_query(query: str) -> str:
+    return " ".join(query.lower().split())
+
+
 def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerContext:
     """The trigger context of the skill at ``path`` (no eval set needed: ad-hoc checks and
-    drafts), with the ``installed`` skills listed before the project's as in every other."""
+    drafts), with the ``installed`` skills listed as in every other."""
     skills = discover_skills(path)
     if len(skills) != 1:
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]
-    siblings, _warnings = _siblings(skill)
-    return context_of(skill, skill.description, siblings, installed)
+    group = group_of(skill)
+    siblings, _warnings = _siblings(skill, group=group)
+    return context_of(skill, skill.description, Listing(siblings, installed, group))
 
 
 def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[RoutingSet]:

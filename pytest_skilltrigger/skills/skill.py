@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md, parse_frontmatter
+from pytest_skilltrigger.skills.plugins import Plugin, plugin_of
 from pytest_skilltrigger.support.errors import InputError
 
 SKILL_FILE = "SKILL.md"
@@ -42,8 +43,10 @@ _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 class Skill:
     """One skill as found on disk.
 
-    ``raw`` keeps the exact bytes read so that a later rewrite can refuse to overwrite a file
-    the user edited in the meantime.
+    ``name`` is what the frontmatter says (the folder's name when it says nothing); the
+    skill's :attr:`id`, which Claude Code lists and loads it by, is its folder's name, with
+    its plugin's in front for a plugin's skill. ``raw`` keeps the exact bytes read so that a
+    later rewrite can refuse to overwrite a file the user edited in the meantime.
     """
 
     name: str
@@ -54,6 +57,26 @@ class Skill:
     body: str
     warnings: tuple[str, ...]
     raw: bytes
+    plugin: Plugin | None = None
+
+    @property
+    def folder(self) -> str:
+        """The name of the skill's folder."""
+        return os.path.basename(self.path)
+
+    @property
+    def id(self) -> str:
+        """The name Claude Code lists the skill by: ``folder`` or ``plugin:folder``."""
+        return f"{self.plugin.name}:{self.folder}" if self.plugin else self.folder
+
+    @property
+    def alias(self) -> str | None:
+        """The frontmatter name as the listing shows it beside the id, when it differs from
+        the folder's (``plugin:name`` for a plugin's skill); the CLI loads the skill by it
+        too."""
+        if self.name == self.folder:
+            return None
+        return f"{self.plugin.name}:{self.name}" if self.plugin else self.name
 
     @property
     def when_to_use(self) -> str | None:
@@ -141,6 +164,7 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
         body=body,
         warnings=(),
         raw=raw,
+        plugin=plugin_of(path),
     )
     all_warnings = [*warnings, *name_warnings, *validation_warnings(skill)]
     return dataclasses.replace(skill, warnings=tuple(all_warnings))
@@ -184,10 +208,11 @@ def validation_warnings(skill: Skill) -> list[str]:
         )
     if len(skill.name) > MAX_NAME:
         warnings.append(f"{where}: name is {len(skill.name)} characters long (at most {MAX_NAME})")
-    folder_name = os.path.basename(skill.path)
-    if skill.name != folder_name:
+    if skill.alias is not None:
         warnings.append(
-            f"{where}: name {skill.name!r} differs from the folder name {folder_name!r}"
+            f"{where}: name {skill.name!r} differs from the folder name {skill.folder!r}: "
+            f"Claude Code lists the skill as '{skill.id} ({skill.alias})' and its id is "
+            f"{skill.id!r} (rename one to match the other to list it plainly)"
         )
     if len(skill.description) > MAX_DESCRIPTION:
         warnings.append(

@@ -576,7 +576,8 @@ def test_decided_run_is_killed_and_its_workspace_removed(
         (seen,) = _reports(report)
         assert seen["query"] == "-merge these pdfs"
         assert seen["argv"][-2:] == ["--model", "claude-test-1"]
-        assert "--setting-sources" in seen["argv"] and "project" in seen["argv"]
+        # user-level settings and skills from the run's private config folder only
+        assert "--setting-sources" in seen["argv"] and "user,project" in seen["argv"]
         assert seen["files"] == [
             ".claude/skills/csv-cleaner/SKILL.md",
             ".claude/skills/pdf-tools/SKILL.md",

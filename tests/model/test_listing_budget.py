@@ -6,9 +6,11 @@ listing of the same skills (names, lengths, model) had exactly these bare names.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.model.context import USER, ListedSkill, TriggerContext
 from pytest_skilltrigger.model.listing_budget import (
     BARE,
     CUT,
@@ -76,7 +78,7 @@ def test_haiku_4_5_shows_the_bare_names_the_cli_showed(lengths: tuple, bare: set
 def test_installed_skills_come_first_and_share_the_budget() -> None:
     """4 installed and 4 project skills of ~300 characters on claude-haiku-4-5: the last two
     project skills are bare, the installed ones keep their text."""
-    installed = tuple(skill(f"inst-{i}", 300) for i in range(4))
+    installed = tuple(replace(skill(f"inst-{i}", 300), group=USER) for i in range(4))
     fit = fit_of(project(300, 300, 300, 300, installed=installed), "claude-haiku-4-5", NO_ENV)
     assert {n for n in fit.bare if n.startswith(("skill", "inst"))} == {"skill-002", "skill-003"}
 

@@ -60,19 +60,21 @@ def result(
     return QueryResult(query, should, FixedRule(3, 0.5), tuple(outcomes), skipped=skipped)
 
 
+def demo_id(text: str) -> str:
+    """The id of the skill :func:`target` makes: its folder's name, ``demo <text>`` (a slash
+    cannot be part of a folder's name, so it is one that looks alike)."""
+    return f"demo {text}".replace("/", "\u2215")
+
+
 def target(text: str, queries: list[tuple[str, bool]], description: str) -> Target:
-    """A skill named ``demo <text>`` whose eval set holds ``queries``."""
+    """A skill in a folder named ``demo <text>`` whose eval set holds ``queries``."""
     entries = tuple(
         EvalEntry(i, q, s, {f"cat {text}": f"val {text}"} if i == 0 else {})
         for i, (q, s) in enumerate(queries)
     )
-    name = f"demo {text}"
-    skill = Skill(
-        name, description, f"/skills/{text}/demo", f"/skills/{text}/demo/SKILL.md", {}, "", (), b""
-    )
-    return Target(
-        skill, EvalSet(f"/skills/{text}/demo/evals/trigger-eval.json", entries), description, (), ()
-    )
+    folder = f"/skills/x/{demo_id(text)}"
+    skill = Skill(f"demo {text}", description, folder, f"{folder}/SKILL.md", {}, "", (), b"")
+    return Target(skill, EvalSet(f"{folder}/evals/trigger-eval.json", entries), description, (), ())
 
 
 def make_run(text: str = "plain") -> Optimization:
@@ -377,7 +379,7 @@ def test_a_folder_candidate_that_takes_its_siblings_queries_says_so(hostile: str
     text = "".join(tags.text)
     assert len(tags.with_class("tr", "best")) == 1  # the start
     assert "kept the best so far" in text and "Folder" in text
-    owner, me = f"sibling {hostile}", f"demo {hostile}"
+    owner, me = f"sibling {hostile}", demo_id(hostile)
     assert f"the model chose {me!r} for this request of {owner!r}" in text
     assert f"sibling {hostile}'s" in text  # the grid names whose query a folder row is
     assert "no candidate beat the start on train: SKILL.md unchanged" in text

@@ -272,7 +272,7 @@ class AnthropicBackend:
             outcome = RunOutcome("error", error=message, usage=reader.usage, request_id=request_id)
             return outcome, True
         outcome = RunOutcome.of_choice(
-            decision.chosen, context.skill_name, usage=reader.usage, request_id=request_id
+            decision.chosen, context, usage=reader.usage, request_id=request_id
         )
         return outcome, False
 

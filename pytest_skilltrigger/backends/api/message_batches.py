@@ -198,7 +198,7 @@ class MessageBatches:
             canceled=counts.canceled,
         )
 
-    def results(self, batch_id: str, skills: dict[str, str]) -> Iterator[BatchAnswer]:
+    def results(self, batch_id: str, contexts: dict[str, TriggerContext]) -> Iterator[BatchAnswer]:
         """The answers, read as the SDK streams the JSONL (a read that fails midway is a
         :class:`BatchError` like any other)."""
         resource = self._resource(self._beta.get(batch_id, False))
@@ -208,10 +208,12 @@ class MessageBatches:
             if line is None:
                 return
             custom_id = str(line.custom_id)
-            if custom_id in skills:
-                yield self._answer(custom_id, line.result.model_dump(), skills[custom_id])
+            if custom_id in contexts:
+                yield self._answer(custom_id, line.result.model_dump(), contexts[custom_id])
 
-    def _answer(self, custom_id: str, result: dict[str, Any], skill: str) -> BatchAnswer:
+    def _answer(
+        self, custom_id: str, result: dict[str, Any], context: TriggerContext
+    ) -> BatchAnswer:
         kind = result.get("type")
         if kind == "succeeded":
             message = result.get("message") or {}
@@ -226,10 +228,9 @@ class MessageBatches:
             if decision is None:
                 outcome = RunOutcome("error", error=CAPPED, usage=usage, model=model, batch=True)
                 return BatchAnswer(custom_id, outcome, retry=True, capped=True)
-            triggered = decision.chosen == f"skill:{skill}"
-            outcome = RunOutcome(
-                "triggered" if triggered else "not_triggered",
-                chosen=decision.chosen,
+            outcome = RunOutcome.of_choice(
+                decision.chosen,
+                context,
                 usage=usage,
                 request_id=message.get("id"),
                 model=model,

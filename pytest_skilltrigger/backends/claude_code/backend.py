@@ -16,11 +16,11 @@ import atexit
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
@@ -38,8 +38,9 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     SECRET_ACCOUNT_KEY,
     credential_store_dir,
     empty_workspace,
-    installed_text,
+    install_skills,
     remove_stale_roots,
+    safe_id,
     user_account,
 )
 from pytest_skilltrigger.model.context import TriggerContext
@@ -52,7 +53,6 @@ DEFAULT_MODEL = "claude-code-default"  # until a run's init event names the CLI'
 CLI_BASE_TOKENS = 15_000  # budget estimate: the CLI's system prompt and tool definitions
 DECISION_OUTPUT_TOKENS = 300
 ASK_TIMEOUT = 300.0  # a proposal is one long answer, not a quick first choice
-SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Set inside a Claude Code session; a nested CLI must not think it is a sub-process of one.
 NESTING_ENV = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT")
 
@@ -146,7 +146,7 @@ class ClaudeCodeBackend:
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One CLI process in a fresh workspace; failures come back as error outcomes."""
-        if not SAFE_NAME_RE.fullmatch(context.skill_name):
+        if not safe_id(context.skill_name):
             return RunOutcome("error", error=f"unsafe skill name {context.skill_name!r}")
         if self._closed:
             return RunOutcome("error", error="claude-code backend already closed")
@@ -160,8 +160,8 @@ class ClaudeCodeBackend:
             self._live[run_dir] = None
         reusable = False
         try:
-            self._install(Path(run_dir), context)
-            outcome = self._run_cli(Path(run_dir), query, context.skill_name)
+            plugins = self._install(Path(run_dir), context)
+            outcome = self._run_cli(Path(run_dir), query, context, plugins)
             # a failed run (timeout, crash) may have left a process behind: never reuse it
             reusable = outcome.status != "error"
             return outcome
@@ -178,33 +178,17 @@ class ClaudeCodeBackend:
             if run_dir is not None:
                 shutil.rmtree(run_dir, ignore_errors=True)
 
-    def _install(self, run_dir: Path, context: TriggerContext | None) -> None:
-        """Lay out a run's workspace: project (with the skills of ``context``, if any), its
-        own config folder seeded with the account, and a scratch folder."""
-        project = run_dir / "project"
-        (project / ".git").mkdir(parents=True)
-        skills = project / ".claude" / "skills"
-        entries = {s.name: s for s in context.siblings} if context else {}
-        if context is not None:
-            entries[context.skill_name] = context.tested
-        for name, listed in entries.items():
-            if not SAFE_NAME_RE.fullmatch(name):
-                continue  # a sibling we cannot place safely is left out, not written elsewhere
-            folder = skills / name
-            folder.mkdir(parents=True)
-            tested = context is not None and name == context.skill_name
-            (folder / "SKILL.md").write_text(installed_text(listed, tested), encoding="utf-8")
+    def _install(self, run_dir: Path, context: TriggerContext | None) -> list[Path]:
+        """Lay out a run's workspace: project, its own config folder seeded with the
+        account, a scratch folder, and the skills of ``context`` (if any); the plugin
+        folders to load."""
+        (run_dir / "project" / ".git").mkdir(parents=True)
         config = run_dir / "config"
         config.mkdir()
-        for listed in context.installed if context is not None else ():
-            # the user's skill folder is <CLAUDE_CONFIG_DIR>/skills: listed before the project's
-            if SAFE_NAME_RE.fullmatch(listed.name):
-                folder = config / "skills" / listed.name
-                folder.mkdir(parents=True)
-                (folder / "SKILL.md").write_text(installed_text(listed, False), encoding="utf-8")
         seed = {"hasCompletedOnboarding": True, **self._account}
         (config / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
         (run_dir / "tmp").mkdir()
+        return install_skills(run_dir, context) if context is not None else []
 
     def _base_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in NESTING_ENV}
@@ -220,14 +204,19 @@ class ClaudeCodeBackend:
             env["ANTHROPIC_API_KEY"] = self._login_key  # in memory, never in a run's files
         return env
 
-    def _command(self, streaming: bool = True, model: str | None = None) -> list[str]:
+    def _command(
+        self, streaming: bool = True, model: str | None = None, plugins: Sequence[Path] = ()
+    ) -> list[str]:
         """The CLI's arguments: events as they arrive for trigger runs, one JSON result for
-        plain questions; user-level settings and skills are never loaded."""
+        plain questions; the plugins of the context, in order. The user settings and skills
+        read are the run's private config folder's (CLAUDE_CONFIG_DIR), never the user's."""
         output = (
             ["stream-json", "--verbose", "--include-partial-messages"] if streaming else ["json"]
         )
         cmd = [self.claude_bin, "-p", "--output-format", *output]
-        cmd += ["--setting-sources", "project", "--no-session-persistence"]
+        cmd += ["--setting-sources", "user,project", "--no-session-persistence"]
+        for plugin in plugins:
+            cmd += ["--plugin-dir", str(plugin)]
         if streaming:
             # one model turn: after choosing a tool the CLI stops instead of running it and
             # sending its next request (the kill at the decision may come a moment too late)
@@ -236,7 +225,9 @@ class ClaudeCodeBackend:
             cmd += ["--model", str(model or self._model_arg)]
         return cmd
 
-    def _run_cli(self, run_dir: Path, query: str, skill_name: str) -> RunOutcome:
+    def _run_cli(
+        self, run_dir: Path, query: str, context: TriggerContext, plugins: Sequence[Path]
+    ) -> RunOutcome:
         """One CLI process until the model has chosen, as an outcome."""
 
         def started(proc: subprocess.Popen[str]) -> None:
@@ -245,7 +236,8 @@ class ClaudeCodeBackend:
                     kill_group(proc)
                 self._live[str(run_dir)] = proc
 
-        call = CliCall(self._command(), run_dir / "project", self._env(run_dir), self.timeout)
+        command = self._command(plugins=plugins)
+        call = CliCall(command, run_dir / "project", self._env(run_dir), self.timeout)
         finished = run_until_decided(call, query, started)
         verdict = finished.verdict
         if verdict.skills is not None:
@@ -259,7 +251,7 @@ class ClaudeCodeBackend:
         model = verdict.model or self.model
         if verdict.chosen is not None and not finished.timed_out:
             return RunOutcome.of_choice(
-                verdict.chosen, skill_name, usage=verdict.usage, requests=requests, model=model
+                verdict.chosen, context, usage=verdict.usage, requests=requests, model=model
             )
         return RunOutcome(
             "error",
@@ -297,7 +289,7 @@ class ClaudeCodeBackend:
         with self._capture_lock:  # one capture at a time: they share the workspace path
             empty_workspace(run_dir)
             run_dir.mkdir(exist_ok=True)
-            self._install(run_dir, context)
+            plugins = self._install(run_dir, context)
             env = self._env(run_dir)
             env.pop("ANTHROPIC_AUTH_TOKEN", None)
             # a cloud provider's switch would send the capture to that provider, a paid
@@ -307,7 +299,8 @@ class ClaudeCodeBackend:
             env["ANTHROPIC_API_KEY"] = "capture"
             try:
                 # exactly as a trigger run starts it
-                call = CliCall(self._command(), run_dir / "project", env, max(self.timeout, 60.0))
+                command = self._command(plugins=plugins)
+                call = CliCall(command, run_dir / "project", env, max(self.timeout, 60.0))
                 return record_cli_request(call, self.cli_version, self._root)
             finally:
                 empty_workspace(run_dir)

@@ -1,7 +1,8 @@
 """The workspace of one Claude Code run, and how the user's login reaches it.
 
-Each run gets its own folder: a project (an empty ``.git`` marks its root) holding the skills
-of the context, a private config folder (``CLAUDE_CONFIG_DIR``) and a scratch folder. Runs that
+Each run gets its own folder: a project (an empty ``.git`` marks its root) holding the
+project's skills of the context, a private config folder (``CLAUDE_CONFIG_DIR``) holding the
+user's, a folder per plugin (loaded with ``--plugin-dir``, in order) and a scratch folder. Runs that
 shared a folder would see each other's copies of the skill under test. The user's own skills
 and settings are kept out (the private config folder, ``--setting-sources``); the login stays
 usable (the credential store is pinned where it lives, the account keys are copied, the
@@ -13,16 +14,20 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_skilltrigger.model.context import ListedSkill
+from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, TriggerContext
 from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.support.errors import InputError
 
 ROOT_PREFIX = "skilltrigger-cc-"
+WORKSPACE_PARTS = ("project", "config", "plugins", "tmp")
+# a folder or plugin name written into a workspace: nothing that could leave its folder
+SAFE_PART_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Keys of the user's global config that carry the login's account, copied into each run.
 # Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
 # key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
@@ -71,7 +76,7 @@ def user_account(env: dict[str, str]) -> dict[str, Any]:
 
 def empty_workspace(run_dir: Path) -> None:
     """Clear a workspace for its next run; nothing of the previous run may remain."""
-    for child in ("project", "config", "tmp"):
+    for child in WORKSPACE_PARTS:
         shutil.rmtree(run_dir / child, ignore_errors=True)
 
 
@@ -103,11 +108,49 @@ def installed_text(skill: ListedSkill, tested: bool) -> str:
     the skill by its own rules (``when_to_use``, ``disable-model-invocation``, ...); for the
     skill under test with only the description replaced (every other byte kept). A skill
     known only by name and description (a built-in, a test's) gets a minimal file."""
+    name = skill.frontmatter_name
     if skill.skill_md is None:
-        return skill_file(skill.name, skill.description, skill.when_to_use)
+        return skill_file(name, skill.description, skill.when_to_use)
     if not tested:
         return skill.skill_md
     try:
-        return replace_description(skill.skill_md, skill.description, skill.name)
+        return replace_description(skill.skill_md, skill.description, name)
     except InputError:  # a description no rendering reads back exactly: the minimal file
-        return skill_file(skill.name, skill.description, skill.when_to_use)
+        return skill_file(name, skill.description, skill.when_to_use)
+
+
+def safe_id(name: str) -> bool:
+    """Whether a skill id can be laid out as folders (``folder`` or ``plugin:folder``)."""
+    return all(SAFE_PART_RE.fullmatch(part) for part in name.split(":")) and name.count(":") <= 1
+
+
+def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
+    """Write the context's skills where the CLI finds each group (the user's in the private
+    config folder, the project's in the project, each plugin as a plugin folder of its own
+    with its manifest); the plugin folders, in the order to load them. A skill whose id
+    could not be placed safely is left out, never written elsewhere."""
+    plugins: dict[int, Path] = {}
+    builtin = {id(s) for s in context.generic_competitors}  # the CLI lists its own
+    for skill in context.listing():
+        if id(skill) in builtin or not safe_id(skill.name):
+            continue
+        folder = _skill_folder(run_dir, skill, plugins)
+        folder.mkdir(parents=True)
+        tested = skill.name == context.skill_name
+        (folder / "SKILL.md").write_text(installed_text(skill, tested), encoding="utf-8")
+    return [plugins[group] for group in sorted(plugins)]
+
+
+def _skill_folder(run_dir: Path, skill: ListedSkill, plugins: dict[int, Path]) -> Path:
+    """Where one skill goes; a plugin's folder (with its manifest) is made on its first."""
+    if skill.group == USER:
+        return run_dir / "config" / "skills" / skill.folder
+    if skill.group < FIRST_PLUGIN or skill.plugin is None:
+        return run_dir / "project" / ".claude" / "skills" / skill.folder
+    if skill.group not in plugins:
+        root = run_dir / "plugins" / f"{skill.group - FIRST_PLUGIN:02d}-{skill.plugin}"
+        (root / ".claude-plugin").mkdir(parents=True)
+        manifest = {"name": skill.plugin}
+        (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest), "utf-8")
+        plugins[skill.group] = root
+    return plugins[skill.group] / "skills" / skill.folder

@@ -250,10 +250,10 @@ class BatchRuns:
             self._cancel([batch_id])
             if not self._wait(batch_id, wave.number, grace=True):
                 return
-        skills = {c: state.job.context.skill_name for c, (state, _r) in wave.owners.items()}
+        contexts = {c: state.job.context for c, (state, _r) in wave.owners.items()}
         for attempt in range(RESULT_READS):
             try:
-                for answer in self.client.results(batch_id, skills):
+                for answer in self.client.results(batch_id, contexts):
                     if answer.custom_id in wave.answered:
                         continue
                     if timed_out and answer.outcome.requests == 0:

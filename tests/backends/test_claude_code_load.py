@@ -1,0 +1,97 @@
+"""The claude-code backend's load on the machine: each CLI run's peak memory is read before
+it is stopped (what the governor counts one more process at), and a session says what its
+runs in flight started at and why, then how many were in flight on average.
+
+The session test drives the real pinned CLI against the fake Messages API (slow: each CLI
+start costs about a second of CPU); the memory test a stand-in CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.backends.claude_code.process import CliCall, cli_memory, run_until_decided
+from pytest_skilltrigger.backends.claude_code.workspace import skill_file
+from tests.backends.test_claude_code_cli import DESCRIPTION, SKILL, claude_bin  # noqa: F401
+from tests.fake_messages_api import FakeMessagesAPI
+
+HELD = 64 * 1024 * 1024
+DECISION = [
+    {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"},
+    {
+        "type": "assistant",
+        "message": {"content": [{"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]},
+    },
+]
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_a_runs_peak_memory_is_read_before_it_is_stopped(tmp_path: Path) -> None:
+    """A stand-in CLI that touches memory, then decides and waits to be killed: the peak it
+    reached is the run's, and the largest of the process's CLI runs."""
+    lines = "".join(json.dumps(line) + "\n" for line in DECISION)
+    script = tmp_path / "cli.py"
+    script.write_text(
+        "import sys, time\n"
+        "sys.stdin.read()\n"
+        f"held = bytearray({HELD})\n"
+        "for i in range(0, len(held), 4096):\n"
+        "    held[i] = 1\n"
+        "del held\n"  # the peak stays what it was
+        f"sys.stdout.write({lines!r}); sys.stdout.flush()\n"
+        "time.sleep(60)\n"
+    )
+    call = CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), 30.0)
+    finished = run_until_decided(call, "merge these PDFs", lambda proc: None)
+    assert finished.verdict.chosen == "skill:pdf"
+    assert finished.peak_rss is not None and finished.peak_rss > HELD
+    assert cli_memory.largest is not None and cli_memory.largest >= finished.peak_rss
+
+
+@pytest.mark.slow
+def test_a_session_says_how_many_cli_runs_it_kept_in_flight(
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811
+) -> None:
+    """The header says where the runs in flight start and why, the summary how many were in
+    flight on average and the most memory a CLI process held."""
+    fake_api.latency = 0.5  # the runs wait on the API, as real ones do
+    folder = pytester.path / "skills" / SKILL
+    (folder / "evals").mkdir(parents=True)
+    (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
+    rows = [(f"merge the pdf reports of week {n}", n % 2 == 0) for n in range(4)]
+    evals = [{"query": q, "should_trigger": s} for q, s in rows]
+    (folder / "evals" / "trigger-eval.json").write_text(json.dumps(evals), encoding="utf-8")
+    for query, should in rows:
+        fake_api.script(query, [f"skill:{SKILL}" if should else "text"])
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        f"--skill-path={folder}",
+        "--trigger-backend=claude-code",
+        f"--claude-bin={claude_bin}",
+        "--trigger-confidence=off",
+        "--runs-per-query=2",
+        "--no-early-stop",
+        "--trigger-cache=off",
+        "--trigger-timeout=90",
+        timeout=240,
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "skilltrigger: claude-code: runs in flight start at * (the CPU count) and grow "
+            "while the CPU has room (up to *); memory holds about * CLI processes (* MB each, "
+            "until one is measured)",
+            "*skill trigger summary*",
+            "skilltrigger: claude-code: * runs in flight on average, * at most (the limit *); "
+            "a CLI process held at most * MB",
+        ]
+    )
+    assert fake_api.stats["calls"] == 8

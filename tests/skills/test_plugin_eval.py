@@ -1,0 +1,622 @@
+"""Tests for the official runner's cases: read as trigger items, written from an eval set.
+
+The case files here follow what the pinned ``claude plugin eval`` loads and refuses (see
+``plugin-eval.md``); the end-to-end check against the CLI itself is
+``tests/backends/test_plugin_eval_cli.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
+from pytest_skilltrigger.skills.plugin_eval import (
+    MARKER,
+    NotCollected,
+    TriggerCase,
+    eval_set_of,
+    input_match_for,
+    read_plugin_eval,
+    skill_of,
+    write_plugin_eval,
+)
+from pytest_skilltrigger.support.errors import InputError
+
+ALPHA = '"skill":"acme:alpha"'
+
+
+def case_yaml(
+    root: Path,
+    folder: str,
+    prompt: str = "convert my zebra spreadsheets",
+    graders: list[dict[str, object]] | None = None,
+    **top: object,
+) -> Path:
+    """A ``case.yaml`` under ``root/evals/folder``, valid unless the test says otherwise."""
+    data: dict[str, object] = {"schema_version": "1.0", "name": folder.rsplit("/", 1)[-1]}
+    data.update(top)
+    data.setdefault("execution", {"prompt": prompt, "max_turns": 1})
+    data.setdefault("graders", graders or [trigger()])
+    data = {k: v for k, v in data.items() if v is not None}
+    return write(root / "evals" / folder / "case.yaml", yaml.safe_dump(data, sort_keys=False))
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def trigger(match: str = ALPHA, name: str = "used-alpha", **more: object) -> dict[str, object]:
+    return {"name": name, "type": "tool_used", "tool": "Skill", "input_match": match, **more}
+
+
+def no_trigger(match: str = ALPHA, name: str = "no-alpha") -> dict[str, object]:
+    return trigger(match, name, min=0, max=0, arm="both")
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every path under ``root`` with its mtime and (for files) content."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        content = path.read_bytes() if path.is_file() else None
+        found[str(path.relative_to(root))] = (path.stat().st_mtime_ns, content)
+    return found
+
+
+def read_error(root: Path, where: Path) -> str:
+    """Read a bad case and return the problem, checking what every error shares."""
+    with pytest.raises(InputError) as info:
+        read_plugin_eval(str(root))
+    message = str(info.value)
+    assert "\n" not in message
+    assert info.value.where == str(where)
+    assert info.value.__cause__ is None
+    return info.value.problem
+
+
+def eval_set(tmp_path: Path, *entries: tuple[str, bool]) -> EvalSet:
+    return EvalSet(
+        str(tmp_path / "alpha" / "evals" / "trigger-eval.json"),
+        tuple(EvalEntry(i, query, expected) for i, (query, expected) in enumerate(entries)),
+    )
+
+
+# --- reading -------------------------------------------------------------------------------
+
+
+def test_case_yaml_trigger_and_no_trigger_cases(tmp_path: Path) -> None:
+    case_yaml(tmp_path, "alpha-triggers", "Convert my zebra spreadsheets", runs=2)
+    case_yaml(
+        tmp_path,
+        "no-trigger",
+        graders=[no_trigger()],
+        execution={"prompt": "What is the capital of France?", "model": "claude-haiku-4-5"},
+    )
+    found = read_plugin_eval(str(tmp_path))
+    assert found.root == str(tmp_path)
+    assert found.eval_dir == "evals"
+    assert found.cases == (
+        TriggerCase(
+            "alpha-triggers",
+            "evals/alpha-triggers",
+            "Convert my zebra spreadsheets",
+            "acme:alpha",
+            True,
+            runs=2,
+        ),
+        TriggerCase(
+            "no-trigger",
+            "evals/no-trigger",
+            "What is the capital of France?",
+            "acme:alpha",
+            False,
+            model="claude-haiku-4-5",
+        ),
+    )
+    assert found.not_collected == ()
+
+
+def test_prompt_md_with_grader_files(tmp_path: Path) -> None:
+    folder = tmp_path / "evals" / "group" / "alpha-md"
+    write(folder / "prompt.md", "---\nruns: 1\nmax_turns: 1\n---\n\n  Convert my zebras.  \n")
+    write(
+        folder / "graders" / "used-alpha.md",
+        '---\ntype: tool_used\ntool: Skill\ninput_match: \'"skill":"(acme:)?alpha"\'\n---\n',
+    )
+    write(folder / "graders" / "notes.md", "no frontmatter: skipped, as the runner skips it\n")
+    bare = tmp_path / "evals" / "plain"
+    write(bare / "prompt.md", "What is the capital of France?\n")
+    write(
+        bare / "graders" / "no-alpha.md",
+        f"---\ntype: tool_used\ntool: Skill\ninput_match: '{ALPHA}'\nmin: 0\nmax: 0\n---\n",
+    )
+    found = read_plugin_eval(str(tmp_path))
+    assert found.cases == (
+        TriggerCase(
+            "alpha-md", "evals/group/alpha-md", "Convert my zebras.", "acme:alpha", True, 1
+        ),
+        TriggerCase("plain", "evals/plain", "What is the capital of France?", "acme:alpha", False),
+    )
+
+
+def test_prompt_md_laid_over_case_yaml(tmp_path: Path) -> None:
+    """Both in one folder: the runner takes prompt.md's body and frontmatter over case.yaml,
+    and adds the grader files to its graders."""
+    path = case_yaml(tmp_path, "mixed", "from case.yaml", name="mixed-case")
+    write(path.parent / "prompt.md", "---\nname: from-prompt-md\n---\nfrom prompt.md\n")
+    write(
+        path.parent / "graders" / "second.md",
+        f"---\ntype: tool_used\ntool: Skill\ninput_match: '{ALPHA}'\n---\n",
+    )
+    (case,) = read_plugin_eval(str(tmp_path)).cases
+    assert (case.name, case.prompt, case.skill) == (
+        "from-prompt-md",
+        "from prompt.md",
+        "acme:alpha",
+    )
+
+
+def test_results_and_reserved_folders_are_not_cases(tmp_path: Path) -> None:
+    case_yaml(tmp_path, "real")
+    for reserved in ("results/2026-01-01T00-00-00", "mocks/x", "node_modules/y", ".claude/z"):
+        case_yaml(tmp_path, reserved)
+    case_yaml(tmp_path, "real/nested-below-a-case")  # a case folder is not searched further
+    assert [c.folder for c in read_plugin_eval(str(tmp_path)).cases] == ["evals/real"]
+
+
+def test_no_eval_dir_means_no_cases_and_another_eval_dir(tmp_path: Path) -> None:
+    assert read_plugin_eval(str(tmp_path)).cases == ()
+    case_yaml(tmp_path, "x")
+    (tmp_path / "evals").rename(tmp_path / "cases")
+    assert [c.folder for c in read_plugin_eval(str(tmp_path), "cases").cases] == ["cases/x"]
+
+
+def test_eval_dir_outside_the_plugin_or_a_file_is_refused(tmp_path: Path) -> None:
+    for outside in ("../evals", str(tmp_path / "evals")):
+        with pytest.raises(InputError, match="relative path inside the plugin"):
+            read_plugin_eval(str(tmp_path), outside)
+    write(tmp_path / "evals", "not a folder")
+    assert "is a file" in read_error(tmp_path, tmp_path / "evals")
+
+
+def test_reading_writes_nothing(tmp_path: Path) -> None:
+    case_yaml(tmp_path, "a")
+    case_yaml(tmp_path, "b", graders=[{"name": "r", "type": "regex", "pattern": "x"}])
+    before = snapshot(tmp_path)
+    read_plugin_eval(str(tmp_path))
+    assert snapshot(tmp_path) == before
+
+
+def test_a_pattern_resolved_by_the_names_and_whole_numbers_written_as_floats(
+    tmp_path: Path,
+) -> None:
+    case_yaml(tmp_path, "beta", graders=[trigger(r'"skill":"acme:b[e]ta"', min=1.0)], runs=2.0)
+    assert (
+        read_plugin_eval(str(tmp_path)).not_collected[0].reason.endswith("does not name one skill")
+    )
+    (case,) = read_plugin_eval(str(tmp_path), names=["acme:alpha", "acme:beta"]).cases
+    assert (case.skill, case.should_trigger, case.runs) == ("acme:beta", True, 2)
+
+
+# --- what is not collected, and why --------------------------------------------------------
+
+NOT_COLLECTED = {
+    "regex": ([{"name": "r", "type": "regex", "pattern": "zebra"}], "is a regex grader"),
+    "llm": ([{"name": "j", "type": "llm", "criteria": "good"}], "is a llm grader"),
+    "file": ([{"name": "f", "type": "file_exists", "path": "out.md"}], "file_exists"),
+    "skill-and-regex": (
+        [trigger(), {"name": "r", "type": "regex", "pattern": "zebra"}],
+        'grader "r" is a regex grader',
+    ),
+    "other-tool": ([trigger(name="t") | {"tool": "Read"}], "checks tool Read, not Skill"),
+    "any-skill": ([{"name": "t", "type": "tool_used", "tool": "Skill"}], "no input_match"),
+    "twice": ([trigger(min=2)], "expects at least 2 calls"),
+    "min-0": ([trigger(min=0)], "passes whether or not"),
+    "never": ([trigger(min=1, max=0)], "can never pass"),
+    "two-skills": (
+        [trigger(), trigger('"skill":"acme:beta"', name="b")],
+        "different skills (acme:alpha, acme:beta)",
+    ),
+    "disagree": ([trigger(), no_trigger()], "disagree"),
+    "vague": ([trigger("alpha")], 'input_match "alpha" does not name one skill'),
+}
+
+
+@pytest.mark.parametrize("folder", sorted(NOT_COLLECTED))
+def test_cases_that_are_not_trigger_checks_say_why(tmp_path: Path, folder: str) -> None:
+    graders, why = NOT_COLLECTED[folder]
+    case_yaml(tmp_path, folder, graders=graders)
+    found = read_plugin_eval(str(tmp_path), names=["acme:alpha", "alpha", "acme:beta"])
+    assert found.cases == ()
+    (skipped,) = found.not_collected
+    assert skipped.folder == f"evals/{folder}"
+    assert why in skipped.reason
+    assert "\n" not in skipped.reason
+
+
+def test_settings_a_trigger_item_does_not_reproduce(tmp_path: Path) -> None:
+    case_yaml(tmp_path, "history", context={"history_file": "h.jsonl"})
+    case_yaml(tmp_path, "system", execution={"prompt": "p", "append_system_prompt": "Be brief"})
+    case_yaml(tmp_path, "plugins", plugins=["../other"])
+    reasons = {s.folder: s.reason for s in read_plugin_eval(str(tmp_path)).not_collected}
+    assert "context.history_file" in reasons["evals/history"]
+    assert "append_system_prompt" in reasons["evals/system"]
+    assert "other plugins" in reasons["evals/plugins"]
+
+
+def test_a_case_for_a_skill_not_found_is_not_collected_when_names_are_given(
+    tmp_path: Path,
+) -> None:
+    case_yaml(tmp_path, "gamma", graders=[trigger('"skill":"acme:gamma"')])
+    assert read_plugin_eval(str(tmp_path)).cases[0].skill == "acme:gamma"
+    found = read_plugin_eval(str(tmp_path), names=["acme:alpha", "acme:beta"])
+    assert found.not_collected == (
+        NotCollected(
+            "evals/gamma",
+            'names skill "acme:gamma", which is not one found (acme:alpha, acme:beta)',
+        ),
+    )
+
+
+def test_a_repeated_prompt_keeps_the_first_case(tmp_path: Path) -> None:
+    case_yaml(tmp_path, "a-first", "convert my zebras")
+    case_yaml(tmp_path, "b-again", " convert my zebras\n", graders=[no_trigger()])
+    case_yaml(tmp_path, "c-other-skill", "convert my zebras", graders=[trigger('"skill":"beta"')])
+    found = read_plugin_eval(str(tmp_path))
+    assert [c.folder for c in found.cases] == ["evals/a-first", "evals/c-other-skill"]
+    assert found.not_collected == (
+        NotCollected(
+            "evals/b-again", 'same prompt as case "a-first" (evals/a-first); kept that one'
+        ),
+    )
+
+
+# --- files the runner refuses ----------------------------------------------------------------
+
+VERSION = "schema_version: '1.0'\n"
+NAME = "name: x\n"
+PROMPT = "execution: {prompt: p}\n"
+GRADER = "{name: g, type: tool_used, tool: Skill}"
+GRADERS = f"graders: [{GRADER}]\n"
+BAD_CASES = {
+    "bad YAML": (VERSION + "name: [unclosed\n", "not valid YAML"),
+    "no schema": (NAME + PROMPT + GRADERS, "missing required field schema_version"),
+    "number schema": ("schema_version: 1.0\n" + NAME, "missing required field schema_version"),
+    "newer schema": (
+        "schema_version: '2.0'\n" + NAME,
+        'schema_version "2.0" requires a newer Claude Code',
+    ),
+    "no name": (VERSION + PROMPT + GRADERS, "name: Required"),
+    "no execution": (VERSION + NAME + GRADERS, "execution: Required"),
+    "no prompt": (VERSION + NAME + "execution: {max_turns: 1}\n" + GRADERS, "prompt is required"),
+    "blank prompt": (VERSION + NAME + "execution: {prompt: ' '}\n" + GRADERS, "prompt is required"),
+    "no graders": (VERSION + NAME + PROMPT + "graders: []\n", "at least 1 element"),
+    "same grader twice": (
+        VERSION + NAME + PROMPT + f"graders: [{GRADER}, {GRADER}]\n",
+        'duplicate grader name "g"',
+    ),
+    "skill key": (
+        VERSION + NAME + PROMPT + "graders: [{name: g, type: tool_used, tool: S, skill: a}]\n",
+        "graders.0: Unrecognized key(s) in object: 'skill'",
+    ),
+    "no tool": (
+        VERSION + NAME + PROMPT + "graders: [{name: g, type: tool_used}]\n",
+        "graders.0.tool: Required",
+    ),
+    "bad min": (
+        VERSION + NAME + PROMPT + "graders: [{name: g, type: tool_used, tool: S, min: -1}]\n",
+        "graders.0.min",
+    ),
+    "unknown type": (
+        VERSION + NAME + PROMPT + "graders: [{name: g, type: vibes}]\n",
+        "graders.0.type",
+    ),
+    "too many runs": (
+        VERSION + NAME + "runs: 51\n" + PROMPT + GRADERS,
+        "runs: Number must be at least 1 and at most 50",
+    ),
+    "not an object": ("- a list\n", "must be a YAML object"),
+    "init template": (
+        VERSION
+        + NAME
+        + "execution: {prompt: 'TODO: describe what the agent should do'}\n"
+        + GRADERS,
+        "blank `init` template",
+    ),
+}
+
+
+@pytest.mark.parametrize("label", sorted(BAD_CASES))
+def test_a_case_yaml_the_runner_refuses_is_one_line_naming_the_file(
+    tmp_path: Path, label: str
+) -> None:
+    text, problem = BAD_CASES[label]
+    path = write(tmp_path / "evals" / "bad" / "case.yaml", text)
+    assert problem in read_error(tmp_path, path)
+
+
+def test_prompt_md_problems(tmp_path: Path) -> None:
+    folder = tmp_path / "evals" / "bad"
+    prompt = write(folder / "prompt.md", "---\nfoo: 1\n---\nconvert my zebras\n")
+    assert 'unknown frontmatter key "foo"' in read_error(tmp_path, prompt)
+    write(prompt, "---\nruns: 1\n---\n\n")
+    write(
+        folder / "graders" / "g.md",
+        f"---\ntype: tool_used\ntool: Skill\ninput_match: '{ALPHA}'\n---\n",
+    )
+    assert "execution.prompt is required" in read_error(tmp_path, prompt)
+    write(prompt, "convert my zebras\n")
+    grader = write(folder / "graders" / "g.md", "---\ntool: Skill\n---\n")
+    assert 'must include "type:"' in read_error(tmp_path, grader)
+    write(grader, "---\ntype: tool_used\ntool: [unclosed\n---\n")
+    assert "not valid YAML" in read_error(tmp_path, grader)
+    write(grader, "---\ntype: tool_used\ntool: Skill\n")
+    assert "not closed" in read_error(tmp_path, grader)
+
+
+def test_an_empty_case_folder_file_is_no_case_definition(tmp_path: Path) -> None:
+    path = write(tmp_path / "evals" / "empty" / "case.yaml", "")
+    assert "no case definition" in read_error(tmp_path, path.parent)
+
+
+# --- input_match -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "pattern,expected",
+    [
+        ('"skill":"acme:alpha"', "acme:alpha"),
+        ('"skill":"alpha"', "alpha"),
+        (r"\"skill\":\"acme:alpha\"", "acme:alpha"),
+        (r'"skill"\s*:\s*"acme:alpha"', "acme:alpha"),
+        ('"skill":"(acme:)?alpha"', "acme:alpha"),
+        ('"skill":"(?:acme:)?alpha"', "acme:alpha"),
+        (r'"skill":"acme\:pdf\-tools"', "acme:pdf-tools"),
+        ('"skill":"my_skill-2"', "my_skill-2"),
+    ],
+)
+def test_skill_of_reads_the_literal_forms(pattern: str, expected: str) -> None:
+    assert skill_of(pattern) == expected
+    assert re.search(pattern, json.dumps({"skill": expected}, separators=(",", ":")))
+
+
+def test_skill_of_an_optional_prefix_prefers_the_listed_spelling() -> None:
+    assert skill_of('"skill":"(acme:)?alpha"', ["alpha", "beta"]) == "alpha"
+    assert skill_of('"skill":"(acme:)?alpha"', ["acme:alpha", "alpha"]) == "acme:alpha"
+
+
+@pytest.mark.parametrize(
+    "pattern,expected",
+    [
+        ("acme:beta", "acme:beta"),  # a plain substring: only acme:beta holds it
+        ('"skill":"acme:al', None),  # no closing quote: a prefix of two names
+        ("alpha", None),  # in acme:alpha and in acme:alphabet
+        (r'"skill":"acme:b[e]ta"', "acme:beta"),
+        ('"skill":"acme:(alpha|beta)"', None),
+        ('"skill":"acme:gamma"', "acme:gamma"),  # a literal names its skill, listed or not
+        (".*", None),
+        ("(?<name>x)", None),  # JavaScript syntax Python cannot read
+    ],
+)
+def test_skill_of_other_patterns_are_tested_against_the_names(
+    pattern: str, expected: str | None
+) -> None:
+    names = ["acme:alpha", "acme:alphabet", "acme:beta"]
+    assert skill_of(pattern, names) == expected
+
+
+@pytest.mark.parametrize("name", ["acme:alpha", "alpha", "a.b+c", 'we"ird\\name', "x(y)"])
+def test_input_match_for_matches_exactly_the_listed_name(name: str) -> None:
+    pattern = input_match_for(name)
+    call = json.dumps({"skill": name}, separators=(",", ":"))
+    assert re.search(pattern, call)
+    for other in (name + "x", "x" + name, name[:-1]):
+        assert not re.search(pattern, json.dumps({"skill": other}, separators=(",", ":")))
+    assert skill_of(pattern) == name or skill_of(pattern, [name]) == name
+
+
+def test_input_match_for_a_plain_name_is_the_runners_own_form() -> None:
+    assert input_match_for("acme:alpha") == ALPHA
+
+
+# --- as an eval set ---------------------------------------------------------------------------
+
+
+def test_eval_set_of_cases_in_folder_order(tmp_path: Path) -> None:
+    cases = [
+        TriggerCase("b", "evals/b", "polish walruses", "acme:alpha", False),
+        TriggerCase("a", "evals/a", "convert zebras", "acme:alpha", True, runs=3),
+    ]
+    made = eval_set_of(cases, str(tmp_path / "evals"))
+    assert made.path == str(tmp_path / "evals")
+    assert made.entries == (
+        EvalEntry(0, "convert zebras", True, {"case": "a", "case_dir": "evals/a"}),
+        EvalEntry(1, "polish walruses", False, {"case": "b", "case_dir": "evals/b"}),
+    )
+    assert made.entries[0].extra == {"case": "a", "case_dir": "evals/a"}
+    assert made.meta["skill_name"] == "acme:alpha"
+
+
+def test_eval_set_of_refuses_mixed_skills_repeats_and_nothing(tmp_path: Path) -> None:
+    a = TriggerCase("a", "evals/a", "convert zebras", "acme:alpha", True)
+    with pytest.raises(InputError, match="several skills"):
+        eval_set_of([a, TriggerCase("b", "evals/b", "x", "acme:beta", True)], "evals")
+    with pytest.raises(InputError, match="evals/b repeats the prompt of evals/a"):
+        eval_set_of([a, TriggerCase("b", "evals/b", "convert zebras ", "acme:alpha", False)], "e")
+    with pytest.raises(InputError, match="no trigger cases"):
+        eval_set_of([], "evals")
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+ODD_QUERIES = (
+    ("Convert my zebra spreadsheets into llama reports", True),
+    ('it\'s a "quote"\nand a line\ttab  ', False),
+    ("  café ☃ 😀 0o17 ", True),
+    ("yes", False),
+    ("- [x]: {a: b} # not a comment & *alias !tag %", False),
+    ("\u2028line separator, \x85 next line, \ufeff BOM", False),
+    ("2024-01-01", True),
+)
+
+
+def test_write_then_read_gives_the_same_queries_and_expectations(tmp_path: Path) -> None:
+    plugin = tmp_path / "acme"
+    source = eval_set(tmp_path, *ODD_QUERIES)
+    paths = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source)
+    assert [Path(p).parent.name for p in paths] == [
+        "alpha-01-trigger",
+        "alpha-02-no-trigger",
+        "alpha-03-trigger",
+        "alpha-04-no-trigger",
+        "alpha-05-no-trigger",
+        "alpha-06-no-trigger",
+        "alpha-07-trigger",
+    ]
+    found = read_plugin_eval(str(plugin))
+    assert found.not_collected == ()
+    assert [(c.prompt, c.should_trigger) for c in found.cases] == list(ODD_QUERIES)
+    assert {c.skill for c in found.cases} == {"acme:alpha"}
+    assert [c.name for c in found.cases] == [Path(p).parent.name for p in paths]
+    again = eval_set_of(found.cases, str(plugin / "evals"))
+    assert [(e.query, e.should_trigger) for e in again.entries] == list(ODD_QUERIES)
+
+
+def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
+    source = eval_set(tmp_path, ("convert zebras", True), ("polish walruses", False))
+    yes, no = write_plugin_eval(str(tmp_path / "evals"), "acme:alpha", source, runs=2)
+    text = Path(yes).read_text(encoding="utf-8")
+    first = text.splitlines()[0]
+    assert first.startswith(MARKER)
+    assert "for skill acme:alpha" in first
+    assert "from ../../alpha/evals/trigger-eval.json (entry 1)" in first
+    assert yaml.safe_load(text) == {
+        "schema_version": "1.0",
+        "name": "alpha-01-trigger",
+        "runs": 2,
+        "execution": {"prompt": "convert zebras", "max_turns": 1, "allowed_tools": ["Skill"]},
+        "graders": [
+            {
+                "name": "triggers",
+                "type": "tool_used",
+                "tool": "Skill",
+                "input_match": ALPHA,
+                "min": 1,
+            }
+        ],
+    }
+    assert "schema_version: '1.0'" in text  # a string, also to a YAML 1.2 reader
+    assert yaml.safe_load(Path(no).read_text(encoding="utf-8"))["graders"] == [
+        {
+            "name": "does-not-trigger",
+            "type": "tool_used",
+            "tool": "Skill",
+            "input_match": ALPHA,
+            "min": 0,
+            "max": 0,
+            "arm": "both",
+        }
+    ]
+    assert "runs" not in yaml.safe_load(
+        Path(write_plugin_eval(str(tmp_path / "other"), "b", source)[0]).read_text()
+    )
+
+
+def test_a_new_export_replaces_ours_and_removes_its_stale_cases(tmp_path: Path) -> None:
+    out = tmp_path / "evals"
+    first = eval_set(tmp_path, ("one", True), ("two", False), ("three", True))
+    write_plugin_eval(str(out), "acme:alpha", first)
+    write_plugin_eval(str(out), "acme:beta", eval_set(tmp_path, ("walrus", True)))
+    (out / "alpha-03-trigger" / "notes.txt").write_text("the user's own file")
+    write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("uno", False), ("dos", True)))
+    assert sorted(p.name for p in out.iterdir()) == [
+        "alpha-01-no-trigger",
+        "alpha-02-trigger",
+        "alpha-03-trigger",
+        "beta-01-trigger",
+    ]
+    assert sorted(p.name for p in (out / "alpha-03-trigger").iterdir()) == ["notes.txt"]
+    found = read_plugin_eval(str(tmp_path))
+    assert [(c.skill, c.prompt) for c in found.cases] == [
+        ("acme:alpha", "uno"),
+        ("acme:alpha", "dos"),
+        ("acme:beta", "walrus"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "existing,problem",
+    [
+        ("foreign", "not written by pytest-skilltrigger"),
+        ("prompt-md", "not written by pytest-skilltrigger"),
+        ("other-skill", "holds the export of skill other:alpha"),
+        ("file", "exists and is not a case folder"),
+        ("group", "not written by pytest-skilltrigger"),
+    ],
+)
+def test_refuses_to_replace_what_is_not_its_own_and_writes_nothing(
+    tmp_path: Path, existing: str, problem: str
+) -> None:
+    out = tmp_path / "evals"
+    target = out / "alpha-02-no-trigger"
+    if existing == "foreign":
+        case_yaml(tmp_path, target.name)
+    elif existing == "prompt-md":
+        write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True), ("b", False)))
+        write(target / "prompt.md", "convert my zebras\n")
+        (out / "alpha-01-trigger" / "case.yaml").unlink()
+    elif existing == "other-skill":
+        write_plugin_eval(str(out), "other:alpha", eval_set(tmp_path, ("a", True), ("b", True)))
+        (target.parent / "alpha-02-trigger").rename(target)
+        (out / "alpha-01-trigger" / "case.yaml").unlink()
+    elif existing == "file":
+        write(target, "a file where a case folder would go")
+    else:
+        case_yaml(tmp_path, f"{target.name}/nested")
+    before = snapshot(tmp_path)
+    source = eval_set(tmp_path, ("convert zebras", True), ("polish walruses", False))
+    with pytest.raises(InputError) as info:
+        write_plugin_eval(str(out), "acme:alpha", source)
+    assert problem in info.value.problem
+    assert "\n" not in str(info.value)
+    assert snapshot(tmp_path) == before
+
+
+def test_bad_input_writes_nothing(tmp_path: Path) -> None:
+    out = tmp_path / "evals"
+    good = eval_set(tmp_path, ("convert zebras", True))
+    for name, source, runs, problem in [
+        ("acme:alpha", eval_set(tmp_path, ("ok", True), ("   ", False)), None, "query is empty"),
+        ("acme:alpha", eval_set(tmp_path), None, "no entries"),
+        ("acme alpha", good, None, "not a skill name"),
+        ("", good, None, "not a skill name"),
+        ("acme:alpha", good, 0, "runs must be"),
+    ]:
+        with pytest.raises(InputError, match=problem):
+            write_plugin_eval(str(out), name, source, runs=runs)
+    assert not out.exists()
+    write(out, "a file")
+    with pytest.raises(InputError) as info:
+        write_plugin_eval(str(out), "acme:alpha", good)
+    assert info.value.where == str(out)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")
+def test_an_unwritable_folder_is_refused_before_writing(tmp_path: Path) -> None:
+    out = tmp_path / "evals"
+    write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True)))
+    locked = out / "alpha-01-trigger"
+    locked.chmod(0o555)
+    try:
+        with pytest.raises(InputError):
+            write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True), ("b", True)))
+        assert not (out / "alpha-02-trigger").exists()
+    finally:
+        locked.chmod(0o755)
