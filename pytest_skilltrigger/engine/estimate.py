@@ -3,9 +3,10 @@
 Why a range and not one figure: the verdict rule decides how many runs a query takes. A
 clear-cut query (the model always or never picks the skill) is settled in the rule's fewest
 runs; a borderline one is sampled to its most. The low end also assumes the prompt cache does
-its job (each request's shared prefix written once per context, read afterwards), the high end
-that nothing is cached, which is what the budget guard reserves. Stored runs (``--trigger-cache
-use``) lower both; the estimate does not look into the store, so it errs on the high side.
+its job (each request's shared prefix written once per context, read afterwards, where the
+model's layout puts the listing before the query), the high end that nothing is cached,
+which is what the budget guard reserves. Stored runs (``--trigger-cache use``) lower both;
+the estimate does not look into the store, so it errs on the high side.
 
 What is sized is every sampling the items will make, as the pytest layer lists them: each
 trigger entry and each routing entry, once per model of a matrix, each in its model's lane
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from pytest_skilltrigger.backends.api.request_layouts import listing_shared
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
@@ -167,6 +169,8 @@ def estimate_session(
         whole = backend.estimate(context, query)
         own = len(query.encode("utf-8")) // 3 + 1
         prefix = max(0, whole.input_tokens - own)
+        if not listing_shared(context.model or backend.model):
+            prefix, own = 0, whole.input_tokens  # the listing comes after the query
         low_input += own * low_runs + (prefix if context not in room else 0)
         high_input += whole.input_tokens * high_runs
         if price is None:

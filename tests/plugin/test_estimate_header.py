@@ -107,10 +107,13 @@ class Sized(TriggerBackend):
 
 def test_the_dollars_follow_the_cache_and_the_runs() -> None:
     """The low end: every run reads the prefix from the cache, each context writes it once,
-    at most 100 output tokens; the high end: every run uncached at the rule's most."""
+    at most 100 output tokens; the high end: every run uncached at the rule's most. (On a
+    model whose listing comes before the query: the prefix holds it.)"""
     price = price_of("claude-opus-5-5")
     assert price is not None
-    first, second = TriggerContext("a", "A."), TriggerContext("b", "B.")
+    reminders = "claude-haiku-4-5"
+    first = TriggerContext("a", "A.", model=reminders)
+    second = TriggerContext("b", "B.", model=reminders)
     samplings = [(first, "q1"), (first, "q2"), (second, "q3")]
     got = estimate_session(samplings, Settings(), Sized(), price)
     own = len(b"q1") // 3 + 1
@@ -144,3 +147,15 @@ def test_the_dollars_follow_the_cache_and_the_runs() -> None:
     )
     hidden = TriggerContext("c", "C.", model_invocable=False)  # never listed: no call
     assert estimate_session([(hidden, "q")], Settings(), Sized(), price).most_calls == 0
+
+
+def test_no_cache_is_counted_on_where_the_listing_follows_the_query() -> None:
+    """claude-opus-5-5 gets the listing in a system message after the query: every run sends
+    the whole request anew, so even the low end reads nothing from the cache."""
+    price = price_of("claude-opus-5-5")
+    assert price is not None
+    context = TriggerContext("a", "A.")  # the backend's model: claude-opus-5-5
+    got = estimate_session([(context, "q1"), (context, "q2")], Settings(), Sized(), price)
+    uncached = Usage(input_tokens=1000, output_tokens=100)
+    assert got.fewest_usd == pytest.approx(2 * 4 * cost_usd(uncached, price))
+    assert got.fewest_input == 2 * 4 * 1000

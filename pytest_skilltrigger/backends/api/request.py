@@ -1,8 +1,10 @@
 """What a trigger run sends to the Messages API, built without importing the SDK.
 
 The request is shaped like Claude Code's: a short agent system prompt, the ordinary tools
-(Bash, Read, Edit, Write), a ``Skill`` tool, and the skill listing as a reminder block before
-the user's query. The stable prefix (tools, system, listing) is marked for prompt caching.
+(Bash, Read, Edit, Write), a ``Skill`` tool, and the skill listing where the pinned CLI puts it
+for the model under test (:mod:`.request_layouts`): a system-role message after the user's,
+or one of the reminder blocks that open the user's message, with that model's output and
+thinking settings. The sections around the listing are our own short texts in the CLI's order.
 Kept apart from the backend so that computing a store key (a hash of this request) never pays
 for importing the SDK: a run served entirely from the store makes no call and no import.
 """
@@ -15,6 +17,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from pytest_skilltrigger.backends.api import request_layouts as layouts
+from pytest_skilltrigger.backends.api.request_layouts import RequestLayout, layout_for
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.listing_budget import fit_of
 
@@ -91,40 +95,115 @@ ORDINARY_TOOLS: list[dict[str, Any]] = [
 
 LISTING_HEADER = "The following skills are available through the Skill tool:"
 
+# Our own short text for each section Claude Code puts around the listing (see
+# :mod:`.request_layouts`); only their order and place follow the CLI. None changes from run
+# to run or day to day (no date, no path): the request, and so the store's keys and the
+# prompt cache, stay the same.
+SECTION_TEXTS = {
+    layouts.ENVIRONMENT: (
+        "# Environment\nThis session runs in the user's project folder on their own machine. "
+        "Paths are relative to that folder, and shell commands run in it."
+    ),
+    layouts.DEFERRED_TOOLS: (
+        "Tools for notebooks, web pages and web search exist but are not loaded in this session."
+    ),
+    layouts.AGENTS: (
+        "Helpers a task can be handed to:\n"
+        "- general-purpose: open-ended research and multi-step work.\n"
+        "- explore: finding files and code in a large project.\n"
+        "- plan: working out an approach before any code is changed.\n\n"
+        "Independent subtasks can go to several helpers at once."
+    ),
+    layouts.BUDGET: "Most of this conversation's context window is still free.",
+    layouts.GIT_STATUS: "The project folder is a git repository; its status is not shown here.",
+    layouts.DATE: "No date is given for this session.",
+    layouts.ATTRIBUTION: (
+        "Commits and pull requests made from this session carry no line crediting an "
+        "assistant unless the user asks for one."
+    ),
+}
+
+
+def listing_lines(context: TriggerContext, model: str | None = None) -> list[str]:
+    """The listing's lines: ``- name: description`` per skill, or ``- name`` for the skills
+    ``model``'s listing budget shows as bare names, as Claude Code does."""
+    fit = fit_of(context, model)
+    return [fit.line(s) for s in context.listing()]
+
+
+def listing_section(context: TriggerContext, model: str | None = None) -> str:
+    """The skills section: the header line, an empty line, then the listing's lines."""
+    return LISTING_HEADER + "\n\n" + "\n".join(listing_lines(context, model))
+
+
+def reminder(text: str) -> str:
+    """A text as one ``<system-reminder>`` block, the way the CLI wraps its reminders."""
+    return "<system-reminder>\n" + text + "\n</system-reminder>"
+
 
 def listing_text(context: TriggerContext, model: str | None = None) -> str:
-    """The listing block: a header line, then ``- name: description`` per skill, or ``- name``
-    for the skills ``model``'s listing budget shows as bare names, as Claude Code does."""
-    fit = fit_of(context, model)
-    lines = [fit.line(s) for s in context.listing()]
-    return (
-        "<system-reminder>\n" + LISTING_HEADER + "\n\n" + "\n".join(lines) + "\n</system-reminder>"
-    )
+    """The skills section as a reminder block (its form in the user's message)."""
+    return reminder(listing_section(context, model))
+
+
+def section_text(section: str, context: TriggerContext, model: str) -> str:
+    """One section's text, unwrapped."""
+    if section == layouts.SKILLS:
+        return listing_section(context, model)
+    if section == layouts.IDENTITY:
+        return f"The model answering in this session is {model}."
+    return SECTION_TEXTS[section]
+
+
+def build_messages(
+    layout: RequestLayout, context: TriggerContext, query: str, model: str
+) -> list[dict[str, Any]]:
+    """The request's messages in ``layout``: the user's message (its reminders, then the
+    query), and after it the system-role message when the layout has one. The block the CLI
+    marks for caching is marked here too: the system message, else the query. With the
+    listing in the reminders, the last reminder is marked as well: every run of a context
+    then reads the reminders (the listing) from the cache instead of writing them again,
+    which the CLI's one marker on the query would make each run pay for; what the model is
+    shown does not change."""
+    cached = {"cache_control": {"type": "ephemeral"}}
+    content: list[dict[str, Any]] = []
+    for section in layout.reminders:
+        text = reminder(section_text(section, context, model))
+        if section == layouts.ATTRIBUTION:
+            text += "\n"  # as the CLI's attribution reminder ends
+        content.append({"type": "text", "text": text})
+    if not layout.system_sections:
+        if content:
+            content[-1] = {**content[-1], **cached}
+        content.append({"type": "text", "text": query, **cached})
+        return [{"role": "user", "content": content}]
+    content.append({"type": "text", "text": query})
+    sections = "\n\n".join(section_text(s, context, model) for s in layout.system_sections)
+    return [
+        {"role": "user", "content": content},
+        {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
+    ]
 
 
 def build_request(context: TriggerContext, query: str, model: str) -> dict[str, Any]:
-    """The keyword arguments of one ``messages.create`` call (without ``stream``)."""
+    """The keyword arguments of one ``messages.create`` call (without ``stream``), laid out
+    for ``model`` as the pinned CLI lays out its request."""
+    layout = layout_for(model)
     tools = [*ORDINARY_TOOLS, {**SKILL_TOOL, "cache_control": {"type": "ephemeral"}}]
-    return {
+    params: dict[str, Any] = {
         "model": model,
-        "max_tokens": 4096,
+        "max_tokens": layout.max_tokens,
         "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
         "tools": tools,
         "tool_choice": {"type": "auto"},
-        "messages": [
-            {
-                "role": "user",
-                "content": [
-                    {
-                        "type": "text",
-                        "text": listing_text(context, model),
-                        "cache_control": {"type": "ephemeral"},
-                    },
-                    {"type": "text", "text": query},
-                ],
-            }
-        ],
+        "messages": build_messages(layout, context, query, model),
     }
+    thinking = layout.thinking_param()
+    if thinking is not None:
+        params["thinking"] = thinking
+    if layout.effort is not None:
+        params["output_config"] = {"effort": layout.effort}
+    return params
 
 
 #: stands for the query in a request template until a query takes its place
