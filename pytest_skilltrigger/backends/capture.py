@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.claude_code.process import CliCall
+from pytest_skilltrigger.backends.claude_code.workspace import WORKSPACE_LAYOUT
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
@@ -260,7 +261,10 @@ class Captures:
 
     def store_key(self, context: TriggerContext) -> str:
         return context.key(
-            capture="claude-code", cli_version=self.cli_version, model=self.backend.key_model
+            capture="claude-code",
+            cli_version=self.cli_version,
+            model=self.backend.key_model,
+            workspace=WORKSPACE_LAYOUT,
         )
 
     def get(self, context: TriggerContext) -> tuple[CapturedRequest, RequestTemplate]:

@@ -32,6 +32,7 @@ from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.optimizer.rounds import Optimization
 
@@ -204,7 +205,7 @@ class SessionEnd:
             spending=engine.spending() if engine else {},
             routing=self.gathered.routing_tables,
             base=self.base,
-            load=engine.lanes.load() if engine is not None and engine.lanes is not None else None,
+            load=_load_here(engine),
         )
 
     def _write_results_page(self, report: SessionReport) -> None:
@@ -231,3 +232,10 @@ class SessionEnd:
         conclusion.comparison = comparison
         if gates.fail_on_regression:
             conclusion.gate_failures += [s.line(confidence) for s in comparison.regressed_skills]
+
+
+def _load_here(engine: TriggerSession | None) -> LoadReport | None:
+    """The claude-code backend's runs in flight in this process, if it made any (under
+    xdist the workers make them, and this process's limit says nothing)."""
+    load = engine.lanes.load() if engine is not None and engine.lanes is not None else None
+    return load if load is not None and load.most_in_flight else None

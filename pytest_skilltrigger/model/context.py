@@ -254,14 +254,17 @@ class TriggerContext:
     def listing(self) -> list[ListedSkill]:
         """Every listed skill, in Claude Code's order: the user's, the project's, each
         plugin's (see :data:`FIRST_PLUGIN`), each group sorted by id, then the built-ins. A
-        skill installed by the user with the id of one of the project's is dropped, and so is
-        a built-in with the name of either (theirs shadows it); a skill that may not be
-        invoked by the model is not listed."""
+        user's skill shadows a project skill of its id (one of the tested skill's own is an
+        input error before this), and either shadows a built-in of its name; a skill that may
+        not be invoked by the model is not listed."""
         listed = {s.name: s for s in self.siblings if s.name != self.skill_name}
         if self.model_invocable:
             listed[self.skill_name] = self.tested
         for skill in self.installed:
-            listed.setdefault(skill.name, skill)
+            if skill.group == USER and skill.name != self.skill_name:
+                listed[skill.name] = skill  # the same in every context of the session
+            else:
+                listed.setdefault(skill.name, skill)
         generic = [s for s in self.generic_competitors if s.name not in listed]
         return sorted(listed.values(), key=lambda s: (s.group, s.name)) + generic
 

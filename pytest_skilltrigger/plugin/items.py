@@ -137,22 +137,23 @@ def routing_request(
 
     from pytest_skilltrigger.skills.evalset import EvalEntry
 
-    if entry.expected_skill is not None:
-        # the expected skill's own context: its trigger rate is the verdict, so the runs
-        # stop as its items' do (and are shared with them)
+    # a context of a skill the model is shown (the listing is the folder's in every one)
+    listed = [c for c in contexts.values() if c.model_invocable]
+    shown = (listed[0] if listed else next(iter(contexts.values()))).on_model(model)
+    expected = entry.expected_skill
+    if expected is not None:
         sample = EvalEntry(entry.index, entry.query, should_trigger=True)
-        return contexts[entry.expected_skill].on_model(model), sample, plan
+        if expected in contexts:
+            # the expected skill's own context: its trigger rate is the verdict, so the runs
+            # stop as its items' do (and are shared with them)
+            return contexts[expected].on_model(model), sample, plan
+        # a skill without items of its own (no eval set): its choices count
+        return shown, sample, replace(plan, trigger_choices=frozenset({f"skill:{expected}"}))
     # no skill expected: a run counts when it chose any skill of the folder, and the query
-    # passes when that settles below the threshold; in the context of a skill the model is
-    # shown (the listing is the folder's either way)
+    # passes when that settles below the threshold
     sample = EvalEntry(entry.index, entry.query, should_trigger=False)
-    listed = [contexts[s] for s in routing.skills if contexts[s].model_invocable]
-    context = (listed[0] if listed else contexts[routing.skills[0]]).on_model(model)
-    return (
-        context,
-        sample,
-        replace(plan, trigger_choices=frozenset(f"skill:{s}" for s in routing.skills)),
-    )
+    choices = frozenset(f"skill:{s}" for s in routing.skills)
+    return shown, sample, replace(plan, trigger_choices=choices)
 
 
 class BackendRequiredError(Exception):

@@ -58,7 +58,7 @@ class Role:
             found = self.find_targets(selection.paths)
             self.targets, self.untested = found.targets, found.missing
             self.not_collected = found.not_collected
-            self.routing_sets = load_routing_sets(self.targets, selection.paths)
+            self.routing_sets = load_routing_sets(self.targets, selection.paths, self.untested)
         if self.targets:
             _ = self.settings
         self.by_skill_md = {t.skill.skill_md: t for t in self.targets}

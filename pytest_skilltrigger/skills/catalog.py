@@ -20,6 +20,7 @@ from pytest_skilltrigger.model.context import (
     ListedSkill,
     TriggerContext,
     cut_point,
+    resolve_call,
 )
 from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
@@ -36,7 +37,7 @@ from pytest_skilltrigger.skills.plugin_eval import (
     eval_set_of,
     read_plugin_eval,
 )
-from pytest_skilltrigger.skills.plugins import SKILLS_FOLDER
+from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
@@ -287,9 +288,9 @@ class _PluginCases:
 
     def of(self, skill: Skill) -> list[TriggerCase]:
         """The trigger cases that check ``skill``."""
-        self._read_root(skill.path, [skill.id])
+        self._read_root(skill.path, [listed_skill(skill, group_of(skill, self.session.plugins))])
         if skill.plugin is not None:
-            self._read_root(skill.plugin.root, self.session.ids_of(skill.plugin.root))
+            self._read_root(skill.plugin.root, self.session.skills_of(skill.plugin.root))
         seen: set[str] = set()
         unique = []
         for case in self._by_skill.get(skill.id, []):  # a prompt in two eval dirs: the first
@@ -298,14 +299,18 @@ class _PluginCases:
                 unique.append(case)
         return unique
 
-    def _read_root(self, root: str, names: Sequence[str]) -> None:
+    def _read_root(self, root: str, listed: Sequence[ListedSkill]) -> None:
+        """Read ``<root>/evals`` once; a case's skill is the one the CLI loads for the name
+        its grader matches (an id, an alias, a bare name: see ``resolve_call``)."""
         if root in self._read:
             return
         self._read.add(root)
+        names = [*{n: None for s in listed for n in (s.name, s.alias, s.frontmatter_name) if n}]
         found = read_plugin_eval(root, names=names)
         for case in found.cases:
-            located = replace(case, folder=os.path.join(root, case.folder))
-            self._by_skill.setdefault(case.skill, []).append(located)
+            skill = resolve_call(listed, case.skill) or case.skill
+            located = replace(case, skill=skill, folder=os.path.join(root, case.folder))
+            self._by_skill.setdefault(skill, []).append(located)
         self.not_collected += [
             replace(n, folder=os.path.join(root, n.folder)) for n in found.not_collected
         ]
@@ -353,14 +358,15 @@ class _Session:
     plugin_skills: tuple[ListedSkill, ...]
     project_skills: tuple[ListedSkill, ...]
 
-    def ids_of(self, plugin_root: str) -> list[str]:
-        """The ids of a plugin's listed skills."""
+    def skills_of(self, plugin_root: str) -> list[ListedSkill]:
+        """A plugin's listed skills."""
         group = FIRST_PLUGIN + self.plugins.index(plugin_root)
-        return [s.name for s in self.plugin_skills if s.group == group]
+        return [s for s in self.plugin_skills if s.group == group]
 
     @classmethod
     def of(cls, skills: Sequence[Skill], read: Callable[[str], Skill]) -> _Session:
         plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
+        _check_plugin_names([s.plugin for s in skills if s.plugin])
         folders = dict.fromkeys(os.path.dirname(s.path) for s in skills if s.plugin is None)
         plugin_folders = [os.path.join(root, SKILLS_FOLDER) for root in plugins]
         return cls(
@@ -376,6 +382,20 @@ class _Session:
             return self.plugin_skills
         own = group_of(skill, self.plugins)
         return self.project_skills + tuple(s for s in self.plugin_skills if s.group != own)
+
+
+def _check_plugin_names(plugins: Sequence[Plugin]) -> None:
+    """Two plugins of one name would give their skills the same ids: Claude Code would load
+    one of them, and the results of both would be reported as one."""
+    roots: dict[str, str] = {}
+    for plugin in plugins:
+        first = roots.setdefault(plugin.name, plugin.root)
+        if first != plugin.root:
+            raise InputError(
+                os.path.join(plugin.root, MANIFEST),
+                f"names the plugin {plugin.name!r}, as {os.path.join(first, MANIFEST)} does: "
+                "their skills would have the same ids",
+            )
 
 
 def _folder_skills(
@@ -471,13 +491,18 @@ def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerC
     return context_of(skill, skill.description, Listing(siblings, installed, group))
 
 
-def load_routing_sets(targets: Sequence[Target], paths: Sequence[str]) -> list[RoutingSet]:
+def load_routing_sets(
+    targets: Sequence[Target], paths: Sequence[str], untested: Sequence[Skill] = ()
+) -> list[RoutingSet]:
     """The routing eval sets of the folders holding these targets, for those folders the
     run collects (a routing file below one of ``paths``); checked against the folder's
-    tested skills."""
+    skills, tested or not (``untested``: those without an eval set)."""
     folders: dict[str, list[str]] = {}
     for target in targets:
         folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
+    for skill in untested:
+        if os.path.dirname(skill.path) in folders:
+            folders[os.path.dirname(skill.path)].append(skill.id)
     found = []
     for folder, names in folders.items():
         path = find_routing_set(folder)

@@ -828,11 +828,11 @@ def _check_export(export: _Export) -> None:
 
 
 def _case_name(export: _Export, position: int, entry: EvalEntry) -> str:
-    """The exported case's name and folder: ``alpha-03-trigger``, ``alpha-12-no-trigger``
-    (the skill's folder name, the entry's place in the set, the expectation): the runner
-    sorts cases by folder, so they keep the eval set's order."""
-    folder_name = export.listed_name.rsplit(":", 1)[-1]
-    base = re.sub(r"[^\w.-]+", "-", folder_name).strip("-.") or "skill"
+    """The exported case's name and folder: ``acme-alpha-03-trigger``,
+    ``acme-alpha-12-no-trigger`` (the skill's id, the entry's place in the set, the
+    expectation): the runner sorts cases by folder, so they keep the eval set's order, and
+    two plugins' ``alpha`` skills export into one folder side by side."""
+    base = re.sub(r"[^\w.-]+", "-", export.listed_name).strip("-.") or "skill"
     kind = "trigger" if entry.should_trigger else "no-trigger"
     width = max(2, len(str(len(export.eval_set.entries))))
     return f"{base}-{position + 1:0{width}d}-{kind}"

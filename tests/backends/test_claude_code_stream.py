@@ -311,6 +311,23 @@ def test_read_of_the_skill_file_counts_as_the_skill() -> None:
     assert read_stream(lines).chosen == "skill:pdf-tools"
 
 
+@pytest.mark.parametrize(
+    "path,chosen",
+    [
+        ("/w/run-1/config/skills/zed/SKILL.md", "skill:zed"),  # the user's
+        ("/w/run-1/plugins/00-acme/skills/alpha/SKILL.md", "skill:acme:alpha"),
+        ("/w/run-1/plugins/1000-team/skills/gamma/SKILL.md", "skill:team:gamma"),
+        ("/w/run-1/project/docs/SKILL.md", "tool:Read"),
+    ],
+)
+def test_a_read_of_a_users_or_a_plugins_skill_file_counts_as_that_skill(
+    path: str, chosen: str
+) -> None:
+    fragments = [json.dumps({"file_path": path})]
+    lines = lines_of(INIT, message_start(), tool_block(0, "Read", fragments))
+    assert read_stream(lines).chosen == chosen
+
+
 def test_read_of_another_file_is_the_read_tool() -> None:
     lines = lines_of(INIT, message_start(), tool_block(0, "Read", ['{"file_path": "README.md"}']))
     assert read_stream(lines).chosen == "tool:Read"

@@ -74,3 +74,25 @@ def test_the_alias_with_its_plugin_loads_the_skill(
     fake_api.call_names = {"acme:gamma": "acme:delta"}
     result = pytester.runpytest_subprocess(*plugin_args(plugin, "--runs-per-query=1"))
     result.assert_outcomes(passed=2)
+
+
+def test_a_routing_set_may_expect_a_skill_without_an_eval_set(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """beta has no eval set: it is listed, not tested, and a routing entry that expects it
+    counts beta's choices (sampled in alpha's context: the listing is the folder's)."""
+    skills = pytester.path / "skills"
+    for name, text in (("alpha", ALPHA), ("beta", GAMMA)):
+        (skills / name).mkdir(parents=True)
+        (skills / name / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {text}\n---\n")
+    (skills / "alpha" / "evals").mkdir()
+    evals = [{"query": "convert my zebra spreadsheets into llama reports", "should_trigger": True}]
+    (skills / "alpha" / "evals" / "trigger-eval.json").write_text(json.dumps(evals))
+    routing = [
+        {"query": "tune the kazoo orchestras before the concert", "expected_skill": "beta"},
+        {"query": "what is the capital of france", "expected_skill": None},
+    ]
+    (skills / "routing-eval.json").write_text(json.dumps(routing))
+    result = pytester.runpytest_subprocess(*plugin_args(skills, "--runs-per-query=1"))
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*no eval set, so listed but not tested: beta*"])

@@ -472,13 +472,13 @@ def test_write_then_read_gives_the_same_queries_and_expectations(tmp_path: Path)
     source = eval_set(tmp_path, *ODD_QUERIES)
     paths = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source)
     assert [Path(p).parent.name for p in paths] == [
-        "alpha-01-trigger",
-        "alpha-02-no-trigger",
-        "alpha-03-trigger",
-        "alpha-04-no-trigger",
-        "alpha-05-no-trigger",
-        "alpha-06-no-trigger",
-        "alpha-07-trigger",
+        "acme-alpha-01-trigger",
+        "acme-alpha-02-no-trigger",
+        "acme-alpha-03-trigger",
+        "acme-alpha-04-no-trigger",
+        "acme-alpha-05-no-trigger",
+        "acme-alpha-06-no-trigger",
+        "acme-alpha-07-trigger",
     ]
     found = read_plugin_eval(str(plugin))
     assert found.not_collected == ()
@@ -499,7 +499,7 @@ def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
     assert "from ../../alpha/evals/trigger-eval.json (entry 1)" in first
     assert yaml.safe_load(text) == {
         "schema_version": "1.0",
-        "name": "alpha-01-trigger",
+        "name": "acme-alpha-01-trigger",
         "runs": 2,
         "execution": {"prompt": "convert zebras", "max_turns": 1, "allowed_tools": ["Skill"]},
         "graders": [
@@ -534,15 +534,15 @@ def test_a_new_export_replaces_ours_and_removes_its_stale_cases(tmp_path: Path) 
     first = eval_set(tmp_path, ("one", True), ("two", False), ("three", True))
     write_plugin_eval(str(out), "acme:alpha", first)
     write_plugin_eval(str(out), "acme:beta", eval_set(tmp_path, ("walrus", True)))
-    (out / "alpha-03-trigger" / "notes.txt").write_text("the user's own file")
+    (out / "acme-alpha-03-trigger" / "notes.txt").write_text("the user's own file")
     write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("uno", False), ("dos", True)))
     assert sorted(p.name for p in out.iterdir()) == [
-        "alpha-01-no-trigger",
-        "alpha-02-trigger",
-        "alpha-03-trigger",
-        "beta-01-trigger",
+        "acme-alpha-01-no-trigger",
+        "acme-alpha-02-trigger",
+        "acme-alpha-03-trigger",
+        "acme-beta-01-trigger",
     ]
-    assert sorted(p.name for p in (out / "alpha-03-trigger").iterdir()) == ["notes.txt"]
+    assert sorted(p.name for p in (out / "acme-alpha-03-trigger").iterdir()) == ["notes.txt"]
     found = read_plugin_eval(str(tmp_path))
     assert [(c.skill, c.prompt) for c in found.cases] == [
         ("acme:alpha", "uno"),
@@ -565,17 +565,17 @@ def test_refuses_to_replace_what_is_not_its_own_and_writes_nothing(
     tmp_path: Path, existing: str, problem: str
 ) -> None:
     out = tmp_path / "evals"
-    target = out / "alpha-02-no-trigger"
+    target = out / "acme-alpha-02-no-trigger"
     if existing == "foreign":
         case_yaml(tmp_path, target.name)
     elif existing == "prompt-md":
         write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True), ("b", False)))
         write(target / "prompt.md", "convert my zebras\n")
-        (out / "alpha-01-trigger" / "case.yaml").unlink()
+        (out / "acme-alpha-01-trigger" / "case.yaml").unlink()
     elif existing == "other-skill":
         write_plugin_eval(str(out), "other:alpha", eval_set(tmp_path, ("a", True), ("b", True)))
-        (target.parent / "alpha-02-trigger").rename(target)
-        (out / "alpha-01-trigger" / "case.yaml").unlink()
+        (out / "other-alpha-02-trigger").rename(target)  # another skill's export, renamed
+        (out / "other-alpha-01-trigger" / "case.yaml").unlink()
     elif existing == "file":
         write(target, "a file where a case folder would go")
     else:
@@ -612,11 +612,11 @@ def test_bad_input_writes_nothing(tmp_path: Path) -> None:
 def test_an_unwritable_folder_is_refused_before_writing(tmp_path: Path) -> None:
     out = tmp_path / "evals"
     write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True)))
-    locked = out / "alpha-01-trigger"
+    locked = out / "acme-alpha-01-trigger"
     locked.chmod(0o555)
     try:
         with pytest.raises(InputError):
             write_plugin_eval(str(out), "acme:alpha", eval_set(tmp_path, ("a", True), ("b", True)))
-        assert not (out / "alpha-02-trigger").exists()
+        assert not (out / "acme-alpha-02-trigger").exists()
     finally:
         locked.chmod(0o755)

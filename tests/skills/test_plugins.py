@@ -179,3 +179,43 @@ def test_an_ad_hoc_context_of_a_plugin_skill_has_its_place(tmp_path: Path) -> No
         "acme:delta",
         FIRST_PLUGIN,
     )
+
+
+def test_two_plugins_of_one_name_are_a_one_line_error(tmp_path: Path) -> None:
+    first = make_plugin(tmp_path / "one", name="acme")
+    second = make_plugin(tmp_path / "two", name="acme")
+    with pytest.raises(InputError, match="their skills would have the same ids") as caught:
+        load_targets([str(first), str(second)])
+    assert "\n" not in str(caught.value)
+
+
+def test_a_users_skill_shadows_a_project_skill_of_its_id_in_every_listing(
+    tmp_path: Path,
+) -> None:
+    user = tmp_path / "user-skills"
+    write_skill(user / "foo", "The user's own foo.", evals=False)
+    project = make_project(tmp_path / "work")
+    write_skill(project / "foo", "The project's foo.", name="bar", evals=False)
+    plugin = make_plugin(tmp_path / "acme")
+    options = TargetOptions(installed=load_installed([str(user)]))
+    found = find_targets([str(project), str(plugin)], options)
+    lines = {t.name: [s.line for s in t.start_context.listing()] for t in found.targets}
+    assert all("- foo: The user's own foo." in listed for listed in lines.values())
+    assert not any("- foo (bar): The project's foo." in listed for listed in lines.values())
+
+
+def test_a_case_that_names_an_alias_checks_the_skill_it_loads(tmp_path: Path) -> None:
+    plugin = make_plugin(tmp_path / "acme")
+    for name, match in (("by-alias", "acme:delta"), ("bare-name", "delta")):
+        folder = plugin / "evals" / name
+        folder.mkdir(parents=True)
+        (folder / "case.yaml").write_text(
+            f'schema_version: "1.0"\nname: {name}\nexecution:\n  prompt: "tune the kazoos {name}"\n'
+            f"graders:\n  - {{name: g, type: tool_used, tool: Skill, "
+            f'input_match: \'"skill":"{match}"\'}}\n'
+        )
+    found = find_targets([str(plugin)])
+    gamma = next(t for t in found.targets if t.name == "acme:gamma")
+    queries = [e.query for e in gamma.eval_set.entries]
+    assert "tune the kazoos by-alias" in queries and "tune the kazoos bare-name" in queries
+    assert found.not_collected == []

@@ -36,6 +36,7 @@ from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED
 from pytest_skilltrigger.backends.claude_code.workspace import (
     ROOT_PREFIX,
     SECRET_ACCOUNT_KEY,
+    WORKSPACE_LAYOUT,
     credential_store_dir,
     empty_workspace,
     install_skills,
@@ -131,7 +132,12 @@ class ClaudeCodeBackend:
         return done.stdout.split()[0]
 
     def context_key(self, context: TriggerContext) -> str:
-        return context.key(backend=self.name, model=self.key_model, cli_version=self.cli_version)
+        return context.key(
+            backend=self.name,
+            model=self.key_model,
+            cli_version=self.cli_version,
+            workspace=WORKSPACE_LAYOUT,
+        )
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it starts: the CLI's own prompt and tools

@@ -17,7 +17,10 @@ from pytest_skilltrigger.model.outcome import Usage
 INSPECTED_TOOLS = frozenset({"Skill", "Read"})
 # Statuses retrying cannot fix; the CLI would retry a 401 ten times over minutes.
 FATAL_STATUSES = frozenset({401, 403, 404})
-SKILL_FILE_RE = re.compile(r"(?:^|/)\.claude/skills/([^/]+)/SKILL\.md$")
+# a skill's SKILL.md in a run's workspace: the project's or the user's (the private config
+# folder), and a plugin's (``plugins/<n>-<plugin>/skills/<folder>``, as the workspace lays it)
+SKILL_FILE_RE = re.compile(r"(?:^|/)(?:\.claude|config)/skills/([^/]+)/SKILL\.md$")
+PLUGIN_SKILL_FILE_RE = re.compile(r"(?:^|/)plugins/\d+-([^/]+)/skills/([^/]+)/SKILL\.md$")
 UNDECIDED = "claude exited before the model chose anything"
 
 
@@ -201,6 +204,9 @@ def _chosen(chosen: str, tool_input: dict[str, Any] | None) -> str:
         match = SKILL_FILE_RE.search(path)
         if match:
             return f"skill:{match.group(1)}"
+        match = PLUGIN_SKILL_FILE_RE.search(path)
+        if match:
+            return f"skill:{match.group(1)}:{match.group(2)}"
     return chosen
 
 

@@ -26,6 +26,10 @@ from pytest_skilltrigger.support.errors import InputError
 
 ROOT_PREFIX = "skilltrigger-cc-"
 WORKSPACE_PARTS = ("project", "config", "plugins", "tmp")
+# What a run's workspace shows the CLI, in the store keys of its runs and captures: a stored
+# run made from another layout saw another listing. 2: the user's skills read from the
+# private config folder (they were not listed before), plugins loaded with --plugin-dir.
+WORKSPACE_LAYOUT = 2
 # a folder or plugin name written into a workspace: nothing that could leave its folder
 SAFE_PART_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Keys of the user's global config that carry the login's account, copied into each run.
