@@ -4,6 +4,8 @@
 
 Each benchmark runs as its own process (its output is shown as it comes); the rows they
 emit (lines starting with ``@@``) make the table. Measurements, not tests: exits 0 always.
+The benchmarks that run the pinned Claude Code CLI (``CLI_BENCHES``, several minutes each)
+run only when named: ``--only local_latency official_runner``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 BENCHES = ("throughput", "curtailment", "store", "load", "client_call", "batch")
+CLI_BENCHES = ("local_latency", "official_runner")
 
 
 def load_average() -> str:
@@ -76,7 +79,7 @@ def table(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", nargs="*", choices=BENCHES, default=None)
+    parser.add_argument("--only", nargs="*", choices=BENCHES + CLI_BENCHES, default=None)
     parser.add_argument("--json", default=None, help="also write the rows here")
     args = parser.parse_args(argv)
     start = time.perf_counter()
