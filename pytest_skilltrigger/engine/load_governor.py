@@ -11,14 +11,18 @@ right number before the session, so a governor finds it, once a tick (:attr:`Pol
   drops to it at once.
 * **the CPU saturated** (busy at least :attr:`Policy.saturated`): a quarter off, at least
   one, never below the start.
-* **the CPU under its target** (:attr:`Policy.target`) **while runs wait for a slot**: one
-  more, up to the cap.
+* **the CPU under its target** (:attr:`Policy.target`) **while runs wait for a slot**: more
+  in proportion to the room left (the step that lands on the target when every run in flight
+  uses about the same CPU), at least one, at most doubling, up to the cap.
 * otherwise it stays.
 
-One more at a time, because a new process's CPU shows only in the next reading: a bigger step
-would overshoot before the reading caught up. A quarter off, because an overshoot (several
-xdist workers growing at once, another job starting) should be undone within a few ticks,
-while halving would throw away much of the latency hiding that took seconds to build. Not
+A target just under saturation, because the runs are what the session is waiting for: once
+the CPU is full more in flight only slows each start, and a CPU left a tenth idle is a tenth
+of the runs not made. At most doubling, because a new process's CPU shows only in the next
+reading: a bigger step would overshoot before the reading caught up. A quarter off, because
+an overshoot (several xdist workers growing at once, another job starting) should be undone
+within a few ticks, while halving would throw away much of the latency hiding that took
+seconds to build. Not
 below the start (the CPU count, the fixed default before): a CPU its own runs saturate does
 not make a run cheaper when fewer are in flight, and below one per CPU cores would sit idle
 while runs wait on the API; only memory pushes the limit lower. The cap (a few per CPU, at most
@@ -42,8 +46,8 @@ MB = 1_000_000
 class Policy:
     """The governor's constants (see the module's docstring for the rule)."""
 
-    target: float = 0.85  # grow while the machine's CPU is busy less than this
-    saturated: float = 0.95  # shrink when it is busy at least this
+    target: float = 0.95  # grow while the machine's CPU is busy less than this
+    saturated: float = 0.99  # shrink when it is busy at least this
     period: float = 1.0  # seconds between two ticks
     per_cpu: int = 4  # the cap: this many runs in flight per CPU...
     most: int = 32  # ...and never more than this
@@ -107,7 +111,10 @@ def next_limit(limit: int, load: Load, floor: int, policy: Policy) -> int:
     if load.cpu >= policy.saturated:
         return min(limit, max(floor, limit - max(1, limit // 4)))
     if load.cpu < policy.target and load.waiting and limit < load.ceiling:
-        return limit + 1
+        # in proportion to the room left (the CPU a run uses is about the same for each),
+        # at most doubling: a run started late in the tick has not shown its CPU yet
+        room = int(limit * (policy.target - load.cpu) / max(load.cpu, 0.01))
+        return min(load.ceiling, limit + max(1, min(room, limit)))
     return limit
 
 

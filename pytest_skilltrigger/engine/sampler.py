@@ -50,6 +50,10 @@ class _Sampling:
         self.skipped: str | None = None
         self.finished = False
 
+    @property
+    def runs_made(self) -> int:
+        return len(self.outcomes)
+
     def next_wave(self) -> int:
         return 0 if self.skipped else self.plan.next_runs(self.outcomes)
 

@@ -67,21 +67,32 @@ def run_ticks(governor: LoadGovernor, count: int, runs: int) -> list[int]:
     return limits
 
 
-def test_it_grows_one_a_tick_while_the_cpu_has_room_and_runs_wait() -> None:
+def test_it_grows_with_the_room_while_the_cpu_has_it_and_runs_wait() -> None:
     machine = Machine(cpu=0.3)
     governor, concurrency = governor_of(machine)
     with holders(concurrency, 12):
         settle(concurrency, in_flight=2, waiting=10)
-        assert run_ticks(governor, 8, runs=12) == [3, 4, 5, 6, 7, 8, 8, 8]  # up to the cap
+        assert run_ticks(governor, 4, runs=12) == [4, 8, 8, 8]  # at most doubling, the cap
         assert concurrency.in_flight == 8
     assert concurrency.peak == 8
+
+
+def test_near_the_target_it_grows_one_at_a_time() -> None:
+    machine = Machine(cpu=0.9)
+    governor, concurrency = governor_of(machine, cap=16)
+    with holders(concurrency, 12):
+        settle(concurrency, in_flight=2, waiting=10)
+        limits = run_ticks(governor, 3, runs=12)
+        machine.cpu = 0.6  # room for more than half as many again
+        limits += run_ticks(governor, 2, runs=12)
+    assert limits == [3, 4, 5, 7, 11]
 
 
 def test_it_grows_only_while_runs_wait_for_a_slot() -> None:
     governor, concurrency = governor_of(Machine(cpu=0.1))
     with holders(concurrency, 4):
         settle(concurrency, in_flight=2, waiting=2)
-        assert run_ticks(governor, 4, runs=4) == [3, 4, 4, 4]  # nothing waits past 4
+        assert run_ticks(governor, 4, runs=4) == [4, 4, 4, 4]  # nothing waits past 4
 
 
 def test_it_shrinks_when_the_cpu_is_saturated_and_never_below_the_start() -> None:
@@ -90,12 +101,12 @@ def test_it_shrinks_when_the_cpu_is_saturated_and_never_below_the_start() -> Non
     with holders(concurrency, 20):
         settle(concurrency, in_flight=2, waiting=18)
         run_ticks(governor, 10, runs=20)
-        assert concurrency.limit == 12
+        assert concurrency.limit == 16
         machine.cpu = 1.0  # saturated: a quarter off each tick, at least one
-        limits = [governor.tick() for _ in range(7)]
-    assert limits == [9, 7, 6, 5, 4, 3, 2]
+        limits = [governor.tick() for _ in range(8)]
+    assert limits == [12, 9, 7, 6, 5, 4, 3, 2]
     assert governor.tick() == 2  # the start is the floor
-    assert (governor.lowest, governor.highest) == (2, 12)
+    assert (governor.lowest, governor.highest) == (2, 16)
 
 
 def test_between_the_target_and_saturation_it_holds() -> None:
@@ -103,9 +114,9 @@ def test_between_the_target_and_saturation_it_holds() -> None:
     governor, concurrency = governor_of(machine)
     with holders(concurrency, 10):
         settle(concurrency, in_flight=2, waiting=8)
-        run_ticks(governor, 3, runs=10)
-        machine.cpu = 0.9
-        assert run_ticks(governor, 3, runs=10) == [5, 5, 5]
+        run_ticks(governor, 1, runs=10)
+        machine.cpu = 0.97
+        assert run_ticks(governor, 3, runs=10) == [4, 4, 4]
 
 
 def test_without_a_cpu_reading_it_stays_at_the_start() -> None:
@@ -127,7 +138,7 @@ def test_it_never_grows_past_what_memory_holds() -> None:
     with holders(concurrency, 10):
         settle(concurrency, in_flight=2, waiting=8)
         assert governor.memory_holds(concurrency.in_flight) == 4
-        assert run_ticks(governor, 4, runs=10) == [3, 4, 4, 4]
+        assert run_ticks(governor, 4, runs=10) == [4, 4, 4, 4]
         assert governor.memory_holds(concurrency.in_flight) == 4
 
 
@@ -161,10 +172,14 @@ def test_an_xdist_worker_counts_its_part_of_the_free_memory() -> None:
 
 def test_the_rule_in_one_step() -> None:
     policy = Policy()
-    assert next_limit(5, Load(0.5, waiting=1, ceiling=8), 2, policy) == 6
+    assert next_limit(5, Load(0.5, waiting=1, ceiling=16), 2, policy) == 9  # 5 x 0.95 / 0.5
+    assert next_limit(5, Load(0.2, waiting=1, ceiling=16), 2, policy) == 10  # at most double
+    assert next_limit(5, Load(0.94, waiting=1, ceiling=16), 2, policy) == 6  # at least one
+    assert next_limit(5, Load(0.5, waiting=1, ceiling=8), 2, policy) == 8  # the cap
     assert next_limit(5, Load(0.5, waiting=0, ceiling=8), 2, policy) == 5
-    assert next_limit(8, Load(0.5, waiting=3, ceiling=8), 2, policy) == 8  # the cap
-    assert next_limit(8, Load(0.97, waiting=3, ceiling=8), 2, policy) == 6
+    assert next_limit(8, Load(0.5, waiting=3, ceiling=8), 2, policy) == 8
+    assert next_limit(8, Load(0.97, waiting=3, ceiling=8), 2, policy) == 8  # holds
+    assert next_limit(8, Load(1.0, waiting=3, ceiling=8), 2, policy) == 6
     assert next_limit(8, Load(0.2, waiting=3, ceiling=3), 2, policy) == 3  # memory
     assert next_limit(3, Load(None, waiting=3, ceiling=8), 2, policy) == 3
 
@@ -198,11 +213,11 @@ def test_the_report_says_what_was_chosen_and_what_happened() -> None:
         run_ticks(governor, 3, runs=5)
         time.sleep(0.02)
     after = governor.report("claude-code")
-    assert (after.most_in_flight, after.final_limit, after.lowest_limit) == (5, 5, 2)
+    assert (after.most_in_flight, after.final_limit, after.lowest_limit) == (5, 8, 2)
     assert 1 < after.average_in_flight <= 5
     line = load_summary_line(after)
     assert line.startswith("skilltrigger: claude-code: ")
-    assert "runs in flight on average, 5 at most (the limit moved between 2 and 5" in line
+    assert "runs in flight on average, 5 at most (the limit moved between 2 and 8" in line
     assert line.endswith("a CLI process held at most 200 MB")
     assert after.to_dict()["process_peak_rss_bytes"] == PEAK
 

@@ -510,3 +510,50 @@ def test_a_query_submitted_after_close_is_interrupted_without_a_call() -> None:
     result = sampler.submit(CONTEXT, "a", True, reference_plan(3, 0.5)).result()
     assert result.skipped == "interrupted" and backend.calls["a"] == 0
     sampler.close()  # a second close is harmless
+
+
+class Job:
+    """A sampling as a run source sees it, with runs already made; records its runs."""
+
+    def __init__(self, query: str, runs_made: int, log: list[str]) -> None:
+        self.context, self.query, self.key = CONTEXT, query, "key"
+        self.plan = reference_plan(3, 0.5)
+        self.runs_made, self.skipped = runs_made, None
+        self.log = log
+
+    def take(self, outcome: RunOutcome) -> None:
+        self.log.append(self.query)
+
+    def drop(self, reason: str | None = None) -> None:
+        raise AssertionError(reason)
+
+
+class GatedBackend(ScriptedBackend):
+    """Its first run waits until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.first = threading.Event()
+
+    def run(self, context: TriggerContext, query: str) -> RunOutcome:
+        if not self.first.is_set():
+            self.first.set()
+            self.gate.wait(10)
+        return super().run(context, query)
+
+
+def test_a_free_slot_goes_to_the_sampling_furthest_along() -> None:
+    """A query many waves deep is what the session ends waiting for: its next run goes
+    ahead of first waves asked for before it (in the order asked among equals)."""
+    backend, log = GatedBackend(), []
+    runs = LiveRuns(backend, Concurrency(1), None, Stop())
+    runs.request(Job("first", 0, log), 1)
+    assert backend.first.wait(10)
+    runs.request(Job("new a", 0, log), 2)
+    runs.request(Job("new b", 0, log), 1)
+    runs.request(Job("deep", 4, log), 1)
+    runs.request(Job("deeper", 6, log), 1)
+    backend.gate.set()
+    runs.close()
+    assert log == ["first", "deeper", "deep", "new a", "new a", "new b"]

@@ -30,6 +30,11 @@ class RunJob(Protocol):
     plan: SamplingPlan
 
     @property
+    def runs_made(self) -> int:
+        """The runs it has so far (a live source serves the furthest sampling first)."""
+        ...
+
+    @property
     def skipped(self) -> str | None:
         """Why the sampling takes no further run (the budget), if it does not."""
         ...

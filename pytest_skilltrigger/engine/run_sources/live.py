@@ -1,11 +1,20 @@
 """Live runs: each run one request to the backend, on a pool of daemon threads.
 
+Runs wait in a queue that serves the furthest sampling first (the one with the most runs
+made): a query that needs many successive waves is the one the session ends waiting for, so
+its next wave goes ahead of the first waves of queries just begun. A run takes the best
+queued job once it holds a slot, so the order holds while the limit moves.
+
 Before a run its estimated cost is reserved against the budget; a run the budget refuses is
 not made, and its sampling is skipped. After a fatal error (bad credentials, an unknown
 model) no further call is made: every run asked for after it is that error.
 """
 
 from __future__ import annotations
+
+import heapq
+import itertools
+import threading
 
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.engine.concurrency import Concurrency
@@ -14,6 +23,25 @@ from pytest_skilltrigger.engine.run_sources import RunJob, Stop
 from pytest_skilltrigger.engine.thread_pool import DaemonPool
 from pytest_skilltrigger.model.outcome import RunOutcome
 from pytest_skilltrigger.model.prices import Calls
+
+
+class FurthestFirst:
+    """Jobs waiting for a run, the one with the most runs made first (in the order asked
+    among equals); thread-safe."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, RunJob]] = []
+        self._order = itertools.count()
+        self._lock = threading.Lock()
+
+    def put(self, job: RunJob, runs: int) -> None:
+        with self._lock:
+            for _ in range(runs):
+                heapq.heappush(self._heap, (-job.runs_made, next(self._order), job))
+
+    def pop(self) -> RunJob:
+        with self._lock:
+            return heapq.heappop(self._heap)[2]
 
 
 class LiveRuns:
@@ -30,30 +58,38 @@ class LiveRuns:
         self.concurrency = concurrency
         self.guard = guard
         self.stop = stop
+        self._waiting = FurthestFirst()
         self._pool = DaemonPool(concurrency.most)
 
     def request(self, job: RunJob, runs: int) -> None:
-        for _ in range(runs):
-            self._pool.submit(self._run, job)
+        self._waiting.put(job, runs)
+        for _ in range(runs):  # a task per run queued: each takes the best one left
+            self._pool.submit(self._next)
 
-    def _run(self, job: RunJob) -> None:
+    def _next(self) -> None:
+        with self.concurrency.slot():
+            job = self._waiting.pop()
+            outcome = self._run(job)
+        if outcome is not None:
+            job.take(outcome)
+
+    def _run(self, job: RunJob) -> RunOutcome | None:
+        """The run's outcome (None: not made; its job was told why)."""
         if self.stop.reason:
-            job.take(self.stop.error())
-            return
+            return self.stop.error()
         reserved = self._fund(job)
         if reserved is None:
             job.drop(budget_reached(self.guard.budget_usd if self.guard else None))
-            return
-        with self.concurrency.slot():
-            try:
-                outcome = self.backend.run(job.context, job.query)
-            except Exception as exc:  # a backend bug must not hang the item
-                outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
+            return None
+        try:
+            outcome = self.backend.run(job.context, job.query)
+        except Exception as exc:  # a backend bug must not hang the item
+            outcome = RunOutcome("error", error=f"{type(exc).__name__}: {exc}")
         if self.guard is not None:
             self.guard.settle(reserved, Calls.of(outcome, job.plan.phase))
         if outcome.fatal:
             self.stop.set(outcome.error or "fatal backend error")
-        job.take(outcome)
+        return outcome
 
     def _fund(self, job: RunJob) -> float | None:
         """The budget this run holds until it settles (its estimated cost, 0 without a
