@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.model.outcome import QueryResult, routing_verdict
 from pytest_skilltrigger.reports.json_report import compact
@@ -22,6 +22,9 @@ from pytest_skilltrigger.reports.routing_table import (
 from pytest_skilltrigger.reports.summary import SessionResults
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.load_governor import LoadReport
 
 
 class Gathered:
@@ -41,6 +44,8 @@ class Gathered:
         self._by_skill_md = {t.skill.skill_md: t for t in targets}
         self._by_routing_path = {r.path: r for r in routing_sets}
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+        #: how many CLI runs each xdist worker kept in flight (none where this process ran them)
+        self.worker_loads: list[LoadReport] = []
 
     def add_item(
         self,

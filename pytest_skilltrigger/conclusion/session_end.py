@@ -193,6 +193,16 @@ class SessionEnd:
                 return runs, True
         return runs, False
 
+    def load(self, engine: TriggerSession | None) -> LoadReport | None:
+        """How many claude-code runs were in flight: this process's if it made any, else its
+        xdist workers' together (None: no CLI run was made)."""
+        from pytest_skilltrigger.engine.load_governor import side_by_side
+
+        here = engine.lanes.load() if engine is not None and engine.lanes is not None else None
+        if here is not None and here.most_in_flight:
+            return here
+        return side_by_side(self.gathered.worker_loads)
+
     def _report_context(self, engine: TriggerSession | None) -> ReportContext:
         backend = engine.backend if engine is not None else None
         return ReportContext(
@@ -205,7 +215,7 @@ class SessionEnd:
             spending=engine.spending() if engine else {},
             routing=self.gathered.routing_tables,
             base=self.base,
-            load=_load_here(engine),
+            load=self.load(engine),
         )
 
     def _write_results_page(self, report: SessionReport) -> None:
@@ -232,10 +242,3 @@ class SessionEnd:
         conclusion.comparison = comparison
         if gates.fail_on_regression:
             conclusion.gate_failures += [s.line(confidence) for s in comparison.regressed_skills]
-
-
-def _load_here(engine: TriggerSession | None) -> LoadReport | None:
-    """The claude-code backend's runs in flight in this process, if it made any (under
-    xdist the workers make them, and this process's limit says nothing)."""
-    load = engine.lanes.load() if engine is not None and engine.lanes is not None else None
-    return load if load is not None and load.most_in_flight else None

@@ -33,7 +33,7 @@ counts the host's CPUs, and the load average (where there is no ``/proc/stat``) 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,7 @@ class LoadReport:
     lowest_limit: int = 0
     highest_limit: int = 0
     final_limit: int = 0
+    processes: int = 1  # the processes whose runs these are (xdist workers, side by side)
 
     @property
     def governed(self) -> bool:
@@ -155,7 +156,52 @@ class LoadReport:
             "lowest_limit": self.lowest_limit,
             "highest_limit": self.highest_limit,
             "final_limit": self.final_limit,
+            "processes": self.processes,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LoadReport:
+        """A report as :meth:`to_dict` wrote it (an xdist worker's, read by the controller)."""
+        return cls(
+            str(data["backend"]),
+            int(data["start"]),
+            int(data["cap"]),
+            fixed_by=data.get("fixed_by"),
+            memory_holds=data.get("memory_holds"),
+            per_process=int(data.get("per_process_bytes") or 0),
+            process_peak=data.get("process_peak_rss_bytes"),
+            average_in_flight=float(data["average_in_flight"]),
+            most_in_flight=int(data["most_in_flight"]),
+            lowest_limit=int(data["lowest_limit"]),
+            highest_limit=int(data["highest_limit"]),
+            final_limit=int(data["final_limit"]),
+            processes=int(data.get("processes", 1)),
+        )
+
+
+def side_by_side(reports: Sequence[LoadReport]) -> LoadReport | None:
+    """The runs in flight of processes that ran at the same time (xdist workers, each with
+    its part of the machine): their limits and runs in flight add up (the most at once is
+    at most the sum), and a CLI process's peak is the largest. None: no report."""
+    if not reports:
+        return None
+    peaks = [r.process_peak for r in reports if r.process_peak]
+    holds = [r.memory_holds for r in reports if r.memory_holds is not None]
+    return LoadReport(
+        reports[0].backend,
+        sum(r.start for r in reports),
+        sum(r.cap for r in reports),
+        fixed_by=reports[0].fixed_by,
+        memory_holds=sum(holds) if holds else None,
+        per_process=max(r.per_process for r in reports),
+        process_peak=max(peaks) if peaks else None,
+        average_in_flight=sum(r.average_in_flight for r in reports),
+        most_in_flight=sum(r.most_in_flight for r in reports),
+        lowest_limit=sum(r.lowest_limit for r in reports),
+        highest_limit=sum(r.highest_limit for r in reports),
+        final_limit=sum(r.final_limit for r in reports),
+        processes=sum(r.processes for r in reports),
+    )
 
 
 class LoadGovernor:

@@ -279,10 +279,10 @@ class Controller(Role):
         return [load_header_line(load)] if load is not None else []
 
     def _load_summary(self) -> list[TerminalLine]:
-        """How many of its runs were in flight in this process (none ran here: no line)."""
+        """How many of its runs were in flight, here or in the xdist workers (none: no line)."""
         from pytest_skilltrigger.reports.terminal import TerminalLine, load_summary_line
 
-        load = self._load(self.started_engine)
+        load = self.end.load(self.started_engine)
         if load is None or not load.most_in_flight:
             return []
         return [TerminalLine(load_summary_line(load))]

@@ -16,6 +16,7 @@ from pytest_skilltrigger.plugin.controller import Controller
 from pytest_skilltrigger.plugin.xdist_exchange import (
     DIST_KEY,
     LIMITS_KEY,
+    LOAD_KEY,
     RUNS_AHEAD_KEY,
     RunsAheadFile,
     SharedLimitsFile,
@@ -79,6 +80,16 @@ class DistController(Controller):
         requests = requests_of_ids(self, ids, self.engine.plan)
         made = self.engine.sample_ahead(requests)
         self.runs_ahead_file.write(self.exchange.export_runs_ahead(made))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """Take a worker's report of the CLI runs it kept in flight (a crashed worker has
+        none)."""
+        data = getattr(node, "workeroutput", {}).get(LOAD_KEY)
+        if data:
+            from pytest_skilltrigger.engine.load_governor import LoadReport
+
+            self.end.gathered.worker_loads.append(LoadReport.from_dict(data))
 
     def finish(self, session: pytest.Session) -> None:
         try:

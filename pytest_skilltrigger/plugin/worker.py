@@ -65,5 +65,16 @@ class DistWorker(ItemRunner):
 
         SessionExchange(self.engine).import_runs_ahead(read_runs_ahead(path), self.share.count)
 
+    def finish(self, session: pytest.Session) -> None:
+        """Tell the controller how many CLI runs were in flight here (it has the terminal
+        and writes the JSON)."""
+        engine = self.started_engine
+        load = engine.lanes.load() if engine is not None and engine.lanes is not None else None
+        output = getattr(self.config, "workeroutput", None)
+        if load is not None and load.most_in_flight and output is not None:
+            from pytest_skilltrigger.plugin.xdist_exchange import LOAD_KEY
+
+            output[LOAD_KEY] = load.to_dict()
+
     def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
         return upcoming_items(item)

@@ -1,10 +1,11 @@
-"""What crosses from the xdist controller to its workers, on the pytest side.
+"""What crosses between the xdist controller and its workers, on the pytest side.
 
 The controller tells each worker (``workerinput``) how xdist distributes, where the rate
 limits the workers share are kept, and where the runs it made ahead in message batches will
 be. Those runs reach a worker through a JSON file the controller writes in a private
 temporary folder before it hands out the first item (a worker's settings are fixed when it
-starts, before any batch has ended); both folders are removed at the end.
+starts, before any batch has ended); both folders are removed at the end. Each worker tells
+the controller (``workeroutput``) how many CLI runs it kept in flight.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 DIST_KEY = "skilltrigger_dist"  # the controller's --dist (xdist sets a worker's own to "no")
 RUNS_AHEAD_KEY = "skilltrigger_runs_ahead"  # where the controller's runs made ahead will be
 LIMITS_KEY = "skilltrigger_rate_limits"  # the file of the rate limits the workers share
+# workeroutput key
+LOAD_KEY = "skilltrigger_load"  # how many CLI runs the worker kept in flight
 
 
 class RunsAheadFile:

@@ -92,9 +92,10 @@ def load_header_line(load: LoadReport) -> str:
 def load_summary_line(load: LoadReport) -> str:
     """How many runs were in flight: on average while any was, the most at once, where the
     limit moved, and the most memory a CLI process held."""
+    workers = f" over {load.processes} workers" if load.processes > 1 else ""
     line = (
-        f"skilltrigger: {load.backend}: {load.average_in_flight:.1f} runs in flight on average, "
-        f"{load.most_in_flight} at most"
+        f"skilltrigger: {load.backend}: {load.average_in_flight:.1f} runs in flight on average"
+        f"{workers}, {load.most_in_flight} at most"
     )
     if load.governed and load.lowest_limit != load.highest_limit:
         line += (

@@ -53,15 +53,12 @@ def test_a_runs_peak_memory_is_read_before_it_is_stopped(tmp_path: Path) -> None
     assert cli_memory.largest is not None and cli_memory.largest >= finished.peak_rss
 
 
-@pytest.mark.slow
-def test_a_session_says_how_many_cli_runs_it_kept_in_flight(
-    pytester: pytest.Pytester,
-    fake_api: FakeMessagesAPI,
-    claude_bin: str,  # noqa: F811
-) -> None:
-    """The header says where the runs in flight start and why, the summary how many were in
-    flight on average and the most memory a CLI process held."""
-    fake_api.latency = 0.5  # the runs wait on the API, as real ones do
+def run_session(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, cli: str, *args: str
+) -> pytest.RunResult:
+    """Four items of two runs each through the real CLI, the runs waiting on the API as
+    real ones do."""
+    fake_api.latency = 0.5
     folder = pytester.path / "skills" / SKILL
     (folder / "evals").mkdir(parents=True)
     (folder / "SKILL.md").write_text(skill_file(SKILL, DESCRIPTION), encoding="utf-8")
@@ -75,15 +72,29 @@ def test_a_session_says_how_many_cli_runs_it_kept_in_flight(
         "no:cacheprovider",
         f"--skill-path={folder}",
         "--trigger-backend=claude-code",
-        f"--claude-bin={claude_bin}",
+        f"--claude-bin={cli}",
         "--trigger-confidence=off",
         "--runs-per-query=2",
         "--no-early-stop",
         "--trigger-cache=off",
         "--trigger-timeout=90",
+        *args,
         timeout=240,
     )
     result.assert_outcomes(passed=4)
+    assert fake_api.stats["calls"] == 8
+    return result
+
+
+@pytest.mark.slow
+def test_a_session_says_how_many_cli_runs_it_kept_in_flight(
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811
+) -> None:
+    """The header says where the runs in flight start and why, the summary how many were in
+    flight on average and the most memory a CLI process held."""
+    result = run_session(pytester, fake_api, claude_bin)
     result.stdout.fnmatch_lines(
         [
             "skilltrigger: claude-code: runs in flight start at * (the CPU count) and grow "
@@ -94,4 +105,26 @@ def test_a_session_says_how_many_cli_runs_it_kept_in_flight(
             "a CLI process held at most * MB",
         ]
     )
-    assert fake_api.stats["calls"] == 8
+
+
+@pytest.mark.slow
+def test_under_xdist_the_workers_runs_in_flight_reach_the_summary_and_the_json(
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811
+) -> None:
+    """The workers make the runs: each tells the controller its figures, which the summary
+    and the JSON give added up."""
+    report = pytester.path / "report.json"
+    result = run_session(pytester, fake_api, claude_bin, "-n", "2", f"--trigger-json={report}")
+    result.stdout.fnmatch_lines(
+        [
+            "*skill trigger summary*",
+            "skilltrigger: claude-code: * runs in flight on average over 2 workers, * at most*"
+            "a CLI process held at most * MB",
+        ]
+    )
+    load = json.loads(report.read_text(encoding="utf-8"))["concurrency"]
+    assert load["processes"] == 2 and load["backend"] == "claude-code"
+    assert 1 <= load["most_in_flight"] <= 8 and load["average_in_flight"] > 0
+    assert load["process_peak_rss_bytes"] > 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,9 +20,11 @@ from pytest_skilltrigger.engine.load_governor import (
     Bounds,
     Load,
     LoadGovernor,
+    LoadReport,
     Policy,
     Readings,
     next_limit,
+    side_by_side,
 )
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.engine.share import ProcessShare
@@ -349,3 +352,32 @@ def test_memory_and_a_process_peak_are_read_from_proc(tmp_path: Path) -> None:
     (tmp_path / "42" / "status").write_text("Name:\tclaude\nVmHWM:\t  206224 kB\n")
     assert peak_rss(42, tmp_path) == 206224 * 1024
     assert peak_rss(43, tmp_path) is None
+
+
+def test_the_workers_reports_add_up_and_cross_as_json() -> None:
+    """Under xdist each worker reports its own runs in flight; the controller reads them
+    back from JSON and adds them up (the largest process peak stands)."""
+    one = LoadReport(
+        "claude-code",
+        1,
+        4,
+        memory_holds=9,
+        per_process=PEAK,
+        process_peak=PEAK,
+        average_in_flight=2.5,
+        most_in_flight=4,
+        lowest_limit=1,
+        highest_limit=4,
+        final_limit=3,
+    )
+    other = replace(one, process_peak=PEAK + MB, memory_holds=None, average_in_flight=1.5)
+    assert LoadReport.from_dict(one.to_dict()) == one
+    both = side_by_side([LoadReport.from_dict(r.to_dict()) for r in (one, other)])
+    assert both is not None and both.processes == 2
+    assert (both.start, both.cap, both.memory_holds, both.process_peak) == (2, 8, 9, PEAK + MB)
+    assert (both.average_in_flight, both.most_in_flight, both.final_limit) == (4.0, 8, 6)
+    assert load_summary_line(both).startswith(
+        "skilltrigger: claude-code: 4.0 runs in flight on average over 2 workers, 8 at most "
+        "(the limit moved between 2 and 8, 6 at the end)"
+    )
+    assert side_by_side([]) is None
