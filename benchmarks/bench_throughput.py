@@ -72,14 +72,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--latency", type=float, default=0.25)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument(
+        "--pytest-arg",
+        action="append",
+        default=[],
+        help="one more option for the measured sessions (e.g. --trigger-rate-limit=off)",
+    )
     args = parser.parse_args(argv)
     queries = args.queries or (60 if args.quick else 200)
 
     entries = make_entries(queries)
     with scripted_project(entries, latency=args.latency, conftest=PROBE) as (tmp, api, skill):
         opts = skill_args(skill, runs=args.runs, concurrency=args.concurrency, early_stop=False)
+        opts += args.pytest_arg
         one = write_project(tmp / "one", entries[:1])
         one_opts = skill_args(one, runs=args.runs, concurrency=args.concurrency, early_stop=False)
+        one_opts += args.pytest_arg
         startups, fulls, loops = [], [], []
         for _ in range(3):  # interleaved, so a slow spell of the machine hits both
             startups.append(run_pytest(one_opts, tmp / "one", api))
