@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS runs (
     output_tokens INTEGER NOT NULL DEFAULT 0,
     cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
-    cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0
+    cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0,
+    invoked_as TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
 CREATE TABLE IF NOT EXISTS captures (
@@ -43,6 +44,12 @@ CREATE TABLE IF NOT EXISTS captures (
     request TEXT NOT NULL
 );
 """
+
+# columns later versions added to ``runs``, with their definitions (older stores get them)
+ADDED_COLUMNS = {
+    "cache_creation_1h_input_tokens": "INTEGER NOT NULL DEFAULT 0",
+    "invoked_as": "TEXT",
+}
 
 
 class ResultStore:
@@ -58,21 +65,20 @@ class ResultStore:
         self._add_missing_columns()
 
     def _add_missing_columns(self) -> None:
-        """Bring a store an earlier version made up to this schema: the 1-hour cache writes
-        (its old rows count none, as they were priced then). Another process may add the
-        column at the same moment; that is not an error."""
+        """Bring a store an earlier version made up to this schema (its old rows take each
+        new column's default: no 1-hour cache writes, as they were priced then, and no name
+        the model wrote apart from the skill's own). Another process may add a column at the
+        same moment; that is not an error."""
         conn = self._conn()
         have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
-        if "cache_creation_1h_input_tokens" in have:
-            return
-        try:
-            conn.execute(
-                "ALTER TABLE runs ADD COLUMN cache_creation_1h_input_tokens "
-                "INTEGER NOT NULL DEFAULT 0"
-            )
-        except sqlite3.OperationalError as exc:
-            if "duplicate column" not in str(exc):
-                raise
+        for column, definition in ADDED_COLUMNS.items():
+            if column in have:
+                continue
+            try:
+                conn.execute(f"ALTER TABLE runs ADD COLUMN {column} {definition}")
+            except sqlite3.OperationalError as exc:
+                if "duplicate column" not in str(exc):
+                    raise
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -94,16 +100,19 @@ class ResultStore:
         rows = (
             self._conn()
             .execute(
-                "SELECT status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                " cache_read_input_tokens, cache_creation_1h_input_tokens FROM runs"
+                "SELECT status, chosen, invoked_as, input_tokens, output_tokens,"
+                " cache_creation_input_tokens, cache_read_input_tokens,"
+                " cache_creation_1h_input_tokens FROM runs"
                 " WHERE context_key = ? AND query = ? ORDER BY id DESC LIMIT ?",
                 (context_key, query, limit),
             )
             .fetchall()
         )
         return [
-            RunOutcome(status, chosen=chosen, usage=Usage(*tokens), from_store=True)
-            for status, chosen, *tokens in reversed(rows)
+            RunOutcome(
+                status, chosen=chosen, invoked_as=invoked_as, usage=Usage(*tokens), from_store=True
+            )
+            for status, chosen, invoked_as, *tokens in reversed(rows)
         ]
 
     def record(
@@ -129,6 +138,7 @@ class ResultStore:
                 o.usage.cache_creation_input_tokens,
                 o.usage.cache_read_input_tokens,
                 o.usage.cache_creation_1h_input_tokens,
+                redact(o.invoked_as) if o.invoked_as else None,
             )
             for o in outcomes
             if o.status != "error" and not o.from_store
@@ -142,8 +152,8 @@ class ResultStore:
                 conn.executemany(
                     "INSERT INTO runs (created, backend, model, context_key, query, status,"
                     " chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                    " cache_read_input_tokens, cache_creation_1h_input_tokens)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " cache_read_input_tokens, cache_creation_1h_input_tokens, invoked_as)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 conn.execute("COMMIT")

@@ -100,8 +100,27 @@ def test_one_hour_cache_writes_are_kept_and_an_older_store_is_brought_up_to_date
     assert store.record("anthropic", "m", "ctx", "q", [hour]) == 1
     found = again.lookup("ctx", "q", 5)
     assert [o.usage for o in found] == [Usage(10, 2, 3, 4), Usage(10, 2, 300, 4, 200)]
+    assert [o.invoked_as for o in found] == [None, None]  # and no other name the model wrote
     store.close()
     again.close()
+
+
+def test_the_name_the_model_wrote_is_kept_with_its_run(tmp_path: Path) -> None:
+    """A rerun from the store says which name the model used (a plugin skill called by its
+    bare name), as the run that was made did."""
+    store = ResultStore(str(tmp_path / "runs.sqlite"))
+    bare = RunOutcome(
+        "triggered", chosen="skill:acme:alpha", invoked_as="alpha", usage=Usage(10, 2)
+    )
+    listed = RunOutcome("triggered", chosen="skill:acme:alpha", usage=Usage(10, 2))
+    assert store.record("anthropic", "m", "ctx", "q", [bare, listed]) == 2
+    found = store.lookup("ctx", "q", 5)
+    assert [(o.chosen, o.invoked_as) for o in found] == [
+        ("skill:acme:alpha", "alpha"),
+        ("skill:acme:alpha", None),
+    ]
+    assert all(o.from_store for o in found)
+    store.close()
 
 
 def test_a_short_lived_thread_releases_its_connection(tmp_path: Path) -> None:
