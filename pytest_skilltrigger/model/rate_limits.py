@@ -41,7 +41,8 @@ class RateLimitSetting:
         if str(text).strip().lower() == "off":
             return cls(enabled=False)
         parts = [p.strip() for p in str(text).split(",")]
-        if len(parts) > 3 or not all(p.isdigit() or p == "" for p in parts):
+        # ASCII digits only: str.isdigit() also takes "²", which int() refuses
+        if len(parts) > 3 or not all(p == "" or (p.isascii() and p.isdigit()) for p in parts):
             raise InputError(
                 "--trigger-rate-limit", "must be off or RPM[,ITPM[,OTPM]] in whole numbers"
             )

@@ -182,8 +182,10 @@ def load_baseline(path: str) -> Baseline:
             data = json.load(handle)
     except OSError as exc:
         raise InputError(path, f"cannot read baseline: {exc.strerror or exc}") from None
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError included
         raise InputError(path, f"baseline is not JSON: {exc}") from None
+    except RecursionError:
+        raise InputError(path, "baseline is not JSON: nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("skills"), list):
         raise InputError(path, "baseline is not a --trigger-json report (no 'skills' list)")
     return Baseline(path, verdicts_of_json(data))

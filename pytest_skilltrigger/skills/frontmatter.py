@@ -78,7 +78,7 @@ def locate_frontmatter(text: str, where: str) -> FrontmatterSpan:
     raise InputError(where, "frontmatter is not closed by a '---' line")
 
 
-def _yaml_problem(exc: BaseException, line_offset: int) -> str:
+def yaml_problem(exc: BaseException, line_offset: int = 0) -> str:
     """A one-line summary of a YAML error, with the line number in the whole file."""
     lines = str(exc).splitlines()
     problem = getattr(exc, "problem", None) or (lines[0] if lines else "")
@@ -224,10 +224,10 @@ def read_yaml_mapping(
         mapping = _lenient_load(fm, loader)
         if not mapping:
             raise InputError(
-                where, f"frontmatter is not readable YAML ({_yaml_problem(exc, line_offset)})"
+                where, f"frontmatter is not readable YAML ({yaml_problem(exc, line_offset)})"
             ) from None
         warning = (
-            f"{where}: frontmatter is not valid YAML ({_yaml_problem(exc, line_offset)}); "
+            f"{where}: frontmatter is not valid YAML ({yaml_problem(exc, line_offset)}); "
             "read leniently"
         )
         return ParsedYaml(mapping, False, (warning,))

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, read_text
-from pytest_skilltrigger.skills.frontmatter import locate_frontmatter
+from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, check_query, read_text
+from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, yaml_problem
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
 from pytest_skilltrigger.support.errors import InputError
 
@@ -178,18 +178,12 @@ def _load_case(folder: str) -> dict[str, Any]:
     return case
 
 
-def _yaml_problem(exc: yaml.YAMLError) -> str:
-    """A one-line summary of a YAML error, with its line number."""
-    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    mark = getattr(exc, "problem_mark", None)
-    return f"{problem} at line {mark.line + 1}" if mark is not None else problem
-
-
-def _load_yaml(text: str, where: str) -> Any:
+def _load_yaml(text: str, where: str, line_offset: int = 0) -> Any:
+    """YAML from ``text``, which starts ``line_offset`` lines into the file ``where``."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise InputError(where, f"not valid YAML: {_yaml_problem(exc)}") from None
+        raise InputError(where, f"not valid YAML: {yaml_problem(exc, line_offset)}") from None
     except (ValueError, RecursionError) as exc:  # a bad date, deep nesting
         raise InputError(where, f"not usable YAML: {exc}") from None
 
@@ -244,7 +238,7 @@ def _split_markdown(path: str) -> tuple[dict[str, Any], str, bool]:
     if not re.match(r"---[ \t\r]*\n", text):
         return {}, text, False
     span = locate_frontmatter(text, path)
-    data = _load_yaml(text[span.start : span.end], path)
+    data = _load_yaml(text[span.start : span.end], path, line_offset=1)  # after its "---"
     if data is None:
         return {}, text[span.body_start :], True
     if not isinstance(data, dict):
@@ -513,7 +507,7 @@ def _check_grader(grader: Any, path: str, where: str) -> None:
     if not isinstance(grader, dict):
         raise _invalid(where, path, "Expected object")
     kind = grader.get("type")
-    if kind not in _GRADER_FIELDS:
+    if not isinstance(kind, str) or kind not in _GRADER_FIELDS:
         kinds = " | ".join(f"'{k}'" for k in _GRADER_FIELDS)
         raise _invalid(where, f"{path}.type", f"Invalid discriminator value. Expected {kinds}")
     own, required = _GRADER_FIELDS[kind]
@@ -717,6 +711,7 @@ def eval_set_of(cases: Sequence[TriggerCase], path: str) -> EvalSet:
     seen: dict[str, TriggerCase] = {}
     entries: list[EvalEntry] = []
     for case in ordered:
+        check_query(case.prompt, True, case.folder, "prompt")  # as an eval file's query is
         earlier = seen.setdefault(case.prompt.strip(), case)
         if earlier is not case:
             raise InputError(path, f"{case.folder} repeats the prompt of {earlier.folder}")

@@ -15,6 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from pytest_skilltrigger.skills.evalset import read_text
 from pytest_skilltrigger.support.errors import InputError
 
 MANIFEST = os.path.join(".claude-plugin", "plugin.json")
@@ -39,13 +40,13 @@ def is_plugin_root(folder: str) -> bool:
 def read_plugin(root: str) -> Plugin:
     """The plugin at ``root``; InputError naming the manifest when it cannot be loaded."""
     path = os.path.join(os.path.abspath(root), MANIFEST)
+    text = read_text(path)  # a BOM or UTF-16 as editors save them; one-line errors
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
+        data = json.loads(text)
+    except ValueError as exc:
         raise InputError(path, f"is not valid JSON ({exc})") from None
+    except RecursionError:
+        raise InputError(path, "is not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise InputError(path, "must be a JSON object")
     name = data.get("name")

@@ -197,7 +197,12 @@ def test_cache_reads_count_only_where_the_api_counts_them() -> None:
 
 @pytest.mark.parametrize(
     "text,problem",
-    [("fast", "must be off or RPM"), ("0,5", "above 0"), ("1,2,3,4", "must be off or RPM")],
+    [
+        ("fast", "must be off or RPM"),
+        ("0,5", "above 0"),
+        ("1,2,3,4", "must be off or RPM"),
+        ("²", "must be off or RPM"),  # a digit to str.isdigit(), not to int()
+    ],
 )
 def test_a_bad_rate_limit_names_the_option(text: str, problem: str) -> None:
     from pytest_skilltrigger.support.errors import InputError

@@ -318,6 +318,10 @@ BAD_CASES = {
         VERSION + NAME + PROMPT + "graders: [{name: g, type: vibes}]\n",
         "graders.0.type",
     ),
+    "type a list": (
+        VERSION + NAME + PROMPT + "graders: [{name: g, type: [tool_used]}]\n",
+        "graders.0.type",
+    ),
     "too many runs": (
         VERSION + NAME + "runs: 51\n" + PROMPT + GRADERS,
         "runs: Number must be at least 1 and at most 50",
@@ -357,6 +361,8 @@ def test_prompt_md_problems(tmp_path: Path) -> None:
     assert 'must include "type:"' in read_error(tmp_path, grader)
     write(grader, "---\ntype: tool_used\ntool: [unclosed\n---\n")
     assert "not valid YAML" in read_error(tmp_path, grader)
+    write(grader, "---\ntype: tool_used\ntool: Skill\nmax: [1\n---\n")
+    assert "at line 5" in read_error(tmp_path, grader)  # counted in the whole file
     write(grader, "---\ntype: tool_used\ntool: Skill\n")
     assert "not closed" in read_error(tmp_path, grader)
 
@@ -452,6 +458,9 @@ def test_eval_set_of_refuses_mixed_skills_repeats_and_nothing(tmp_path: Path) ->
         eval_set_of([a, TriggerCase("b", "evals/b", "convert zebras ", "acme:alpha", False)], "e")
     with pytest.raises(InputError, match="no trigger cases"):
         eval_set_of([], "evals")
+    lone = TriggerCase("c", "evals/c", "convert \ud800 zebras", "acme:alpha", True)
+    with pytest.raises(InputError, match="evals/c: prompt: query is not valid Unicode"):
+        eval_set_of([a, lone], "evals")
 
 
 # --- writing ---------------------------------------------------------------------------------

@@ -115,6 +115,7 @@ def test_a_name_that_differs_from_the_folder_is_an_alias_with_a_warning(tmp_path
         ("{}", "has no 'name'"),
         ('{"name": "a b"}', "is not a plugin name"),
         ("[1]", "must be a JSON object"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
     ],
 )
 def test_a_broken_manifest_is_a_one_line_error(tmp_path: Path, manifest: str, problem: str) -> None:
@@ -219,3 +220,10 @@ def test_a_case_that_names_an_alias_checks_the_skill_it_loads(tmp_path: Path) ->
     queries = [e.query for e in gamma.eval_set.entries]
     assert "tune the kazoos by-alias" in queries and "tune the kazoos bare-name" in queries
     assert found.not_collected == []
+
+
+def test_a_manifest_saved_with_a_bom_is_read(tmp_path: Path) -> None:
+    """Windows editors add a BOM; Claude Code reads such a manifest, and so do we."""
+    plugin = make_plugin(tmp_path / "acme", manifest='\ufeff{"name": "acme"}')
+    (target, *_rest) = load_targets([str(plugin)])
+    assert target.name.startswith("acme:")
