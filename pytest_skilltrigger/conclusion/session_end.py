@@ -198,7 +198,7 @@ class SessionEnd:
         xdist workers' together (None: no CLI run was made)."""
         from pytest_skilltrigger.engine.load_governor import side_by_side
 
-        here = engine.lanes.load() if engine is not None and engine.lanes is not None else None
+        here = engine.load() if engine is not None else None
         if here is not None and here.most_in_flight:
             return here
         return side_by_side(self.gathered.worker_loads)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import replace
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
@@ -70,12 +69,25 @@ class Asker:
             with self._slot(backend):
                 answer = backend.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
-            self.guard.settle(reserved, Calls(Usage(), exc.requests, phase, model))
+            failed = Calls(
+                Usage(),
+                exc.requests,
+                phase,
+                model,
+                waited=exc.waited,
+                rate_limited=exc.rate_limited,
+            )
+            self.guard.settle(reserved, failed)
             raise
-        calls = Calls(answer.usage, answer.requests, phase, model)
-        self.guard.settle(
-            reserved, replace(calls, waited=answer.waited, rate_limited=answer.rate_limited)
+        calls = Calls(
+            answer.usage,
+            answer.requests,
+            phase,
+            model,
+            waited=answer.waited,
+            rate_limited=answer.rate_limited,
         )
+        self.guard.settle(reserved, calls)
         return answer.text, answer.usage
 
     def _slot(self, backend: TriggerBackend) -> AbstractContextManager[object]:

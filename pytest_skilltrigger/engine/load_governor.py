@@ -110,7 +110,7 @@ def next_limit(limit: int, load: Load, floor: int, policy: Policy) -> int:
         return limit
     if load.cpu >= policy.saturated:
         return min(limit, max(floor, limit - max(1, limit // 4)))
-    if load.cpu < policy.target and load.waiting and limit < load.ceiling:
+    if load.cpu < policy.target and load.waiting:
         # in proportion to the room left (the CPU a run uses is about the same for each),
         # at most doubling: a run started late in the tick has not shown its CPU yet
         room = int(limit * (policy.target - load.cpu) / max(load.cpu, 0.01))

@@ -38,6 +38,7 @@ from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate, Sampling
+    from pytest_skilltrigger.engine.load_governor import LoadReport
 
 #: what a sampling needs: the context (on its model), the entry and the plan
 Request = tuple[TriggerContext, EvalEntry, SamplingPlan]
@@ -149,6 +150,11 @@ class TriggerSession:
         """Why the session makes no further call (bad credentials, an unknown model), if so;
         with a model matrix, the first model's that stopped."""
         return self.lanes.stopped if self.lanes is not None else None
+
+    def load(self) -> LoadReport | None:
+        """How many claude-code runs this process keeps in flight, and why (None: another
+        backend, or no backend)."""
+        return self.lanes.load() if self.lanes is not None else None
 
     @property
     def exhausted(self) -> str | None:

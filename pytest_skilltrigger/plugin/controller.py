@@ -269,7 +269,7 @@ class Controller(Role):
     @staticmethod
     def _load(engine: TriggerSession | None) -> LoadReport | None:
         """How many runs the claude-code backend keeps in flight (None: another backend)."""
-        return engine.lanes.load() if engine is not None and engine.lanes is not None else None
+        return engine.load() if engine is not None else None
 
     def _load_header(self, engine: TriggerSession) -> list[str]:
         """What the claude-code backend's runs in flight start at, and why."""

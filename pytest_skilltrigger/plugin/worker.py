@@ -69,7 +69,7 @@ class DistWorker(ItemRunner):
         """Tell the controller how many CLI runs were in flight here (it has the terminal
         and writes the JSON)."""
         engine = self.started_engine
-        load = engine.lanes.load() if engine is not None and engine.lanes is not None else None
+        load = engine.load() if engine is not None else None
         output = getattr(self.config, "workeroutput", None)
         if load is not None and load.most_in_flight and output is not None:
             from pytest_skilltrigger.plugin.xdist_exchange import LOAD_KEY

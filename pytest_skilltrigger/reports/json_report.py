@@ -36,8 +36,8 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         "models": list(dict.fromkeys(s.model for s in report.skills if s.model)),
         "model_disagreements": [d.to_dict() for d in disagreements(report.skills)],
         "routing": [table.to_dict() for table in report.routing],
-        # the claude-code backend's CLI processes in flight in the process that wrote this
-        # (null: another backend, or runs made in xdist workers)
+        # the claude-code backend's CLI processes in flight, the xdist workers' added up
+        # (null: another backend)
         "concurrency": report.load.to_dict() if report.load is not None else None,
         "totals": {
             **report.total().to_dict(),

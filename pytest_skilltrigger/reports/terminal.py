@@ -91,7 +91,8 @@ def load_header_line(load: LoadReport) -> str:
 
 def load_summary_line(load: LoadReport) -> str:
     """How many runs were in flight: on average while any was, the most at once, where the
-    limit moved, and the most memory a CLI process held."""
+    limit moved, and the most memory a CLI process held (under xdist, the workers' figures
+    added up)."""
     workers = f" over {load.processes} workers" if load.processes > 1 else ""
     line = (
         f"skilltrigger: {load.backend}: {load.average_in_flight:.1f} runs in flight on average"
@@ -104,6 +105,8 @@ def load_summary_line(load: LoadReport) -> str:
         )
     elif load.governed:
         line += f" (the limit stayed at {load.final_limit})"
+    if load.processes > 1:  # each worker's figures at its own moments: a sum, not a reading
+        line += ", each figure the workers' added up"
     if load.process_peak:
         line += f"; a CLI process held at most {_megabytes(load.process_peak)}"
     return line

@@ -21,8 +21,13 @@ class InputError(Exception):
 
 class AskError(Exception):
     """The improve model could not be asked (API or CLI failure); the message is redacted.
-    ``requests`` is how many requests were sent all the same (they are counted)."""
+    ``requests`` is how many requests were sent all the same (they are counted), with the
+    seconds it waited for the rate limit and the 429s it met."""
 
-    def __init__(self, message: str, requests: int = 0) -> None:
+    def __init__(
+        self, message: str, requests: int = 0, waited: float = 0.0, rate_limited: int = 0
+    ) -> None:
         super().__init__(message)
         self.requests = requests
+        self.waited = waited
+        self.rate_limited = rate_limited

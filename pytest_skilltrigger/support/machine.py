@@ -166,14 +166,12 @@ class PeakMemory:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._largest: int | None = None
-        self._count = 0
         self.listeners: list[Callable[[int], None]] = []
 
     def record(self, peak: int | None) -> None:
         if peak is None or peak <= 0:
             return
         with self._lock:
-            self._count += 1
             if self._largest is None or peak > self._largest:
                 self._largest = peak
             listeners = list(self.listeners)
@@ -184,8 +182,3 @@ class PeakMemory:
     def largest(self) -> int | None:
         """The largest peak recorded (None: none yet)."""
         return self._largest
-
-    @property
-    def count(self) -> int:
-        """How many processes were measured."""
-        return self._count

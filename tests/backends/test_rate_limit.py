@@ -140,6 +140,24 @@ def test_questions_are_paced_with_the_runs(fake_api: FakeMessagesAPI) -> None:
     assert fake_api.stats["calls"] == 2
 
 
+def test_a_question_refused_to_the_end_counts_its_429s(quick_retries: FakeMessagesAPI) -> None:
+    """A question the API refuses every time fails, and its requests and 429s are counted
+    under its phase all the same (a failure is where the 429s matter)."""
+    from pytest_skilltrigger.support.errors import AskError
+
+    quick_retries.fail_first_tries = {"429": 1000}
+    session = TriggerSession(Settings(cache_mode="off", rate_limit="off"))
+    try:
+        with pytest.raises(AskError):
+            session.ask("one word please", phase="improve")
+        spent = session.spending()["improve"]
+    finally:
+        session.close()
+    refused = quick_retries.stats["first_try_faults"]["429"]
+    assert refused == quick_retries.stats["calls"] > 0
+    assert spent.calls == refused and spent.rate_limited == refused
+
+
 def test_the_buckets_follow_the_headers() -> None:
     limiter = RateLimiter(RateLimitSetting())
     never = threading.Event()

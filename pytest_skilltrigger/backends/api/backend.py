@@ -308,9 +308,9 @@ class AnthropicBackend:
                     break
                 except self.connection.sdk().RateLimitError as exc:
                     if not self.limiter.enabled or refusals == RATE_LIMIT_RETRIES:
-                        raise AskError(redact(str(exc)), requests=state.sent) from None
+                        raise _failed(exc, state) from None
                 except self.connection.sdk().APIError as exc:
-                    raise AskError(redact(str(exc)), requests=state.sent) from None
+                    raise _failed(exc, state) from None
         text = "".join(getattr(b, "text", "") for b in message.content if b.type == "text")
         usage = Usage.from_dict(message.usage.model_dump())
         return Answer(text, usage, state.sent, state.waited, state.refused)
@@ -331,3 +331,9 @@ class AnthropicBackend:
         if self.captures is not None:
             self.captures.close()
         self.connection.close()
+
+
+def _failed(exc: Exception, state: RunState) -> AskError:
+    """A question that failed, with what it cost all the same: its requests, its waits and
+    its 429s."""
+    return AskError(redact(str(exc)), state.sent, state.waited, state.refused)

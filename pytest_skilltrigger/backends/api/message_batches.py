@@ -19,7 +19,6 @@ retries, authentication and transport apply.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -178,8 +177,10 @@ class MessageBatches:
             except BatchError as exc:
                 if not exc.rejected or attempt == CREATE_TRIES - 1:
                     raise
-                # a 429 says how long to wait; otherwise back off
-                time.sleep(exc.retry_after if exc.retry_after is not None else 2.0**attempt)
+                # a 429 says how long to wait; otherwise back off; a closing session stops it
+                wait = exc.retry_after if exc.retry_after is not None else 2.0**attempt
+                if connection.closed.wait(wait):
+                    raise BatchError("the session closed while a batch waited to be sent") from None
         self._beta[batch.id] = bool(betas)
         return str(batch.id)
 

@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
+from pytest_skilltrigger.backends.api.sdk_client import retry_after
 from pytest_skilltrigger.model.rate_limits import RESOURCES, Limits, RateLimitSetting
 
 WINDOW = 60.0  # seconds a bucket takes to fill from empty, as the API states its limits
@@ -296,7 +297,7 @@ class RateLimiter:
             return
         cls = model_class(model)
         stated = _stated(headers)
-        retry = _seconds(headers.get("retry-after")) if status == 429 else None
+        retry = retry_after(headers) if status == 429 else None  # as the SDK reads it
         if not stated and retry is None:
             return
         self.store.update(lambda classes: _adopt(classes, cls, stated, self.setting, retry))
@@ -328,13 +329,6 @@ def _until(reset: str | None, now: float) -> float | None:
         return None
     moment = datetime.fromisoformat(reset.replace("Z", "+00:00"))
     return moment.timestamp() - now
-
-
-def _seconds(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _within(limits: Mapping[str, float], preset: Limits) -> dict[str, float]:

@@ -67,20 +67,25 @@ class LiveRuns:
             self._pool.submit(self._next)
 
     def _next(self) -> None:
+        if self.stop.reason:  # no call will be made: no slot to wait for
+            self._waiting.pop().take(self.stop.error())
+            return
         with self.concurrency.slot():
             job = self._waiting.pop()
-            outcome = self._run(job)
-        if outcome is not None:
-            job.take(outcome)
+            made = self._run(job)
+        # the sampling's next wave, its store write and its callers are not the slot's
+        if isinstance(made, RunOutcome):
+            job.take(made)
+        else:
+            job.drop(made)
 
-    def _run(self, job: RunJob) -> RunOutcome | None:
-        """The run's outcome (None: not made; its job was told why)."""
+    def _run(self, job: RunJob) -> RunOutcome | str:
+        """The run's outcome, or why it was not made (the budget)."""
         if self.stop.reason:
             return self.stop.error()
         reserved = self._fund(job)
         if reserved is None:
-            job.drop(budget_reached(self.guard.budget_usd if self.guard else None))
-            return None
+            return budget_reached(self.guard.budget_usd if self.guard else None)
         try:
             outcome = self.backend.run(job.context, job.query)
         except Exception as exc:  # a backend bug must not hang the item
