@@ -109,8 +109,7 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
     from pytest_skilltrigger.model.formatting import display_path
     from pytest_skilltrigger.skills.plugin_eval import check_plugin_eval, write_plugin_eval
 
-    for target in targets:
-        check_plugin_eval(folder, target.name, target.eval_set)
+    check_plugin_eval(folder, [(target.name, target.eval_set) for target in targets])
     written = [
         path
         for target in targets

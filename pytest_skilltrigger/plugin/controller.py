@@ -46,12 +46,12 @@ class Controller(Role):
     def __init__(self, config: pytest.Config) -> None:
         # (workers run with the arguments and rootdir the controller settled: checked here)
         options.check_values_not_taken_for_paths(config)
+        export = options.export_plugin_eval(config)  # before the targets: they may draft
         super().__init__(config)
         self.conclusion: Conclusion | None = None
         self.html = None
         if not self.targets:
             return
-        export = options.export_plugin_eval(config)
         if export is not None:
             self._export_plugin_eval(export)
         self.end.check_inputs()

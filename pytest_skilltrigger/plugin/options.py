@@ -187,8 +187,14 @@ def improve_model(config: pytest.Config) -> str | None:
 
 
 def export_plugin_eval(config: pytest.Config) -> str | None:
-    """The folder ``--export-plugin-eval`` names (absolute), or None."""
+    """The folder ``--export-plugin-eval`` names (absolute), or None. Not with
+    ``--draft-eval-set``: the export makes no call, and drafting is paid."""
     given = value(config, "--export-plugin-eval")
+    if given and draft_mode(config):
+        raise InputError(
+            "--export-plugin-eval",
+            "makes no call, so it does not draft: run --draft-eval-set first, then export",
+        )
     return os.path.abspath(str(given)) if given else None
 
 

@@ -791,12 +791,20 @@ def write_plugin_eval(
     return [case_file.path for case_file in files]
 
 
-def check_plugin_eval(
-    out_dir: str, listed_name: str, eval_set: EvalSet, runs: int | None = None
-) -> None:
-    """Raise what :func:`write_plugin_eval` would raise, writing nothing: a session that
-    exports several skills checks every one before it writes the first."""
-    _planned_cases(_Export(out_dir, listed_name, eval_set, runs))
+def check_plugin_eval(out_dir: str, exports: Sequence[tuple[str, EvalSet]]) -> None:
+    """Raise what :func:`write_plugin_eval` would raise for each ``(listed name, eval set)``
+    in turn, writing nothing, or that two skills' cases would share a folder (``acme:alpha``
+    and ``acme-alpha`` both export as ``acme-alpha-01-…``): a session that exports several
+    skills checks every one before it writes the first."""
+    owners: dict[str, str] = {}
+    for listed_name, eval_set in exports:
+        for case_file in _planned_cases(_Export(out_dir, listed_name, eval_set, None)):
+            folder = os.path.dirname(case_file.path)
+            owner = owners.setdefault(folder, listed_name)
+            if owner != listed_name:
+                raise InputError(
+                    folder, f"the cases of {owner} and {listed_name} would share this folder"
+                )
 
 
 def _planned_cases(export: _Export) -> list[_CaseFile]:

@@ -20,8 +20,9 @@ from pytest_skilltrigger.support.errors import InputError
 
 MANIFEST = os.path.join(".claude-plugin", "plugin.json")
 SKILLS_FOLDER = "skills"
-# what a plugin's name may be to stand in an id (``plugin:folder``) and a folder name
-_PLUGIN_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+# what a plugin's name may be to stand in an id (``plugin:folder``) and a folder name:
+# nothing that could leave its folder
+SAFE_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def read_plugin(root: str) -> Plugin:
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
         raise InputError(path, "has no 'name' (Claude Code does not load a plugin without one)")
-    if not _PLUGIN_NAME_RE.fullmatch(name):
+    if not SAFE_NAME_RE.fullmatch(name):
         raise InputError(
             path, f"'name' {name!r} is not a plugin name (letters, digits, '.', '_', '-')"
         )

@@ -106,3 +106,18 @@ def test_an_export_folder_that_cannot_be_written_is_a_one_line_error(
     errors = [line for line in result.stderr.lines if "a-file" in line]
     assert len(errors) == 1 and "Traceback" not in result.stderr.str()
     assert fake_api.stats["calls"] == 0
+
+
+def test_an_export_does_not_draft(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
+    """The export makes no call, and drafting is paid: together they are a one-line error
+    before any draft is asked for, and nothing is written."""
+    plugin = make_plugin(pytester.path, with_eval_set=True)
+    out = pytester.path / "exported"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(plugin, f"--export-plugin-eval={out}", "--draft-eval-set")
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if "--export-plugin-eval" in line]
+    assert len(errors) == 1 and "--draft-eval-set first" in errors[0]
+    assert "Traceback" not in result.stderr.str()
+    assert fake_api.stats["calls"] == 0 and not out.exists()

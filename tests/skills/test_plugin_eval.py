@@ -629,3 +629,18 @@ def test_an_unwritable_folder_is_refused_before_writing(tmp_path: Path) -> None:
         assert not (out / "acme-alpha-02-trigger").exists()
     finally:
         locked.chmod(0o755)
+
+
+def test_two_skills_whose_cases_would_share_folders_are_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """``acme:alpha`` and ``acme-alpha`` export under the same folder names: the check of
+    the whole export says so, and nothing is written."""
+    from pytest_skilltrigger.skills.plugin_eval import check_plugin_eval
+
+    out = tmp_path / "exported"
+    queries = EvalSet(str(tmp_path / "e.json"), (EvalEntry(0, "convert my zebras", True),))
+    check_plugin_eval(str(out), [("acme:alpha", queries), ("acme:beta", queries)])
+    with pytest.raises(InputError, match="the cases of acme:alpha and acme-alpha would share"):
+        check_plugin_eval(str(out), [("acme:alpha", queries), ("acme-alpha", queries)])
+    assert not out.exists()

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, TriggerContext
+from pytest_skilltrigger.skills.plugins import MANIFEST, SAFE_NAME_RE
 from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.support.errors import InputError
 
@@ -30,8 +30,6 @@ WORKSPACE_PARTS = ("project", "config", "plugins", "tmp")
 # run made from another layout saw another listing. 2: the user's skills read from the
 # private config folder (they were not listed before), plugins loaded with --plugin-dir.
 WORKSPACE_LAYOUT = 2
-# a folder or plugin name written into a workspace: nothing that could leave its folder
-SAFE_PART_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 # Keys of the user's global config that carry the login's account, copied into each run.
 # Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
 # key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
@@ -125,7 +123,7 @@ def installed_text(skill: ListedSkill, tested: bool) -> str:
 
 def safe_id(name: str) -> bool:
     """Whether a skill id can be laid out as folders (``folder`` or ``plugin:folder``)."""
-    return all(SAFE_PART_RE.fullmatch(part) for part in name.split(":")) and name.count(":") <= 1
+    return all(SAFE_NAME_RE.fullmatch(part) for part in name.split(":")) and name.count(":") <= 1
 
 
 def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
@@ -153,8 +151,7 @@ def _skill_folder(run_dir: Path, skill: ListedSkill, plugins: dict[int, Path]) -
         return run_dir / "project" / ".claude" / "skills" / skill.folder
     if skill.group not in plugins:
         root = run_dir / "plugins" / f"{skill.group - FIRST_PLUGIN:02d}-{skill.plugin}"
-        (root / ".claude-plugin").mkdir(parents=True)
-        manifest = {"name": skill.plugin}
-        (root / ".claude-plugin" / "plugin.json").write_text(json.dumps(manifest), "utf-8")
+        (root / MANIFEST).parent.mkdir(parents=True)
+        (root / MANIFEST).write_text(json.dumps({"name": skill.plugin}), "utf-8")
         plugins[skill.group] = root
     return plugins[skill.group] / "skills" / skill.folder
