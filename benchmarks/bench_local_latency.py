@@ -155,10 +155,27 @@ def ratios(rows: list[Row], entries, latency: float) -> list[dict]:
     return targets
 
 
-def report(rows: list[Row], entries, latency: float) -> list[dict]:
+def per_request(rows: list[Row], cpus: int) -> None:
+    """Each row's wall time and CPU per request, and the least wall time the plugin's default
+    could take on this machine: its CPU spread over every CPU."""
+    cells = [
+        f"{r.label} {r.wall / r.calls:.2f} s wall, {r.cpu / r.calls:.2f} s CPU"
+        for r in rows
+        if r.calls
+    ]
+    print("per request: " + "; ".join(cells))
+    floor = rows[DEFAULT].cpu / cpus
+    print(
+        f"the default's CPU over {cpus} CPUs: {floor:.1f} s at the least, "
+        f"{floor / rows[OFFICIAL].wall:.2f} of the official runner's wall time"
+    )
+
+
+def report(rows: list[Row], entries, latency: float, cpus: int) -> list[dict]:
     print(f"\n## {latency:g} s of latency ({len(entries)} queries)\n")
     print(table(rows, entries))
     print()
+    per_request(rows, cpus)
     print(truth_table(entries, rows))
     sampled = ", ".join(
         f"{r.label} {mb(r.sampled_peak)} MB" for r in rows if r.peak_rss is not None
@@ -191,7 +208,7 @@ def main() -> int:
         plugin = make_plugin(tmp, entries)
         for latency in args.latency:
             rows = measure(plugin, entries, latency, cpus)
-            targets += report(rows, entries, latency)
+            targets += report(rows, entries, latency, cpus)
     emit(targets)
     return 0
 
