@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
-from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS
+from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.model.outcome import Usage
@@ -69,25 +69,9 @@ class Asker:
             with self._slot(backend):
                 answer = backend.ask(prompt, model=model)
         except AskError as exc:  # what was sent is counted all the same
-            failed = Calls(
-                Usage(),
-                exc.requests,
-                phase,
-                model,
-                waited=exc.waited,
-                rate_limited=exc.rate_limited,
-            )
-            self.guard.settle(reserved, failed)
+            self.guard.settle(reserved, _paid(exc, Usage(), phase, model))
             raise
-        calls = Calls(
-            answer.usage,
-            answer.requests,
-            phase,
-            model,
-            waited=answer.waited,
-            rate_limited=answer.rate_limited,
-        )
-        self.guard.settle(reserved, calls)
+        self.guard.settle(reserved, _paid(answer, answer.usage, phase, model))
         return answer.text, answer.usage
 
     def _slot(self, backend: TriggerBackend) -> AbstractContextManager[object]:
@@ -99,6 +83,13 @@ class Asker:
     def close(self) -> None:
         if self._backend is not None and self._backend is not self.trigger_backend:
             self._backend.close()
+
+
+def _paid(asked: Answer | AskError, usage: Usage, phase: str, model: str) -> Calls:
+    """What a question cost, answered or not: its requests, its waits and its 429s."""
+    return Calls(
+        usage, asked.requests, phase, model, waited=asked.waited, rate_limited=asked.rate_limited
+    )
 
 
 def unavailable(reason: str | None) -> BackendUnavailable:
