@@ -147,12 +147,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_row(row: dict[str, Any]) -> None:
+    from pytest_skilltrigger.model.stats import wilson
+
     share = row["refused"] / row["requests"] if row["requests"] else 0.0
+    low, high = wilson(row["refused"], row["requests"]) if row["requests"] else (0.0, 1.0)
     ratio = row["span"] / row["ideal"] if row["ideal"] else float("nan")
     print(
         f"{row['scenario']:22s} {row['code']:7s} -n {row['workers']}: "
         f"{row['errored']} of {row['items']} items errored, {row['requests']} requests, "
-        f"429s {share:.1%}, wall {row['span']:.1f}s (whole run {row['wall']:.1f}s), "
+        f"429s {row['refused']} ({share:.1%}, 95% interval {low:.1%}–{high:.1%}), "
+        f"wall {row['span']:.1f}s (whole run {row['wall']:.1f}s), "
         f"ideal {row['ideal']:.1f}s, ratio {ratio:.2f}",
         flush=True,
     )
