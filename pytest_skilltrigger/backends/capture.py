@@ -183,8 +183,11 @@ class _RecorderHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
 
-def record_cli_request(call: CliCall, cli_version: str, workspace: str) -> CapturedRequest:
-    """Run the CLI with the marker as its query against a recorder; its first request."""
+def record_cli_request(
+    call: CliCall, cli_version: str, workspace: str, given: Callable[[str], str]
+) -> CapturedRequest:
+    """Run the CLI with the marker as its query against a recorder; its first request.
+    ``given`` is what the CLI reads on stdin for a query (as trigger runs give it)."""
     recorder = _Recorder()
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
     thread.start()
@@ -193,7 +196,7 @@ def record_cli_request(call: CliCall, cli_version: str, workspace: str) -> Captu
         try:
             done = subprocess.run(
                 call.command,
-                input=MARKER,
+                input=given(MARKER),
                 cwd=call.cwd,
                 env=env,
                 capture_output=True,

@@ -177,6 +177,50 @@ def test_concurrent_runs_each_see_exactly_one_copy(
     assert not Path(backend._root).exists()
 
 
+def _without_metadata(body: dict[str, Any]) -> dict[str, Any]:
+    """A request without its metadata (ids of the process and of its fresh config folder;
+    the model never sees them)."""
+    return {k: v for k, v in body.items() if k != "metadata"}
+
+
+def test_a_kept_process_sends_what_a_fresh_one_sends(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A process answers the runs of its context one after another: the query after a skill
+    call, a tool call and a plain answer is sent exactly as the same process sent it first,
+    and as a fresh process in the same folder sends it; no request is made but the runs'."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    query = "merge the quarterly pdf reports into one"
+    fake_api.script(query, [f"skill:{SKILL}"])
+    fake_api.script("list the files here", ["tool:Bash"])
+    fake_api.script("what is a good name for a cat", ["text"])
+    fake_api.script("tidy the csv please", [f"skill:{SIBLING}"])
+    context = TriggerContext(SKILL, DESCRIPTION, (ListedSkill(SIBLING, SIBLING_DESCRIPTION),))
+    other = TriggerContext(SKILL, "Another description under test.", ())
+    backend = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    try:
+        first = [
+            backend.run(context, q)
+            for q in [query, "list the files here", "what is a good name for a cat", query]
+        ]
+        chosen = [o.chosen for o in first]
+        assert chosen == [f"skill:{SKILL}", "tool:Bash", "text", f"skill:{SKILL}"], first
+        assert backend.run(other, "tidy the csv please").status != "error"  # the kept one goes
+        assert backend.run(context, query).chosen == f"skill:{SKILL}"  # a fresh process
+    finally:
+        backend.close()
+    bodies = list(fake_api.requests)
+    assert len(bodies) == 6  # one request a run: no interrupt or rewind reached the API
+    kept_first, kept_again, fresh = bodies[0], bodies[3], bodies[5]
+    assert kept_again == kept_first  # the same process: byte for byte
+    assert _without_metadata(fresh) == _without_metadata(kept_first)
+    assert fresh["metadata"] != kept_first["metadata"]  # it really was another process
+    assert listed(bodies[4], SKILL) == ["Another description under test."]
+
+
 def test_plugin_under_xdist_with_concurrent_cli_runs(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, claude_bin: str
 ) -> None:

@@ -15,40 +15,45 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.backends.claude_code.process import CliCall, cli_memory, run_until_decided
+from pytest_skilltrigger.backends.claude_code.process import CliCall, WarmCli, cli_memory
 from pytest_skilltrigger.backends.claude_code.workspace import skill_file
 from tests.backends.test_claude_code_cli import DESCRIPTION, SKILL, claude_bin  # noqa: F401
 from tests.fake_messages_api import FakeMessagesAPI
 
 HELD = 64 * 1024 * 1024
-DECISION = [
-    {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"},
-    {
-        "type": "assistant",
-        "message": {"content": [{"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]},
-    },
-]
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
-def test_a_runs_peak_memory_is_read_before_it_is_stopped(tmp_path: Path) -> None:
-    """A stand-in CLI that touches memory, then decides and waits to be killed: the peak it
-    reached is the run's, and the largest of the process's CLI runs."""
-    lines = "".join(json.dumps(line) + "\n" for line in DECISION)
+def test_a_runs_peak_memory_is_read_after_its_query(tmp_path: Path) -> None:
+    """A stand-in CLI that touches memory, then decides and settles: the peak it reached is
+    the run's, and the largest of the process's CLI runs."""
+    init = {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"}
+    result = {"type": "result", "subtype": "success"}
+    rewound = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "ID", "response": {"rewound": True}},
+    }
     script = tmp_path / "cli.py"
     script.write_text(
-        "import sys, time\n"
-        "sys.stdin.read()\n"
+        "import json, sys\n"
         f"held = bytearray({HELD})\n"
         "for i in range(0, len(held), 4096):\n"
         "    held[i] = 1\n"
         "del held\n"  # the peak stays what it was
-        f"sys.stdout.write({lines!r}); sys.stdout.flush()\n"
-        "time.sleep(60)\n"
+        "for line in sys.stdin:\n"
+        "    msg = json.loads(line)\n"
+        "    if msg['type'] == 'user':\n"
+        f"        print(json.dumps({init!r})); print(json.dumps({result!r}))\n"
+        "    else:\n"
+        f"        print(json.dumps({rewound!r}).replace('ID', msg['request_id']))\n"
+        "    sys.stdout.flush()\n"
     )
-    call = CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), 30.0)
-    finished = run_until_decided(call, "merge these PDFs", lambda proc: None)
-    assert finished.verdict.chosen == "skill:pdf"
+    cli = WarmCli(CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), 30.0))
+    try:
+        finished = cli.ask("merge these PDFs")
+    finally:
+        cli.stop()
+    assert finished.verdict.chosen == "text"
     assert finished.peak_rss is not None and finished.peak_rss > HELD
     assert cli_memory.largest is not None and cli_memory.largest >= finished.peak_rss
 

@@ -1,5 +1,11 @@
-"""One CLI process, run until the model has chosen: its output read as it is written, the
-whole process group killed at the decision or at the timeout, stderr kept for the message."""
+"""One CLI process answering one query after another: each query given as a stream-json user
+message, the output read as it is written up to the decision, the turn ended (an interrupt
+when a tool call is still running) and the conversation rewound; a process that hangs,
+crashes or does not settle is killed with all it started, its stderr kept for the message.
+
+A stand-in CLI (a Python script speaking the same stream-json lines) plays each behaviour;
+the real CLI's side of the protocol is held in ``tests/backends/test_claude_code_cli.py``.
+"""
 
 from __future__ import annotations
 
@@ -9,76 +15,149 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
-from pytest_skilltrigger.backends.claude_code.process import CliCall, run_until_decided
+import pytest
 
-SKILL_CALL = [
-    {"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"},
-    {
-        "type": "assistant",
-        "message": {"content": [{"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]},
-    },
-]
+from pytest_skilltrigger.backends.claude_code import process
+from pytest_skilltrigger.backends.claude_code.process import CliCall, WarmCli
+
+# The stand-in: for each user message it writes ``decide(query)``'s lines; it answers an
+# interrupt with the turn's result and a rewind with ``REWOUND``; everything it reads goes
+# to ``stdin.jsonl``. ``body`` (run first) may redefine any of these.
+STAND_IN = """
+import json, os, subprocess, sys, time
+LOG = open({log!r}, "a")
+INIT = {{"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"}}
+REWOUND = True
+
+def out(*lines):
+    for line in lines:
+        sys.stdout.write(json.dumps(line) + "\\n")
+    sys.stdout.flush()
+
+def decide(query):
+    if "pdf" in query.lower():  # a tool call: the turn goes on until interrupted
+        return [INIT, {{"type": "assistant", "message": {{"content": [
+            {{"type": "tool_use", "name": "Skill", "input": {{"skill": "pdf"}}}}]}}}}]
+    return [INIT, {{"type": "result", "subtype": "success", "usage": {{"output_tokens": 3}}}}]
+
+def answer(request_id, **response):
+    out({{"type": "control_response", "response": {{
+        "subtype": "success", "request_id": request_id, "response": response}}}})
+
+{body}
+
+for line in sys.stdin:
+    LOG.write(line); LOG.flush()
+    msg = json.loads(line)
+    if msg["type"] == "user":
+        out(*decide(msg["message"]["content"]))
+    elif msg["request"]["subtype"] == "interrupt":
+        out({{"type": "result", "subtype": "error_during_execution"}})
+        answer(msg["request_id"])
+    elif msg["request"]["subtype"] == "rewind_conversation":
+        answer(msg["request_id"], rewound=REWOUND)
+"""
 
 
-def fake_cli(tmp_path: Path, body: str) -> list[str]:
-    """A stand-in CLI: a Python script that echoes its stdin to a file, then runs ``body``."""
+def stand_in(tmp_path: Path, body: str = "", timeout: float = 10.0) -> WarmCli:
     script = tmp_path / "cli.py"
-    script.write_text(
-        "import json, os, subprocess, sys, time\n"
-        f"open({str(tmp_path / 'stdin.txt')!r}, 'w').write(sys.stdin.read())\n"
-        + textwrap.dedent(body)
-    )
-    return [sys.executable, str(script)]
+    log = str(tmp_path / "stdin.jsonl")
+    script.write_text(STAND_IN.format(log=log, body=textwrap.dedent(body)))
+    return WarmCli(CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), timeout))
 
 
-def run(tmp_path: Path, body: str, timeout: float = 10.0):
-    started = []
-    call = CliCall(fake_cli(tmp_path, body), tmp_path, dict(os.environ), timeout)
-    finished = run_until_decided(call, "merge these PDFs", started.append)
-    assert len(started) == 1  # the backend could kill it from the start
-    return finished
+def given(tmp_path: Path) -> list[dict[str, Any]]:
+    lines = (tmp_path / "stdin.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
 
 
-def test_the_decision_stops_the_process_and_its_children_at_once(tmp_path: Path) -> None:
-    lines = "".join(json.dumps(line) + "\n" for line in SKILL_CALL)
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (or is a zombie of init), waiting a moment for it."""
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return "zombie" in Path(f"/proc/{pid}/status").read_text()
+
+
+def test_one_process_answers_queries_one_after_another(tmp_path: Path) -> None:
+    """A tool call is interrupted (the turn still runs), a plain answer is not (its result
+    ended the turn); each query is rewound by its own id and the process stays."""
+    cli = stand_in(tmp_path)
+    try:
+        first = cli.ask("merge these PDFs")
+        second = cli.ask("what time is it")
+        assert first.verdict.chosen == "skill:pdf" and second.verdict.chosen == "text"
+        assert cli.reusable and cli.proc.poll() is None
+        assert first.returncode is None and not first.timed_out
+    finally:
+        cli.stop()
+    kinds = [m.get("request", {}).get("subtype", m["type"]) for m in given(tmp_path)]
+    assert kinds == ["user", "interrupt", "rewind_conversation", "user", "rewind_conversation"]
+    users = [m for m in given(tmp_path) if m["type"] == "user"]
+    rewinds = [m for m in given(tmp_path) if m.get("request", {}).get("target_message_uuid")]
+    assert [u["message"] for u in users] == [
+        {"role": "user", "content": "merge these PDFs"},
+        {"role": "user", "content": "what time is it"},
+    ]
+    assert [r["request"]["target_message_uuid"] for r in rewinds] == [u["uuid"] for u in users]
+
+
+def test_stop_ends_the_process_and_its_children(tmp_path: Path) -> None:
     body = f"""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    open({str(tmp_path / "child.pid")!r}, 'w').write(str(child.pid))
-    sys.stdout.write({lines!r}); sys.stdout.flush()
-    time.sleep(60)
+    open({str(tmp_path / "child.pid")!r}, "w").write(str(child.pid))
     """
-    began = time.monotonic()
-    finished = run(tmp_path, body)
-    assert time.monotonic() - began < 10
-    assert finished.verdict.chosen == "skill:pdf" and finished.verdict.skills == ("pdf",)
-    assert not finished.timed_out
-    assert (tmp_path / "stdin.txt").read_text() == "merge these PDFs"  # given on stdin
-    child = int((tmp_path / "child.pid").read_text())
-    for _ in range(50):  # the group was killed: the child is gone (or a zombie of init)
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break
-        time.sleep(0.05)
-    else:
-        status = Path(f"/proc/{child}/status").read_text()
-        assert "zombie" in status
+    cli = stand_in(tmp_path, body)
+    assert cli.ask("merge these PDFs").verdict.chosen == "skill:pdf"
+    cli.stop()
+    assert not cli.reusable and cli.proc.returncode is not None
+    assert gone(int((tmp_path / "child.pid").read_text()))
 
 
 def test_a_process_that_hangs_is_killed_at_the_timeout(tmp_path: Path) -> None:
-    finished = run(tmp_path, "time.sleep(60)\n", timeout=1.0)
+    cli = stand_in(tmp_path, "def decide(query):\n    time.sleep(60)\n", timeout=1.0)
+    finished = cli.ask("merge these PDFs")
     assert finished.timed_out and finished.verdict.undecided
     assert finished.verdict.chosen is None
+    assert not cli.reusable and cli.proc.returncode is not None
 
 
 def test_a_crash_keeps_its_exit_code_and_the_end_of_its_stderr(tmp_path: Path) -> None:
     body = """
-    for n in range(30):
-        print(f"line {n}", file=sys.stderr)
-    sys.exit(3)
+    def decide(query):
+        for n in range(30):
+            print(f"line {n}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(3)
     """
-    finished = run(tmp_path, body)
+    cli = stand_in(tmp_path, body)
+    finished = cli.ask("merge these PDFs")
     assert finished.returncode == 3 and not finished.timed_out
-    assert finished.verdict.undecided
+    assert finished.verdict.undecided and not cli.reusable
     assert finished.stderr_tail.splitlines() == [f"line {n}" for n in range(10, 30)]
+
+
+def test_a_refused_rewind_keeps_the_verdict_and_ends_the_process(tmp_path: Path) -> None:
+    """A conversation that could not be taken back would show in the next query: the
+    process takes none."""
+    cli = stand_in(tmp_path, "REWOUND = False\n")
+    finished = cli.ask("what time is it")
+    assert finished.verdict.chosen == "text" and not finished.timed_out
+    assert not cli.reusable and cli.proc.returncode is not None
+
+
+def test_a_process_that_does_not_settle_is_killed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process, "SETTLE_TIMEOUT", 1.0)
+    cli = stand_in(tmp_path, "def answer(request_id, **response):\n    time.sleep(60)\n")
+    began = time.monotonic()
+    finished = cli.ask("what time is it")
+    assert time.monotonic() - began < 30
+    assert finished.verdict.chosen == "text" and not finished.timed_out
+    assert not cli.reusable and cli.proc.returncode is not None

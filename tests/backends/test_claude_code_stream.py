@@ -491,7 +491,7 @@ FAKE_CLI = textwrap.dedent(
         print("9.9.9 (Claude Code)")
         sys.exit(0)
     mode = os.environ["FAKE_CLI_MODE"]
-    query = sys.stdin.read()
+    query = json.loads(sys.stdin.readline())["message"]["content"]  # the first user message
     project = os.getcwd()
     report = {
         "argv": sys.argv[1:],
@@ -517,10 +517,21 @@ FAKE_CLI = textwrap.dedent(
         sys.stdout.write(json.dumps(obj) + "\\n")
         sys.stdout.flush()
     out({"type": "system", "subtype": "init", "skills": ["pdf-tools", "dataviz"]})
-    if mode == "skill":
+    def decide():
         out({"type": "assistant", "parent_tool_use_id": None, "message": {"content": [
             {"type": "tool_use", "name": "Skill", "input": {"skill": "pdf-tools"}}]}})
-        time.sleep(60)  # must be killed once decided
+    if mode == "skill":  # the turn ends at the interrupt, the rewind is taken; then the next
+        decide()
+        for line in sys.stdin:
+            msg = json.loads(line)
+            if msg["type"] == "user":
+                out({"type": "system", "subtype": "init", "skills": ["pdf-tools", "dataviz"]})
+                decide()
+            elif msg["request"]["subtype"] == "interrupt":
+                out({"type": "result", "subtype": "error_during_execution"})
+            else:
+                out({"type": "control_response", "response": {"subtype": "success",
+                     "request_id": msg["request_id"], "response": {"rewound": True}}})
     elif mode == "hang":
         sys.stderr.write("starting up\\nwaiting for the API\\n")
         sys.stderr.flush()
@@ -577,20 +588,21 @@ def test_missing_binary_is_unavailable(tmp_path: Path) -> None:
         ClaudeCodeBackend(claude_bin=str(tmp_path / "no-such-claude"))
 
 
-def test_decided_run_is_killed_and_its_workspace_removed(
+def test_a_decided_runs_process_is_kept_until_close_removes_it_and_its_workspace(
     fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     script, report = fake_cli
     with cli_backend(script, monkeypatch, "skill", model="claude-test-1", timeout=20) as backend:
         assert backend.cli_version == "9.9.9"
         assert backend.model == "claude-test-1"
-        started = time.monotonic()
         outcome = backend.run(CONTEXT, "-merge these pdfs")
-        assert time.monotonic() - started < 10  # killed, not waited for (it sleeps 60 s)
         assert outcome.status == "triggered", outcome
+        again = backend.run(CONTEXT, "merge more pdfs")  # the same process answers
+        assert again.status == "triggered" and len(_reports(report)) == 1
         assert outcome.chosen == "skill:pdf-tools"
-        assert backend.observed_listings == [("pdf-tools", "dataviz")]
+        assert backend.observed_listings == [("pdf-tools", "dataviz")] * 2
         (seen,) = _reports(report)
+        os.kill(seen["pid"], 0)  # kept: it still runs
         assert seen["query"] == "-merge these pdfs"
         assert seen["argv"][-2:] == ["--model", "claude-test-1"]
         # user-level settings and skills from the run's private config folder only
@@ -606,9 +618,15 @@ def test_decided_run_is_killed_and_its_workspace_removed(
         assert env["TMPDIR"].startswith(str(Path(seen["cwd"]).parent))
         assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
         assert env["CLAUDECODE"] is None
-        assert not Path(seen["cwd"]).exists()
-        with pytest.raises(ProcessLookupError):
+    assert not Path(seen["cwd"]).exists()
+    for _ in range(50):  # killed and reaped by close()
+        try:
             os.kill(seen["pid"], 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the CLI process outlived close()")
 
 
 def test_the_skill_under_test_carries_the_description_under_test(

@@ -13,7 +13,6 @@ How the workspace is laid out and isolated is in :mod:`.workspace`; reading the 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import json
 import os
 import shutil
@@ -25,12 +24,12 @@ from pathlib import Path
 
 from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
+from pytest_skilltrigger.backends.claude_code.pool import IdlePool, Started
 from pytest_skilltrigger.backends.claude_code.process import (
-    KILL_GRACE,
     CliCall,
     Finished,
-    kill_group,
-    run_until_decided,
+    WarmCli,
+    query_line,
 )
 from pytest_skilltrigger.backends.claude_code.stream import UNDECIDED
 from pytest_skilltrigger.backends.claude_code.workspace import (
@@ -96,12 +95,13 @@ class ClaudeCodeBackend:
         self.observed_listings: list[tuple[str, ...]] = []
         self._lock = threading.Lock()
         self._capture_lock = threading.Lock()  # apart: close() must not wait for a capture
-        self._live: dict[str, subprocess.Popen[str] | None] = {}
-        # Workspaces are reused one run at a time: Claude Code puts the workspace path into
-        # its system prompt, so a fresh path per run would defeat prompt caching (every run
-        # paying a cache write of the whole prompt). A pool of at most one workspace per
-        # concurrent run keeps the path, and so the cached prefix, stable.
-        self._idle: list[str] = []
+        self._started: set[Started] = set()  # every CLI process, busy or idle
+        self._pool = IdlePool(self._retire)
+        # Workspace folders are reused: Claude Code puts the workspace path into its system
+        # prompt, so a fresh path per process would defeat prompt caching (every new process
+        # paying a cache write of the whole prompt). A folder whose process ended cleanly
+        # serves the next process, so the paths, and the cached prefixes, stay few and stable.
+        self._idle_dirs: list[str] = []
         account = user_account(dict(os.environ))
         self._login_key = str(account.pop(SECRET_ACCOUNT_KEY, "") or "")
         register_secret(self._login_key)
@@ -151,38 +151,64 @@ class ClaudeCodeBackend:
     # -- one run ------------------------------------------------------------------------------
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
-        """One CLI process in a fresh workspace; failures come back as error outcomes."""
+        """One query to a CLI process of this context (started for it, or kept from an
+        earlier run of it: :mod:`.pool`); failures come back as error outcomes."""
         if not safe_id(context.skill_name):
             return RunOutcome("error", error=f"unsafe skill name {context.skill_name!r}")
         if self._closed:
             return RunOutcome("error", error="claude-code backend already closed")
+        key = self.context_key(context)
+        started = self._pool.take(key)
+        if started is None:
+            self._pool.make_room(key)
+            try:
+                started = self._start(context, key)
+            except OSError as exc:
+                return RunOutcome("error", error=redact(f"claude-code run failed: {exc}"))
+        finished = started.cli.ask(query)
+        outcome = self._outcome(finished, context)
+        # a process that did not settle (timeout, crash, an error) is never given another query
+        if not (started.cli.reusable and self._pool.give_back(started)):
+            self._retire(started)
+        return outcome
+
+    def _start(self, context: TriggerContext, key: str) -> Started:
+        """A CLI process for the runs of ``context``, in a workspace of its own."""
         with self._lock:
-            run_dir = self._idle.pop() if self._idle else None
-        try:
-            run_dir = run_dir or tempfile.mkdtemp(prefix="run-", dir=self._root)
-        except OSError as exc:
-            return RunOutcome("error", error=f"cannot create a workspace: {exc}")
-        with self._lock:
-            self._live[run_dir] = None
-        reusable = False
+            if self._closed:
+                raise OSError("claude-code backend already closed")
+            run_dir = self._idle_dirs.pop() if self._idle_dirs else None
+        run_dir = run_dir or tempfile.mkdtemp(prefix="run-", dir=self._root)
         try:
             plugins = self._install(Path(run_dir), context)
-            outcome = self._run_cli(Path(run_dir), query, context, plugins)
-            # a failed run (timeout, crash) may have left a process behind: never reuse it
-            reusable = outcome.status != "error"
-            return outcome
-        except OSError as exc:
-            return RunOutcome("error", error=redact(f"claude-code run failed: {exc}"))
-        finally:
-            # the copy under test leaves with its run; the path stays
-            empty_workspace(Path(run_dir))
-            with self._lock:
-                self._live.pop(run_dir, None)
-                if reusable and not self._closed:
-                    self._idle.append(run_dir)
-                    run_dir = None
-            if run_dir is not None:
-                shutil.rmtree(run_dir, ignore_errors=True)
+            command = self._command(plugins=plugins)
+            call = CliCall(
+                command, Path(run_dir) / "project", self._env(Path(run_dir)), self.timeout
+            )
+            started = Started(WarmCli(call), Path(run_dir), key)
+        except OSError:
+            shutil.rmtree(run_dir, ignore_errors=True)
+            raise
+        with self._lock:
+            self._started.add(started)
+            closed = self._closed
+        if closed:  # close() ran meanwhile and could not see it
+            started.cli.stop()
+        return started
+
+    def _retire(self, started: Started) -> None:
+        """Stop a process and empty its workspace; the folder serves a later process if the
+        process ended cleanly (a killed one may have left something behind)."""
+        clean = started.cli.reusable
+        started.cli.stop()
+        empty_workspace(started.run_dir)  # the copies under test leave with their process
+        with self._lock:
+            self._started.discard(started)
+            keep = clean and not self._closed
+            if keep:
+                self._idle_dirs.append(str(started.run_dir))
+        if not keep:
+            shutil.rmtree(started.run_dir, ignore_errors=True)
 
     def _install(self, run_dir: Path, context: TriggerContext | None) -> list[Path]:
         """Lay out a run's workspace: project, its own config folder seeded with the
@@ -220,6 +246,8 @@ class ClaudeCodeBackend:
             ["stream-json", "--verbose", "--include-partial-messages"] if streaming else ["json"]
         )
         cmd = [self.claude_bin, "-p", "--output-format", *output]
+        if streaming:
+            cmd += ["--input-format", "stream-json"]  # one query after another (WarmCli)
         cmd += ["--setting-sources", "user,project", "--no-session-persistence"]
         for plugin in plugins:
             cmd += ["--plugin-dir", str(plugin)]
@@ -231,20 +259,8 @@ class ClaudeCodeBackend:
             cmd += ["--model", str(model or self._model_arg)]
         return cmd
 
-    def _run_cli(
-        self, run_dir: Path, query: str, context: TriggerContext, plugins: Sequence[Path]
-    ) -> RunOutcome:
-        """One CLI process until the model has chosen, as an outcome."""
-
-        def started(proc: subprocess.Popen[str]) -> None:
-            with self._lock:
-                if self._closed:
-                    kill_group(proc)
-                self._live[str(run_dir)] = proc
-
-        command = self._command(plugins=plugins)
-        call = CliCall(command, run_dir / "project", self._env(run_dir), self.timeout)
-        finished = run_until_decided(call, query, started)
+    def _outcome(self, finished: Finished, context: TriggerContext) -> RunOutcome:
+        """What one query's output says, as an outcome."""
         verdict = finished.verdict
         if verdict.skills is not None:
             with self._lock:
@@ -307,7 +323,7 @@ class ClaudeCodeBackend:
                 # exactly as a trigger run starts it
                 command = self._command(plugins=plugins)
                 call = CliCall(command, run_dir / "project", env, max(self.timeout, 60.0))
-                return record_cli_request(call, self.cli_version, self._root)
+                return record_cli_request(call, self.cli_version, self._root, query_line)
             finally:
                 empty_workspace(run_dir)
 
@@ -359,15 +375,14 @@ class ClaudeCodeBackend:
             shutil.rmtree(run_dir, ignore_errors=True)
 
     def close(self) -> None:
-        """Stop live runs and remove every workspace; safe to call more than once."""
+        """Stop every CLI process, busy or idle, and remove every workspace; safe to call
+        more than once."""
+        self._pool.close()
         with self._lock:
             self._closed = True
-            procs = [p for p in self._live.values() if p is not None]
-        for proc in procs:
-            kill_group(proc)
-        for proc in procs:  # reap them: a killed child nobody waits for stays a zombie
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(KILL_GRACE)
+            started = list(self._started)
+        for one in started:  # each is reaped: a killed child nobody waits for stays a zombie
+            one.cli.stop()
         shutil.rmtree(self._root, ignore_errors=True)
         atexit.unregister(self.close)
         self._untrap_sigterm()

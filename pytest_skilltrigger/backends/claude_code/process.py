@@ -1,33 +1,38 @@
-"""Controlling a CLI process: reading its lines as written, and stopping it with all it
-started."""
+"""Controlling a CLI process: giving it queries, reading its lines as written, and
+stopping it with all it started."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
+import itertools
+import json
 import os
 import signal
 import subprocess
 import threading
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pytest_skilltrigger.backends.claude_code.stream import CliVerdict, read_stream
 from pytest_skilltrigger.support.machine import PeakMemory, peak_rss
 
 KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
+SETTLE_TIMEOUT = 15.0  # how long a decided query's turn may take to end and rewind
 STDERR_LINES = 20
 
-#: the peak memory of the CLI processes this Python process ran, each read just before it is
-#: stopped: what the governor of the runs in flight counts one more CLI process at
+#: the peak memory of the CLI processes this Python process ran, read after each query: what
+#: the governor of the runs in flight counts one more CLI process at
 cli_memory = PeakMemory()
 
 
 @dataclass(frozen=True)
 class CliCall:
-    """One start of the CLI: its arguments, its folder, its environment, and the longest it
-    may take."""
+    """One start of the CLI: its arguments, its folder, its environment, and the longest a
+    query may take to be decided."""
 
     command: list[str]
     cwd: Path
@@ -37,9 +42,10 @@ class CliCall:
 
 @dataclass(frozen=True)
 class Finished:
-    """How one CLI run ended: what its output said, its exit code, whether the watchdog
-    killed it, the last lines of its stderr (for an error's message), and the most memory it
-    held (None: not known, e.g. it ended before it was stopped, or there is no ``/proc``)."""
+    """How one query to a CLI process ended: what its output said, the process's exit code
+    (None: it still runs), whether the watchdog killed it before a decision, the last lines of
+    its stderr (for an error's message), and the most memory it held so far (None: not known,
+    e.g. it had ended, or there is no ``/proc``)."""
 
     verdict: CliVerdict
     returncode: int | None
@@ -48,63 +54,176 @@ class Finished:
     peak_rss: int | None = None
 
 
-def run_until_decided(
-    call: CliCall, query: str, started: Callable[[subprocess.Popen[str]], None]
-) -> Finished:
-    """Start the CLI in its own process group, give it ``query`` on stdin (an argument
-    starting with "-" would read as an option), read its output until the first decision,
-    then kill the group at once. ``started`` is told the process as soon as it exists (the
-    backend's close() must be able to kill it); a watchdog kills it after ``timeout``."""
-    proc = subprocess.Popen(
-        call.command,
-        cwd=call.cwd,
-        env=call.env,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        start_new_session=True,
-    )
-    started(proc)
-    assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
-    tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
-    stderr = proc.stderr
-    err_reader = threading.Thread(
-        target=lambda: tail.extend(read_lines(stderr)), name="claude-code-stderr", daemon=True
-    )
-    err_reader.start()
-    timed_out = threading.Event()
+class WarmCli:
+    """One CLI process that answers one query after another, each as a fresh conversation.
 
-    def on_timeout() -> None:
-        timed_out.set()
-        kill_group(proc)
+    Why: a CLI start costs several times the CPU of a query in a started process
+    (``benchmarks/bench_local_latency.py`` prints both); at real latencies the CPU, not the
+    API, bounds how many runs the machine carries, so a process that answers many queries
+    pays its start once. With ``--input-format stream-json`` the CLI
+    reads user messages until its stdin closes. After each decision a ``rewind_conversation``
+    control request takes the conversation back to before the query, so the next query's
+    request is the one a fresh process sends (held byte for byte against the pinned CLI in
+    ``tests/backends/test_claude_code_cli.py``). ``/clear`` would not do: the next request
+    would carry a record of the command.
 
-    watchdog = threading.Timer(call.timeout, on_timeout)
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        try:
-            proc.stdin.write(query)
-            proc.stdin.close()
-        except OSError:
-            pass  # it died at once; stdout and stderr say why
-        verdict = read_stream(read_lines(proc.stdout))
-    finally:
-        watchdog.cancel()
+    The process runs in its own process group, so a kill takes everything it started.
+    """
+
+    def __init__(self, call: CliCall) -> None:
+        self.call = call
+        self.proc = subprocess.Popen(
+            call.command,
+            cwd=call.cwd,
+            env=call.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            start_new_session=True,
+        )
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self._lines = read_lines(self.proc.stdout)
+        self._tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
+        stderr = self.proc.stderr
+        self._err_reader = threading.Thread(
+            target=lambda: self._tail.extend(read_lines(stderr)),
+            name="claude-code-stderr",
+            daemon=True,
+        )
+        self._err_reader.start()
+        self._requests = itertools.count(1)
+        #: whether the process can take another query (it settled after its last decision)
+        self.reusable = True
+        self.queries = 0  # the queries it was given
+
+    def ask(self, query: str) -> Finished:
+        """Give ``query`` as a new conversation and read the output until the first decision;
+        then let the turn end (an interrupt if it still runs) and rewind the conversation.
+        A watchdog kills the process after ``call.timeout`` without a decision, and after
+        :data:`SETTLE_TIMEOUT` without settling; a process that did not settle is stopped."""
+        self.queries += 1
+        message_id = str(uuid.uuid4())
+        timed_out = threading.Event()
+
+        def on_timeout() -> None:
+            timed_out.set()
+            kill_group(self.proc)
+
+        with _watchdog(self.call.timeout, on_timeout):
+            self._send(user_message(query, message_id))
+            verdict = read_stream(self._lines)
+        decided = verdict.chosen is not None and not timed_out.is_set()
+        with _watchdog(SETTLE_TIMEOUT, lambda: kill_group(self.proc)):
+            self.reusable = decided and self._settle(message_id, verdict.turn_over)
         # read while it runs: once reaped, its pid may name another process
-        peak = peak_rss(proc.pid) if proc.poll() is None else None
-        kill_group(proc)
+        peak = peak_rss(self.proc.pid) if self.proc.poll() is None else None
+        cli_memory.record(peak)
+        if not self.reusable:
+            self.stop()
+        stderr_tail = "\n".join(line.rstrip() for line in self._tail if line.strip())
+        return Finished(verdict, self.proc.returncode, timed_out.is_set(), stderr_tail, peak)
+
+    def _settle(self, message_id: str, turn_over: bool) -> bool:
+        """End the query's turn (an interrupt stops a tool call before it runs, as far as the
+        CLI is still before it) and rewind to before the query; whether both were done."""
+        if not turn_over:
+            self._control({"subtype": "interrupt"})
+            if not self._read_until(lambda msg: msg.get("type") == "result"):
+                return False
+        rewind = {"subtype": "rewind_conversation", "target_message_uuid": message_id}
+        request_id = self._control(rewind)
+        answers: list[dict[str, Any]] = []
+
+        def answered(msg: dict[str, Any]) -> bool:
+            response = msg.get("response")
+            if msg.get("type") != "control_response" or not isinstance(response, dict):
+                return False
+            if response.get("request_id") != request_id:
+                return False
+            answers.append(response)
+            return True
+
+        if not self._read_until(answered):
+            return False
+        inner = answers[0].get("response")
+        return (
+            answers[0].get("subtype") == "success"
+            and isinstance(inner, dict)
+            and bool(inner.get("rewound"))
+        )
+
+    def _control(self, request: dict[str, Any]) -> str:
+        request_id = f"skilltrigger-{next(self._requests)}"
+        self._send({"type": "control_request", "request_id": request_id, "request": request})
+        return request_id
+
+    def _send(self, message: dict[str, Any]) -> None:
+        stdin = self.proc.stdin
+        assert stdin is not None
         try:
-            proc.wait(KILL_GRACE * 5)
+            stdin.write(json.dumps(message) + "\n")
+            stdin.flush()
+        except (OSError, ValueError):
+            pass  # it died; its output ends, and says why
+
+    def _read_until(self, done: Callable[[dict[str, Any]], bool]) -> bool:
+        """Read output lines until one ``done`` accepts; False at the end of the output."""
+        for raw in self._lines:
+            line = raw.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and done(msg):
+                return True
+        return False
+
+    def stop(self) -> None:
+        """Kill the process group and reap the process; safe to call more than once."""
+        self.reusable = False
+        kill_group(self.proc)
+        try:
+            self.proc.wait(KILL_GRACE * 5)
         except subprocess.TimeoutExpired:
             pass
-        err_reader.join(KILL_GRACE)
-        proc.stdout.close()
-    stderr_tail = "\n".join(line.rstrip() for line in tail if line.strip())
-    cli_memory.record(peak)
-    return Finished(verdict, proc.returncode, timed_out.is_set(), stderr_tail, peak)
+        self._err_reader.join(KILL_GRACE)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                with contextlib.suppress(OSError, ValueError):
+                    pipe.close()
+
+
+def user_message(query: str, message_id: str) -> dict[str, Any]:
+    """A user message of ``--input-format stream-json``: the query as a new conversation's
+    first message, with the id a rewind names."""
+    return {
+        "type": "user",
+        "uuid": message_id,
+        "session_id": "",
+        "parent_tool_use_id": None,
+        "message": {"role": "user", "content": query},
+    }
+
+
+def query_line(query: str) -> str:
+    """A query as one start's whole input: the line :meth:`WarmCli.ask` would send."""
+    return json.dumps(user_message(query, str(uuid.uuid4()))) + "\n"
+
+
+@contextlib.contextmanager
+def _watchdog(seconds: float, on_timeout: Callable[[], None]) -> Iterator[None]:
+    timer = threading.Timer(seconds, on_timeout)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 def read_lines(stream: IO[str]) -> Iterator[str]:

@@ -43,6 +43,7 @@ class CliVerdict:
     requests: int = 0  # API requests the stream showed (one ``message_start`` each)
     model: str | None = None  # the model the init event named
     last_problem: str | None = None  # what went wrong last before that, if anything
+    turn_over: bool = False  # decided at the turn's ``result``: nothing of the query still runs
 
 
 def read_stream(lines: Iterable[str]) -> CliVerdict:
@@ -172,6 +173,7 @@ class _StreamReader:
     def _result(self, msg: dict[str, Any]) -> bool:
         """The run's last line: an error result, or an answer without a tool call."""
         verdict = self.verdict
+        verdict.turn_over = True
         if msg.get("is_error") or msg.get("subtype") != "success":
             status = msg.get("api_error_status")
             detail = msg.get("result") or msg.get("subtype") or "error result"

@@ -29,7 +29,8 @@ WORKSPACE_PARTS = ("project", "config", "plugins", "tmp")
 # What a run's workspace shows the CLI, in the store keys of its runs and captures: a stored
 # run made from another layout saw another listing. 2: the user's skills read from the
 # private config folder (they were not listed before), plugins loaded with --plugin-dir.
-WORKSPACE_LAYOUT = 2
+# 3: queries given as stream-json messages to kept processes (one tool's text differs).
+WORKSPACE_LAYOUT = 3
 # Keys of the user's global config that carry the login's account, copied into each run.
 # Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
 # key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
