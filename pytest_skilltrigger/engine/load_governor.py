@@ -1,8 +1,9 @@
 """The claude-code backend's runs in flight, moved to what the machine can take.
 
-Why: each run is a CLI process that spends a moment of CPU starting, then waits on the API
-for seconds. At one run per CPU the machine mostly waits; too many saturate the CPU (every
-start slows down) or run short of memory (each process holds its own). Nobody knows the
+Why: each run in flight is a CLI process that spends a moment of CPU on the query (and more
+when it starts), then waits on the API for seconds. At one run per CPU the machine mostly
+waits; too many saturate the CPU (every run slows down) or run short of memory (each process
+holds its own). Nobody knows the
 right number before the session, so a governor finds it, once a tick (:attr:`Policy.period`):
 
 * **memory first**: never more runs in flight than memory holds CLI processes, each at the
@@ -49,7 +50,7 @@ class Policy:
     target: float = 0.95  # grow while the machine's CPU is busy less than this
     saturated: float = 0.99  # shrink when it is busy at least this
     period: float = 1.0  # seconds between two ticks
-    per_cpu: int = 4  # the cap: this many runs in flight per CPU...
+    per_cpu: int = 8  # the cap: this many runs in flight per CPU...
     most: int = 32  # ...and never more than this
     memory_share: float = 0.75  # of the memory CLI processes can have, what they may take
     # a CLI process's peak memory until one is measured (the docs give the measured figure)

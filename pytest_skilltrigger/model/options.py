@@ -260,7 +260,7 @@ OPTIONS: tuple[Option, ...] = (
         "runs in flight at once for the whole session, split across xdist workers",
         default_text=(
             "10 for the API; for claude-code the CPU count, growing while the CPU has room "
-            "(at most 4 per CPU and 32 in all, within what memory holds)"
+            "up to a cap, within what memory holds (the header says both)"
         ),
         field="concurrency",
         check=at_least(1),
