@@ -355,15 +355,19 @@ def run_ours(
     *,
     options: Sequence[str] = (),
     draws: int = 0,
+    pythonpath: str | None = None,
 ) -> Row:
     """This plugin on the plugin folder (pytest as a child, a fresh HOME so the result store
-    starts empty), its verdicts and concurrency from ``--trigger-json``."""
+    starts empty), its verdicts and concurrency from ``--trigger-json``; ``pythonpath``: a
+    folder the child imports from (a benchmark's own ``-p`` plugin)."""
     row = Row(label)
     model = _use_model(api, entries, draws)
     with tempfile.TemporaryDirectory(prefix="bench-ours-") as tmp:
         report = Path(tmp) / "report.json"
         env = child_env(api)
         env.update(HOME=tmp, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
+        if pythonpath is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
         args = [f"--skill-path={plugin}", f"--trigger-json={report}", *options]
         output = _measure(row, pytest_cmd(args), plugin.parent, env, api)
         if row.returncode not in (0, 1) or not report.exists():

@@ -3,11 +3,15 @@
 Runs ``--runs`` trigger runs of one skill through the claude-code backend (the pinned CLI in
 ``.tools/``, ``.ci/install_claude_code.sh`` installs it), ``--at-once`` at a time, against the
 fake Messages API with ``--latency`` seconds per answer, all in this process with a private
-HOME. Each run's peak RSS (``VmHWM`` of the CLI process, read just before the backend stops
-it at the decision) is printed, then the governor's memory bound on this machine: the
+HOME. Each run's peak RSS (``VmHWM`` of the CLI process, read after each of its queries: a
+process kept between runs shows how its memory grows with the queries it answered) is
+printed, then the governor's memory bound on this machine: the
 available memory, how many CLI processes it holds at the largest peak measured (the share
 ``Policy.memory_share`` of it), the cap at this CPU count, and the most memory the CLI
-processes hold together at the ceiling the governor applies. Linux only (``/proc``).
+processes hold together at the ceiling the governor applies. Then one process answers
+``--queries`` queries in a row (the most the backend gives one process): its peak after the
+first and after the last, the growth the pool's ``MOST_QUERIES`` bounds. Linux only
+(``/proc``).
 """
 
 from __future__ import annotations
@@ -54,11 +58,34 @@ def measure(runs: int, at_once: int, latency: float) -> list[int]:
     return peaks
 
 
+def growth(queries: int) -> tuple[int, int] | None:
+    """The peak RSS of one kept process after its first query and after its last."""
+    from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
+    from pytest_skilltrigger.backends.claude_code.process import cli_memory
+    from pytest_skilltrigger.model.context import TriggerContext
+
+    peaks: list[int] = []
+    cli_memory.listeners.append(peaks.append)
+    with fake_api(latency=0.0) as api, tempfile.TemporaryDirectory() as home:
+        os.environ.update(ANTHROPIC_BASE_URL=api.url, ANTHROPIC_API_KEY="test-key", HOME=home)
+        backend = ClaudeCodeBackend(timeout=120, claude_bin=str(CLI))
+        context = TriggerContext(SKILL, DESCRIPTION)
+        try:
+            outcomes = [backend.run(context, f"merge pdf reports {n}") for n in range(queries)]
+        finally:
+            backend.close()
+            cli_memory.listeners.remove(peaks.append)
+    if any(o.status == "error" for o in outcomes) or len(peaks) < 2:
+        return None
+    return peaks[0], peaks[-1]
+
+
 def main() -> int:
     parser = bench_parser(__doc__)
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--at-once", type=int, default=4)
     parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--queries", type=int, default=None, help="default: MOST_QUERIES")
     args = parser.parse_args()
     if not CLI.exists():
         print(f"no pinned CLI at {CLI}: run .ci/install_claude_code.sh")
@@ -79,6 +106,18 @@ def main() -> int:
     print("peak RSS per process (MB): " + ", ".join(f"{p / MB:.0f}" for p in sorted(peaks)))
     print(f"  median {statistics.median(peaks) / MB:.0f} MB, largest {max(peaks) / MB:.0f} MB")
     report_bound(max(peaks))
+    from pytest_skilltrigger.backends.claude_code.pool import MOST_QUERIES
+
+    queries = 10 if args.quick else (args.queries or MOST_QUERIES)
+    grew = growth(queries)
+    if grew is None:
+        print(f"one process, {queries} queries: errored or no peak read")
+        return 0
+    first, last = grew
+    print(
+        f"one process, {queries} queries in a row: peak {first / MB:.0f} MB after the first, "
+        f"{last / MB:.0f} MB after the last ({(last - first) / MB / (queries - 1):.2f} MB a query)"
+    )
     return 0
 
 

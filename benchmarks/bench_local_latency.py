@@ -9,8 +9,9 @@ seconds (0.5 and 2 by default). Rows, at each latency:
 - this plugin's claude-code backend at its defaults (the sequential test, the adaptive
   concurrency);
 - the same with the reference rule, ``--trigger-confidence=off --runs-per-query=3``;
-- the same with ``--trigger-concurrency=<CPU count>``: the default before the adaptive
-  governor ("today's default").
+- the same with ``--trigger-concurrency=<CPU count>`` and a new CLI process per run
+  (``_one_process_per_run.py``): the default before the adaptive governor and the kept
+  processes ("today's default", the one issue 34 started from).
 
 Columns: wall time; requests the server received; CPU seconds of the runner and its CLI
 processes (the children's rusage); runs in flight on average (this plugin: ``--trigger-json``'s
@@ -31,6 +32,7 @@ runner's, with at least as many verdicts right, and the reference rule at most 0
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from _common import bench_parser, emit, fake_api, target_row, temp_dir
 from _official import (
@@ -51,6 +53,7 @@ from _official import (
 )
 
 OFFICIAL, DEFAULT, REFERENCE, TODAY = range(4)
+BENCHMARKS = str(Path(__file__).resolve().parent)
 
 
 def measure(plugin, entries, latency: float, cpus: int) -> list[Row]:
@@ -70,12 +73,13 @@ def measure(plugin, entries, latency: float, cpus: int) -> list[Row]:
                 draws=2,
             ),
             run_ours(
-                f"this plugin, --trigger-concurrency={cpus}",
+                f"this plugin, before: {cpus} in flight, a process per run",
                 plugin,
                 api,
                 entries,
-                options=[*cli, f"--trigger-concurrency={cpus}"],
+                options=[*cli, f"--trigger-concurrency={cpus}", "-p", "_one_process_per_run"],
                 draws=3,
+                pythonpath=BENCHMARKS,
             ),
         ]
     rows[OFFICIAL].chance = official_chance(3, 1.0)
@@ -145,7 +149,7 @@ def ratios(rows: list[Row], entries, latency: float) -> list[dict]:
     if latency == 0.5:
         targets.append(
             target_row(
-                "34 default wall / today's default (CPU count), 0.5 s",
+                "34 default wall / before (CPU count, a process per run), 0.5 s",
                 c,
                 1.05,
                 "x",
