@@ -14,8 +14,9 @@ from typing import Any, cast
 from pytest_skilltrigger.backends.claude_code.pool import IdlePool, Started
 
 
-def started(name: str, key: str, queries: int = 1) -> Started:
-    return Started(cast(Any, SimpleNamespace(queries=queries)), Path(name), key)
+def started(name: str, key: str, queries: int = 1, alive: bool = True) -> Started:
+    cli = SimpleNamespace(queries=queries, alive=lambda: alive)
+    return Started(cast(Any, cli), Path(name), key)
 
 
 def test_a_run_takes_the_most_recently_used_process_of_its_context() -> None:
@@ -69,4 +70,14 @@ def test_a_process_that_answered_its_share_of_queries_is_not_kept() -> None:
     assert pool.give_back(started("a1", "A", queries=2))
     assert not pool.give_back(started("a2", "A", queries=3))  # the caller stops it
     assert pool.idle() == 1
+    pool.close()
+
+
+def test_a_process_that_died_while_idle_is_stopped_not_handed_out() -> None:
+    retired: list[Started] = []
+    pool = IdlePool(retired.append, idle_seconds=60)
+    a1, a2 = started("a1", "A"), started("a2", "A", alive=False)
+    pool.give_back(a1)
+    pool.give_back(a2)
+    assert pool.take("A") is a1 and retired == [a2]
     pool.close()

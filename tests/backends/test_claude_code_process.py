@@ -30,6 +30,9 @@ import json, os, subprocess, sys, time
 LOG = open({log!r}, "a")
 INIT = {{"type": "system", "subtype": "init", "skills": ["pdf"], "model": "m"}}
 REWOUND = True
+# the turn's result: what the CLI counted, more than the stream showed at the decision
+INTERRUPTED = {{"type": "result", "subtype": "error_during_execution",
+    "usage": {{"output_tokens": 42}}}}
 
 def out(*lines):
     for line in lines:
@@ -54,7 +57,7 @@ for line in sys.stdin:
     if msg["type"] == "user":
         out(*decide(msg["message"]["content"]))
     elif msg["request"]["subtype"] == "interrupt":
-        out({{"type": "result", "subtype": "error_during_execution"}})
+        out(INTERRUPTED)
         answer(msg["request_id"])
     elif msg["request"]["subtype"] == "rewind_conversation":
         answer(msg["request_id"], rewound=REWOUND)
@@ -92,6 +95,8 @@ def test_one_process_answers_queries_one_after_another(tmp_path: Path) -> None:
         first = cli.ask("merge these PDFs")
         second = cli.ask("what time is it")
         assert first.verdict.chosen == "skill:pdf" and second.verdict.chosen == "text"
+        assert first.verdict.usage.output_tokens == 42  # priced at the turn's result
+        assert second.verdict.usage.output_tokens == 3
         assert cli.reusable and cli.proc.poll() is None
         assert first.returncode is None and not first.timed_out
     finally:
@@ -161,3 +166,25 @@ def test_a_process_that_does_not_settle_is_killed(
     assert time.monotonic() - began < 30
     assert finished.verdict.chosen == "text" and not finished.timed_out
     assert not cli.reusable and cli.proc.returncode is not None
+
+
+def test_a_result_the_interrupt_adds_is_not_read_as_the_next_query(tmp_path: Path) -> None:
+    """The turn ended by itself before the interrupt came, and the interrupt makes one more
+    ``result`` (success, no tool): it belongs to the query before, never to the next."""
+    body = """
+    def decide(query):
+        if "pdf" in query.lower():
+            return [INIT, {"type": "assistant", "message": {"content": [
+                {"type": "tool_use", "name": "Skill", "input": {"skill": "pdf"}}]}},
+                {"type": "result", "subtype": "error_max_turns"}]
+        return [INIT, {"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "name": "Bash", "input": {"command": "date"}}]}}]
+    INTERRUPTED = {"type": "result", "subtype": "success", "usage": {}}
+    """
+    cli = stand_in(tmp_path, body)
+    try:
+        assert cli.ask("merge these PDFs").verdict.chosen == "skill:pdf"
+        assert cli.ask("what time is it").verdict.chosen == "tool:Bash"
+        assert cli.reusable
+    finally:
+        cli.stop()

@@ -527,9 +527,9 @@ FAKE_CLI = textwrap.dedent(
             if msg["type"] == "user":
                 out({"type": "system", "subtype": "init", "skills": ["pdf-tools", "dataviz"]})
                 decide()
-            elif msg["request"]["subtype"] == "interrupt":
-                out({"type": "result", "subtype": "error_during_execution"})
             else:
+                if msg["request"]["subtype"] == "interrupt":
+                    out({"type": "result", "subtype": "error_during_execution"})
                 out({"type": "control_response", "response": {"subtype": "success",
                      "request_id": msg["request_id"], "response": {"rewound": True}}})
     elif mode == "hang":

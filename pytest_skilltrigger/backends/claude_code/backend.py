@@ -165,12 +165,15 @@ class ClaudeCodeBackend:
                 started = self._start(context, key)
             except OSError as exc:
                 return RunOutcome("error", error=redact(f"claude-code run failed: {exc}"))
-        finished = started.cli.ask(query)
-        outcome = self._outcome(finished, context)
-        # a process that did not settle (timeout, crash, an error) is never given another query
-        if not (started.cli.reusable and self._pool.give_back(started)):
-            self._retire(started)
-        return outcome
+        kept = False
+        try:
+            outcome = self._outcome(started.cli.ask(query), context)
+            # a process that did not settle (timeout, crash, an error) takes no other query
+            kept = started.cli.reusable and self._pool.give_back(started)
+            return outcome
+        finally:
+            if not kept:
+                self._retire(started)
 
     def _start(self, context: TriggerContext, key: str) -> Started:
         """A CLI process for the runs of ``context``, in a workspace of its own."""
@@ -193,7 +196,8 @@ class ClaudeCodeBackend:
             self._started.add(started)
             closed = self._closed
         if closed:  # close() ran meanwhile and could not see it
-            started.cli.stop()
+            self._retire(started)
+            raise OSError("claude-code backend already closed")
         return started
 
     def _retire(self, started: Started) -> None:
@@ -376,12 +380,15 @@ class ClaudeCodeBackend:
 
     def close(self) -> None:
         """Stop every CLI process, busy or idle, and remove every workspace; safe to call
-        more than once."""
-        self._pool.close()
+        more than once. A busy process is only killed (the thread asking it closes its
+        pipes); an idle one is stopped."""
+        idle = self._pool.close()
         with self._lock:
             self._closed = True
             started = list(self._started)
         for one in started:  # each is reaped: a killed child nobody waits for stays a zombie
+            one.cli.kill()
+        for one in idle:
             one.cli.stop()
         shutil.rmtree(self._root, ignore_errors=True)
         atexit.unregister(self.close)

@@ -12,6 +12,7 @@ a little with each query (``benchmarks/bench_cli_memory.py`` prints how much).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -55,12 +56,22 @@ class IdlePool:
         self._reaper: threading.Thread | None = None
 
     def take(self, key: str) -> Started | None:
-        """The most recently used idle process of context ``key`` (it is the warmest), if any."""
+        """The most recently used idle process of context ``key`` (it is the warmest), if
+        any; one that died while idle is stopped on the way."""
+        dead: list[Started] = []
+        found = None
         with self._wake:
             for at in range(len(self._idle) - 1, -1, -1):
-                if self._idle[at].key == key:
-                    return self._idle.pop(at)
-        return None
+                if self._idle[at].key != key:
+                    continue
+                one = self._idle.pop(at)
+                if one.cli.alive():
+                    found = one
+                    break
+                dead.append(one)
+        for one in dead:
+            self._retire(one)
+        return found
 
     def make_room(self, key: str) -> None:
         """Before a process of ``key`` starts: stop the least recently used idle process of
@@ -115,4 +126,6 @@ class IdlePool:
                     continue
                 self._idle = [s for s in self._idle if s not in expired]
             for started in expired:
-                self._retire(started)
+                # a folder that cannot be emptied must not end the reaping
+                with contextlib.suppress(OSError):
+                    self._retire(started)

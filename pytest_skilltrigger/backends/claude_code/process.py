@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from pytest_skilltrigger.backends.claude_code.stream import CliVerdict, read_stream
+from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.support.machine import PeakMemory, peak_rss
 
 KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
@@ -117,7 +118,7 @@ class WarmCli:
             verdict = read_stream(self._lines)
         decided = verdict.chosen is not None and not timed_out.is_set()
         with _watchdog(SETTLE_TIMEOUT, lambda: kill_group(self.proc)):
-            self.reusable = decided and self._settle(message_id, verdict.turn_over)
+            self.reusable = decided and self._settle(message_id, verdict)
         # read while it runs: once reaped, its pid may name another process
         peak = peak_rss(self.proc.pid) if self.proc.poll() is None else None
         cli_memory.record(peak)
@@ -126,27 +127,48 @@ class WarmCli:
         stderr_tail = "\n".join(line.rstrip() for line in self._tail if line.strip())
         return Finished(verdict, self.proc.returncode, timed_out.is_set(), stderr_tail, peak)
 
-    def _settle(self, message_id: str, turn_over: bool) -> bool:
-        """End the query's turn (an interrupt stops a tool call before it runs, as far as the
-        CLI is still before it) and rewind to before the query; whether both were done."""
-        if not turn_over:
-            self._control({"subtype": "interrupt"})
-            if not self._read_until(lambda msg: msg.get("type") == "result"):
+    def alive(self) -> bool:
+        """Whether it can take a query: settled after the last one, and still running."""
+        return self.reusable and self.proc.poll() is None
+
+    def _settle(self, message_id: str, verdict: CliVerdict) -> bool:
+        """End the query's turn and rewind to before the query; whether both were done.
+
+        A turn still running is interrupted (a tool call stops before it runs, as far as the
+        CLI is still before it), and everything the interrupt makes the CLI write is read
+        (its turn's ``result`` and its own answer), so no line of this query is left for the
+        next. The turn's ``result`` counts every token of the turn, also those streamed after
+        the decision: the run is priced at it when it counts more than the stream showed.
+        """
+        if not verdict.turn_over:
+            interrupt = self._control({"subtype": "interrupt"})
+            results: list[dict[str, Any]] = []
+            answered = False
+
+            def both(msg: dict[str, Any]) -> bool:
+                nonlocal answered
+                if msg.get("type") == "result":
+                    results.append(msg)
+                answered = answered or _answer_to(msg, interrupt) is not None
+                return bool(results) and answered
+
+            if not self._read_until(both):
                 return False
-        rewind = {"subtype": "rewind_conversation", "target_message_uuid": message_id}
-        request_id = self._control(rewind)
+            turn = Usage.from_dict(results[0].get("usage"))
+            if turn.output_tokens > verdict.usage.output_tokens:
+                verdict.usage = turn
+        rewind = self._control(
+            {"subtype": "rewind_conversation", "target_message_uuid": message_id}
+        )
         answers: list[dict[str, Any]] = []
 
-        def answered(msg: dict[str, Any]) -> bool:
-            response = msg.get("response")
-            if msg.get("type") != "control_response" or not isinstance(response, dict):
-                return False
-            if response.get("request_id") != request_id:
-                return False
-            answers.append(response)
-            return True
+        def rewound(msg: dict[str, Any]) -> bool:
+            answer = _answer_to(msg, rewind)
+            if answer is not None:
+                answers.append(answer)
+            return answer is not None
 
-        if not self._read_until(answered):
+        if not self._read_until(rewound):
             return False
         inner = answers[0].get("response")
         return (
@@ -183,19 +205,32 @@ class WarmCli:
                 return True
         return False
 
-    def stop(self) -> None:
-        """Kill the process group and reap the process; safe to call more than once."""
+    def kill(self) -> None:
+        """Kill the process group and reap the process, from any thread (a thread may be
+        reading its output: that read ends)."""
         self.reusable = False
         kill_group(self.proc)
         try:
             self.proc.wait(KILL_GRACE * 5)
         except subprocess.TimeoutExpired:
             pass
+
+    def stop(self) -> None:
+        """Kill it and close its pipes: by the thread that asks it, or once nobody does."""
+        self.kill()
         self._err_reader.join(KILL_GRACE)
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 with contextlib.suppress(OSError, ValueError):
                     pipe.close()
+
+
+def _answer_to(msg: dict[str, Any], request_id: str) -> dict[str, Any] | None:
+    """The CLI's answer to control request ``request_id``, if ``msg`` is it."""
+    response = msg.get("response")
+    if msg.get("type") != "control_response" or not isinstance(response, dict):
+        return None
+    return response if response.get("request_id") == request_id else None
 
 
 def user_message(query: str, message_id: str) -> dict[str, Any]:
@@ -227,9 +262,13 @@ def _watchdog(seconds: float, on_timeout: Callable[[], None]) -> Iterator[None]:
 
 
 def read_lines(stream: IO[str]) -> Iterator[str]:
-    """Lines as the CLI writes them (``readline`` does not read ahead like iteration may)."""
+    """Lines as the CLI writes them (``readline`` does not read ahead like iteration may);
+    a pipe closed meanwhile ends them."""
     while True:
-        line = stream.readline()
+        try:
+            line = stream.readline()
+        except ValueError:
+            return
         if not line:
             return
         yield line
