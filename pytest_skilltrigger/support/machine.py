@@ -15,14 +15,16 @@ from pathlib import Path
 
 PROC = Path("/proc")
 CGROUP = Path("/sys/fs/cgroup")
-# the files of cgroup v2, then of v1: the limit, the usage, the statistics and the key there
-# of the reclaimable file cache
+# the memory files of cgroup v2, then of v1: the hierarchy's folder under the mount (and its
+# name in /proc/self/cgroup, "" for v2), the limit, the usage, the statistics and the key
+# there of the reclaimable file cache
 CGROUP_MEMORY = (
-    ("memory.max", "memory.current", "memory.stat", "inactive_file"),
+    ("", "memory.max", "memory.current", "memory.stat", "inactive_file"),
     (
-        "memory/memory.limit_in_bytes",
-        "memory/memory.usage_in_bytes",
-        "memory/memory.stat",
+        "memory",
+        "memory.limit_in_bytes",
+        "memory.usage_in_bytes",
+        "memory.stat",
         "total_inactive_file",
     ),
 )
@@ -93,10 +95,13 @@ def _load_share() -> float | None:
 
 def available_memory(proc: Path = PROC, cgroup: Path = CGROUP) -> int | None:
     """Bytes that new processes can have without swapping: ``MemAvailable`` of
-    ``/proc/meminfo``, or less when this process's cgroup (a container) has a lower limit.
-    None where neither is published."""
+    ``/proc/meminfo``, or less when this process's cgroup, or one above it (a container, a
+    systemd slice), has a lower limit. None where neither is published."""
+    own = proc / "self" / "cgroup"
     found = [
-        v for v in (_meminfo_available(proc / "meminfo"), _cgroup_room(cgroup)) if v is not None
+        v
+        for v in (_meminfo_available(proc / "meminfo"), _cgroup_room(cgroup, own))
+        if v is not None
     ]
     return min(found) if found else None
 
@@ -118,19 +123,49 @@ def _kib_field(path: Path, key: str) -> int | None:
     return None
 
 
-def _cgroup_room(root: Path) -> int | None:
-    """What the cgroup's memory limit leaves: the limit less what is used, the reclaimable
-    file cache not counted as used. None: no limit (or no cgroup files)."""
-    for limit_file, usage_file, stat_file, cache_key in CGROUP_MEMORY:
-        limit = _read_int(root / limit_file)
-        usage = _read_int(root / usage_file)
-        if limit is None or usage is None:
-            continue
-        if limit >= 1 << 60:  # "unlimited" in cgroup v1
-            return None
-        cache = _stat_value(root / stat_file, cache_key) or 0
-        return max(0, limit - (usage - cache))
-    return None
+def _cgroup_room(mount: Path, own: Path) -> int | None:
+    """What the memory limits of this process's cgroup and those above it leave: the least
+    of each limit less what is used there, the reclaimable file cache not counted as used.
+    None: no limit (or no cgroup files). ``own`` is ``/proc/self/cgroup``, which says where
+    in each hierarchy this process is."""
+    rooms = []
+    for hierarchy, limit_file, usage_file, stat_file, cache_key in CGROUP_MEMORY:
+        for folder in _cgroup_folders(mount / hierarchy, _own_path(own, hierarchy)):
+            limit = _read_int(folder / limit_file)
+            usage = _read_int(folder / usage_file)
+            if limit is None or usage is None or limit >= 1 << 60:  # 1 << 60: v1's "unlimited"
+                continue
+            cache = _stat_value(folder / stat_file, cache_key) or 0
+            rooms.append(max(0, limit - (usage - cache)))
+    return min(rooms) if rooms else None
+
+
+def _own_path(own: Path, hierarchy: str) -> str:
+    """This process's cgroup in ``hierarchy`` (``""``: cgroup v2's), from the
+    ``id:controllers:path`` lines of ``/proc/self/cgroup``; "/" when it does not say."""
+    try:
+        lines = own.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "/"
+    for line in lines:
+        _, controllers, path = [*line.split(":", 2), "", ""][:3]
+        if controllers == hierarchy or hierarchy in controllers.split(","):
+            return path or "/"
+    return "/"
+
+
+def _cgroup_folders(mount: Path, path: str) -> list[Path]:
+    """The folders of the cgroup at ``path`` and of each above it, that exist under
+    ``mount`` (in a container the path may name the host's cgroup, which is not there)."""
+    if not mount.is_dir():
+        return []
+    folders = [mount]
+    for part in (p for p in path.split("/") if p):
+        folder = folders[-1] / part
+        if not folder.is_dir():
+            break
+        folders.append(folder)
+    return folders
 
 
 def _read_int(path: Path) -> int | None:

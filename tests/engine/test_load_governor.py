@@ -354,6 +354,30 @@ def test_memory_and_a_process_peak_are_read_from_proc(tmp_path: Path) -> None:
     assert peak_rss(43, tmp_path) is None
 
 
+def test_the_memory_limit_of_this_process_own_cgroup_counts(tmp_path: Path) -> None:
+    """A limit on this process's own cgroup (a systemd slice, cgroup v1's memory hierarchy
+    here) or one above it leaves less than the machine has; a path that names a cgroup not
+    mounted here (the host's, seen from a container) falls back to the folders there are."""
+    (tmp_path / "meminfo").write_text("MemAvailable:  8000 kB\n")
+    (tmp_path / "self").mkdir()
+    (tmp_path / "self" / "cgroup").write_text("4:memory:/slice/job\n1:cpu:/\n0::/\n")
+    mount = tmp_path / "cgroup"
+    root, slice_, job = (
+        mount / "memory",
+        mount / "memory" / "slice",
+        mount / "memory" / "slice" / "job",
+    )
+    for folder, limit, used in ((root, 1 << 62, 0), (slice_, 5000, 1000), (job, 3000, 500)):
+        folder.mkdir(parents=True)
+        (folder / "memory.limit_in_bytes").write_text(f"{limit * 1024}\n")
+        (folder / "memory.usage_in_bytes").write_text(f"{used * 1024}\n")
+    assert available_memory(tmp_path, mount) == 2500 * 1024  # the job's own limit
+    (slice_ / "memory.usage_in_bytes").write_text(f"{4000 * 1024}\n")
+    assert available_memory(tmp_path, mount) == 1000 * 1024  # the slice above it, fuller
+    (tmp_path / "self" / "cgroup").write_text("4:memory:/docker/abc\n")
+    assert available_memory(tmp_path, mount) == 8000 * 1024  # only the root is here: no limit
+
+
 def test_the_workers_reports_add_up_and_cross_as_json() -> None:
     """Under xdist each worker reports its own runs in flight; the controller reads them
     back from JSON and adds them up (the largest process peak stands)."""
