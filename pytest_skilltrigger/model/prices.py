@@ -210,23 +210,25 @@ class Spend:
     rate_limited: int = 0  # 429 answers met
 
     def add(self, calls: Calls, cost: float | None) -> None:
-        self.calls += calls.requests
-        self.batch_calls += calls.requests if calls.batch else 0
-        self.usage = self.usage + calls.usage
-        self.waited_seconds += calls.waited
-        self.rate_limited += calls.rate_limited
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+        batch = calls.requests if calls.batch else 0
+        self._take(
+            Spend(calls.requests, calls.usage, cost, batch, calls.waited, calls.rate_limited)
+        )
 
     def __add__(self, other: Spend) -> Spend:
         total = Spend(**vars(self))
-        total.calls += other.calls
-        total.batch_calls += other.batch_calls
-        total.usage = total.usage + other.usage
-        total.waited_seconds += other.waited_seconds
-        total.rate_limited += other.rate_limited
-        known = other.cost_usd is not None and total.cost_usd is not None
-        total.cost_usd = total.cost_usd + other.cost_usd if known else None  # type: ignore[operator]
+        total._take(other)
         return total
+
+    def _take(self, other: Spend) -> None:
+        """Add ``other``'s counts to these (the cost becomes unknown if either is)."""
+        self.calls += other.calls
+        self.batch_calls += other.batch_calls
+        self.usage = self.usage + other.usage
+        self.waited_seconds += other.waited_seconds
+        self.rate_limited += other.rate_limited
+        known = other.cost_usd is not None and self.cost_usd is not None
+        self.cost_usd = self.cost_usd + other.cost_usd if known else None  # type: ignore[operator]
 
     def to_dict(self) -> dict[str, Any]:
         cost = None if self.cost_usd is None else round(self.cost_usd, 6)
