@@ -35,6 +35,7 @@ from pytest_skilltrigger.skills.plugin_eval import (
     NotCollected,
     TriggerCase,
     eval_set_of,
+    pinned_models,
     read_plugin_eval,
 )
 from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin
@@ -426,7 +427,7 @@ def _target(
     group = group_of(skill, session.plugins)
     siblings, warnings = _siblings(skill, read, group)
     start = options.description if options.description is not None else skill.description
-    warnings += listing_warnings(skill, start)
+    warnings += listing_warnings(skill, start) + pinned_models(evals)
     return Target(
         skill=skill,
         eval_set=with_drafted_extra(evals, skill.path),

@@ -36,11 +36,12 @@ def make_plugin(root: Path, with_eval_set: bool = False) -> Path:
     return plugin
 
 
-def write_case(plugin: Path, name: str, prompt: str, grader: str) -> None:
+def write_case(plugin: Path, name: str, prompt: str, grader: str, model: str = "") -> None:
     folder = plugin / "evals" / name
     folder.mkdir(parents=True)
+    pinned = f"  model: {model}\n" if model else ""
     text = (
-        f'schema_version: "1.0"\nname: {name}\nexecution:\n  prompt: "{prompt}"\n'
+        f'schema_version: "1.0"\nname: {name}\nexecution:\n  prompt: "{prompt}"\n{pinned}'
         f"graders:\n  - {grader}\n"
     )
     (folder / "case.yaml").write_text(text)
@@ -56,7 +57,7 @@ def test_trigger_cases_become_items_and_the_others_are_named(
     plugin = make_plugin(pytester.path)
     skill = 'name: used, type: tool_used, tool: Skill, input_match: \'"skill":"(acme:)?alpha"\''
     prompt = "convert my zebra spreadsheets into llama reports"
-    write_case(plugin, "zebra", prompt, "{" + skill + "}")
+    write_case(plugin, "zebra", prompt, "{" + skill + "}", model="claude-haiku-4-5")
     write_case(plugin, "france", "what is the capital of france", "{" + skill + ", max: 0, min: 0}")
     write_case(plugin, "judged", "write a poem", "{name: good, type: llm, criteria: nice}")
     before = files_of(plugin)
@@ -70,6 +71,13 @@ def test_trigger_cases_become_items_and_the_others_are_named(
             # in the order the runner reads cases: by folder
             "*::acme:alpha?00-what-is-the-capital-of-france? PASSED*",
             "*::acme:alpha?01-convert-my-zebra-spreadsheets-into-llama? PASSED*",
+        ]
+    )
+    # a pinned model is not followed: that is said, at the skill, not silently dropped
+    result.stdout.fnmatch_lines(
+        [
+            "*alpha/SKILL.md*case *evals/zebra pins execution.model claude-haiku-4-5; its trigger"
+            " item runs on the session's model*"
         ]
     )
     assert files_of(plugin) == before  # read, never written
