@@ -257,6 +257,13 @@ class TriggerContext:
         user's skill shadows a project skill of its id (one of the tested skill's own is an
         input error before this), and either shadows a built-in of its name; a skill that may
         not be invoked by the model is not listed."""
+        own = self.own_listing()
+        names = {s.name for s in own}
+        return own + [s for s in self.generic_competitors if s.name not in names]
+
+    def own_listing(self) -> list[ListedSkill]:
+        """The listed skills that are not Claude Code's built-ins, in the listing's order:
+        those that must exist as files for the CLI to list them."""
         listed = {s.name: s for s in self.siblings if s.name != self.skill_name}
         if self.model_invocable:
             listed[self.skill_name] = self.tested
@@ -265,8 +272,7 @@ class TriggerContext:
                 listed[skill.name] = skill  # the same in every context of the session
             else:
                 listed.setdefault(skill.name, skill)
-        generic = [s for s in self.generic_competitors if s.name not in listed]
-        return sorted(listed.values(), key=lambda s: (s.group, s.name)) + generic
+        return sorted(listed.values(), key=lambda s: (s.group, s.name))
 
     def resolve(self, called: str) -> str | None:
         """The id of the listed skill a ``Skill`` call naming ``called`` loads (see

@@ -133,9 +133,8 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
     with its manifest); the plugin folders, in the order to load them. A skill whose id
     could not be placed safely is left out, never written elsewhere."""
     plugins: dict[int, Path] = {}
-    builtin = {id(s) for s in context.generic_competitors}  # the CLI lists its own
-    for skill in context.listing():
-        if id(skill) in builtin or not safe_id(skill.name):
+    for skill in context.own_listing():  # the CLI lists its built-ins itself
+        if not safe_id(skill.name):
             continue
         folder = _skill_folder(run_dir, skill, plugins)
         folder.mkdir(parents=True)
