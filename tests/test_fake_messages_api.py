@@ -17,8 +17,8 @@ import httpx2
 import pytest
 
 from pytest_skilltrigger.backends.api.request import build_request
-from pytest_skilltrigger.backends.api.request_layouts import layout_for
 from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.request_layouts import layout_for
 from tests.fake_messages_api import FakeMessagesAPI, decide, extract_query, parse_listing
 
 MODEL = "claude-test-1"

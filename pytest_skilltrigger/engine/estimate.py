@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_skilltrigger.backends.api.request_layouts import listing_shared
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import Price, cost_usd, format_usd, rate_of
+from pytest_skilltrigger.model.request_layouts import listing_shared
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.model.verdict import Rule
 from pytest_skilltrigger.skills.skill import MAX_DESCRIPTION

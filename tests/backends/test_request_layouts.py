@@ -2,7 +2,7 @@
 
 Where the listing sits (a system-role message after the user's, or the fifth of the reminder
 blocks that open the user's message), which block is cached, and the output and thinking
-settings come from a table per model (``backends/api/request_layouts.py``). The unit tests pin
+settings come from a table per model (``model/request_layouts.py``). The unit tests pin
 the shapes; the tests marked ``slow`` capture the pinned CLI's own request for the same
 context and model and hold ours against it, structure for structure (the texts around the
 listing are our own words, so only their number and order are compared).
@@ -27,15 +27,15 @@ from pytest_skilltrigger.backends.api.request import (
     listing_section,
     listing_text,
 )
-from pytest_skilltrigger.backends.api.request_layouts import (
+from pytest_skilltrigger.backends.base import BatchRequest
+from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
+from pytest_skilltrigger.model.request_layouts import (
     LAYOUTS,
     REMINDER,
     SYSTEM_MESSAGE,
     UNKNOWN_MODEL_LAYOUT,
     layout_for,
 )
-from pytest_skilltrigger.backends.base import BatchRequest
-from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
 from tests.backends import test_claude_code_cli
 from tests.fake_messages_api import FakeMessagesAPI, extract_query, parse_listing
 

@@ -2,9 +2,10 @@
 
 The request is shaped like Claude Code's: a short agent system prompt, the ordinary tools
 (Bash, Read, Edit, Write), a ``Skill`` tool, and the skill listing where the pinned CLI puts it
-for the model under test (:mod:`.request_layouts`): a system-role message after the user's,
-or one of the reminder blocks that open the user's message, with that model's output and
-thinking settings. The sections around the listing are our own short texts in the CLI's order.
+for the model under test (:mod:`~pytest_skilltrigger.model.request_layouts`): a system-role
+message after the user's, or one of the reminder blocks that open the user's message, with
+that model's output and thinking settings. The sections around the listing are our own short
+texts in the CLI's order.
 Kept apart from the backend so that computing a store key (a hash of this request) never pays
 for importing the SDK: a run served entirely from the store makes no call and no import.
 """
@@ -17,10 +18,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from pytest_skilltrigger.backends.api import request_layouts as layouts
-from pytest_skilltrigger.backends.api.request_layouts import RequestLayout, layout_for
+from pytest_skilltrigger.model import request_layouts as layouts
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.listing_budget import fit_of
+from pytest_skilltrigger.model.request_layouts import RequestLayout, layout_for
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "
@@ -96,9 +97,9 @@ ORDINARY_TOOLS: list[dict[str, Any]] = [
 LISTING_HEADER = "The following skills are available through the Skill tool:"
 
 # Our own short text for each section Claude Code puts around the listing (see
-# :mod:`.request_layouts`); only their order and place follow the CLI. None changes from run
-# to run or day to day (no date, no path): the request, and so the store's keys and the
-# prompt cache, stay the same.
+# :mod:`~pytest_skilltrigger.model.request_layouts`); only their order and place follow the
+# CLI. None changes from run to run or day to day (no date, no path): the request, and so the
+# store's keys and the prompt cache, stay the same.
 SECTION_TEXTS = {
     layouts.ENVIRONMENT: (
         "# Environment\nThis session runs in the user's project folder on their own machine. "

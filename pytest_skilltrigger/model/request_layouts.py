@@ -5,8 +5,9 @@ The pinned CLI (2.1.328) does not ask every model the same way. For the newest m
 listing is a message of its own with the system role, after the user's message; for the others
 it is one of several reminder blocks that open the user's message, before the query. Output
 and thinking settings differ by model as well. The builtin request follows this table, so each
-model of a matrix sees the layout Claude Code gives it. It is data, read by
-:mod:`.request`: a new CLI version's observations change rows here, not the code.
+model of a matrix sees the layout Claude Code gives it. It is data, read by the API
+backend's request and by the cost estimate (where the listing can be read from the prompt
+cache): a new CLI version's observations change rows here, not the code.
 
 A system-role message needs no beta header (the Messages API takes it as it is), and
 thinking and effort are ordinary parameters, so no layout needs a beta endpoint.
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # The sections of Claude Code's first request around the listing, by what they hold (the
-# builtin request writes its own short text for each, in :mod:`.request`).
+# builtin request writes its own short text for each, in the API backend's request).
 ENVIRONMENT = "environment"
 IDENTITY = "identity"
 DEFERRED_TOOLS = "deferred-tools"
