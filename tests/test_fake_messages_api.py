@@ -271,12 +271,17 @@ def test_wrong_key_unknown_model_bad_json_and_404(api: FakeMessagesAPI) -> None:
         ("529", False, anthropic.OverloadedError),
         ("500", False, anthropic.InternalServerError),
         ("stream_error", True, anthropic.APIStatusError),
-        ("drop", True, httpx2.RemoteProtocolError),  # not wrapped mid-stream
+        # mid-stream, the transport's own error (SDKs before 2.17), or wrapping it (2.17 on)
+        ("drop", True, (*CUT_STREAM, anthropic.APIConnectionError)),
         ("drop", False, anthropic.APIConnectionError),
     ],
 )
 def test_fault_raises_sdk_error(
-    api: FakeMessagesAPI, client: anthropic.Anthropic, kind: str, stream: bool, expected: type
+    api: FakeMessagesAPI,
+    client: anthropic.Anthropic,
+    kind: str,
+    stream: bool,
+    expected: type[Exception] | tuple[type[Exception], ...],
 ) -> None:
     api.script(MERGE_QUERY, ["skill:chart-maker", "text"])
     api.faults = {kind: 1.0}
@@ -288,6 +293,8 @@ def test_fault_raises_sdk_error(
             client.messages.create(**trigger_body())
     if kind == "429":
         assert err.value.response.headers["retry-after"] == "0"
+    if isinstance(err.value, anthropic.APIConnectionError) and stream:
+        assert isinstance(err.value.__cause__, CUT_STREAM)  # the cut, not a refused connection
     if kind == "stream_error":
         assert type(err.value) is anthropic.APIStatusError
         assert err.value.body["error"]["type"] == "overloaded_error"
