@@ -254,13 +254,15 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     cases = _PluginCases(session)
     targets, missing = [], []
     for skill in skills:
-        evals = _eval_set(skill, options.eval_set, cases.of(skill))
+        found = cases.of(skill)
+        evals = _eval_set(skill, options.eval_set, found)
         if evals is None:
             if not options.draft_missing and _given(skill, paths):
                 raise InputError(skill.path, NO_EVAL_SET + "; name one with --eval-set")
             missing.append(skill)
             continue
-        targets.append(_target(skill, evals, options, session, read))
+        target = _target(skill, evals, options, session, read)
+        targets.append(replace(target, warnings=target.warnings + tuple(pinned_models(found))))
     if missing and not targets and not options.draft_missing:
         raise InputError(missing[0].path, NO_EVAL_SET + ", nor has any other skill here")
     _check_clash(options.installed, targets)
@@ -427,7 +429,7 @@ def _target(
     group = group_of(skill, session.plugins)
     siblings, warnings = _siblings(skill, read, group)
     start = options.description if options.description is not None else skill.description
-    warnings += listing_warnings(skill, start) + pinned_models(evals)
+    warnings += listing_warnings(skill, start)
     return Target(
         skill=skill,
         eval_set=with_drafted_extra(evals, skill.path),

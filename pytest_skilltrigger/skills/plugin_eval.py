@@ -716,22 +716,20 @@ def eval_set_of(cases: Sequence[TriggerCase], path: str) -> EvalSet:
         if earlier is not case:
             raise InputError(path, f"{case.folder} repeats the prompt of {earlier.folder}")
         extra = {"case": case.name, "case_dir": case.folder}
-        if case.model:
-            extra["model"] = case.model
         entries.append(EvalEntry(len(entries), case.prompt, case.should_trigger, extra))
     meta = {"skill_name": skills[0], "format": "claude plugin eval cases"}
     return EvalSet(path=os.path.abspath(path), entries=tuple(entries), meta=meta)
 
 
-def pinned_models(evals: EvalSet) -> list[str]:
+def pinned_models(cases: Sequence[TriggerCase]) -> list[str]:
     """A warning for each case that pins ``execution.model``: its trigger item runs on the
     session's model(s), as every item does, so what it measures may not be what the runner
     measures."""
     return [
-        f"case {entry.extra['case_dir']} pins execution.model {entry.extra['model']}; its "
-        "trigger item runs on the session's model (--trigger-model, --trigger-models)"
-        for entry in evals.entries
-        if entry.extra.get("model")
+        f"case {case.folder} pins execution.model {case.model}; its trigger item runs on the "
+        "session's model (--trigger-model, --trigger-models)"
+        for case in cases
+        if case.model
     ]
 
 

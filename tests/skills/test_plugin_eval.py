@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_skilltrigger.skills.catalog import find_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
 from pytest_skilltrigger.skills.plugin_eval import (
     MARKER,
@@ -121,6 +122,28 @@ def test_case_yaml_trigger_and_no_trigger_cases(tmp_path: Path) -> None:
         ),
     )
     assert found.not_collected == ()
+
+
+def test_a_pinned_model_is_warned_of_and_an_eval_set_key_named_model_is_not(
+    tmp_path: Path,
+) -> None:
+    """A case's ``execution.model`` is not followed, so the target warns of it; an eval-set
+    entry's own "model" key is an extra like any other, neither read nor warned of."""
+    write(tmp_path / ".claude-plugin" / "plugin.json", json.dumps({"name": "acme"}))
+    write(
+        tmp_path / "skills" / "alpha" / "SKILL.md", "---\nname: alpha\ndescription: Zebras.\n---\n"
+    )
+    rows = [{"query": "convert my zebra spreadsheets", "should_trigger": True, "model": "x"}]
+    write(tmp_path / "skills" / "alpha" / "evals" / "trigger-eval.json", json.dumps(rows))
+    case_yaml(tmp_path, "haiku", "zebra llamas", execution={"prompt": "zebra llamas", "model": "h"})
+    case_yaml(tmp_path, "plain", "plain zebras")
+    (target,) = find_targets([str(tmp_path)]).targets
+    assert len(target.eval_set.entries) == 3
+    pinned = [w for w in target.warnings if "pins execution.model" in w]
+    assert pinned == [
+        f"case {tmp_path / 'evals' / 'haiku'} pins execution.model h; its trigger item runs on"
+        " the session's model (--trigger-model, --trigger-models)"
+    ]
 
 
 def test_prompt_md_with_grader_files(tmp_path: Path) -> None:
