@@ -155,17 +155,16 @@ def _own_path(own: Path, hierarchy: str) -> str:
 
 
 def _cgroup_folders(mount: Path, path: str) -> list[Path]:
-    """The folders of the cgroup at ``path`` and of each above it, that exist under
-    ``mount`` (in a container the path may name the host's cgroup, which is not there)."""
+    """The folders of the cgroup at ``path`` under ``mount`` and of each above it. When the
+    whole path is not there (a container without its own cgroup namespace sees the host's
+    path, while its mount is its own cgroup), only the mount: a folder that happens to share
+    a name with the host's would not be this process's."""
     if not mount.is_dir():
         return []
-    folders = [mount]
-    for part in (p for p in path.split("/") if p):
-        folder = folders[-1] / part
-        if not folder.is_dir():
-            break
-        folders.append(folder)
-    return folders
+    parts = [p for p in path.split("/") if p]
+    if any(p in (".", "..") for p in parts) or not mount.joinpath(*parts).is_dir():
+        return [mount]
+    return [mount.joinpath(*parts[:depth]) for depth in range(len(parts) + 1)]
 
 
 def _read_int(path: Path) -> int | None:

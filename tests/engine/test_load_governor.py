@@ -374,8 +374,12 @@ def test_the_memory_limit_of_this_process_own_cgroup_counts(tmp_path: Path) -> N
     assert available_memory(tmp_path, mount) == 2500 * 1024  # the job's own limit
     (slice_ / "memory.usage_in_bytes").write_text(f"{4000 * 1024}\n")
     assert available_memory(tmp_path, mount) == 1000 * 1024  # the slice above it, fuller
-    (tmp_path / "self" / "cgroup").write_text("4:memory:/docker/abc\n")
-    assert available_memory(tmp_path, mount) == 8000 * 1024  # only the root is here: no limit
+    # the host's path, seen from a container: only the mount counts, even where a folder
+    # of the container shares the path's first name
+    (tmp_path / "self" / "cgroup").write_text("4:memory:/slice/host-job\n")
+    assert available_memory(tmp_path, mount) == 8000 * 1024
+    (tmp_path / "self" / "cgroup").write_text("4:memory:/../slice\n")
+    assert available_memory(tmp_path, mount) == 8000 * 1024
 
 
 def test_the_workers_reports_add_up_and_cross_as_json() -> None:
