@@ -35,8 +35,8 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
 ) -> None:
     for query in WANTED:  # every wanted request is a coin flip: each race has runs to add
         fake_api.script(query, ["skill:alpha", "text"])
-    for query in UNWANTED:
-        fake_api.script(query, ["text"])
+    for query in UNWANTED:  # always a wrong trigger: the train side never all passes, so
+        fake_api.script(query, ["skill:alpha"])  # the loop never stops before its 3 rounds
     entries = [entry(q, True) for q in WANTED] + [entry(q, False) for q in UNWANTED]
     (target,) = load_targets([str(make_skill(tmp_path, "alpha", entries, "Tidy csv."))])
     published: dict[int, list[tuple[str, int]]] = {}
@@ -52,6 +52,7 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
         run = optimize(target, session, Proposer(), options, RoundsStart(on_iteration=on_iteration))
     finally:
         session.close()
+    assert len(run.iterations) == 3, run.exit_reason
     start, second, third = run.iterations
     assert not second.became_best and not third.became_best  # even races: the start stays
     for it in run.iterations:  # as reported when published, whatever raced them later
