@@ -128,9 +128,10 @@ def _cgroup_room(mount: Path, own: Path) -> int | None:
     of each limit less what is used there, the reclaimable file cache not counted as used.
     None: no limit (or no cgroup files). ``own`` is ``/proc/self/cgroup``, which says where
     in each hierarchy this process is."""
+    paths = _own_paths(own)
     rooms = []
     for hierarchy, limit_file, usage_file, stat_file, cache_key in CGROUP_MEMORY:
-        for folder in _cgroup_folders(mount / hierarchy, _own_path(own, hierarchy)):
+        for folder in _cgroup_folders(mount / hierarchy, paths.get(hierarchy, "/")):
             limit = _read_int(folder / limit_file)
             usage = _read_int(folder / usage_file)
             if limit is None or usage is None or limit >= 1 << 60:  # 1 << 60: v1's "unlimited"
@@ -140,18 +141,19 @@ def _cgroup_room(mount: Path, own: Path) -> int | None:
     return min(rooms) if rooms else None
 
 
-def _own_path(own: Path, hierarchy: str) -> str:
-    """This process's cgroup in ``hierarchy`` (``""``: cgroup v2's), from the
-    ``id:controllers:path`` lines of ``/proc/self/cgroup``; "/" when it does not say."""
+def _own_paths(own: Path) -> dict[str, str]:
+    """This process's cgroup in each hierarchy, by controller (``""``: cgroup v2's), from
+    the ``id:controllers:path`` lines of ``/proc/self/cgroup``; empty where it is not."""
     try:
         lines = own.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
-        return "/"
+        return {}
+    paths: dict[str, str] = {}
     for line in lines:
         _, controllers, path = [*line.split(":", 2), "", ""][:3]
-        if controllers == hierarchy or hierarchy in controllers.split(","):
-            return path or "/"
-    return "/"
+        for controller in controllers.split(","):
+            paths.setdefault(controller, path or "/")
+    return paths
 
 
 def _cgroup_folders(mount: Path, path: str) -> list[Path]:

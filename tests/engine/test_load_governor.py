@@ -357,7 +357,8 @@ def test_memory_and_a_process_peak_are_read_from_proc(tmp_path: Path) -> None:
 def test_the_memory_limit_of_this_process_own_cgroup_counts(tmp_path: Path) -> None:
     """A limit on this process's own cgroup (a systemd slice, cgroup v1's memory hierarchy
     here) or one above it leaves less than the machine has; a path that names a cgroup not
-    mounted here (the host's, seen from a container) falls back to the folders there are."""
+    mounted here (the host's, seen from a container), or climbs with "..", counts the mount
+    alone."""
     (tmp_path / "meminfo").write_text("MemAvailable:  8000 kB\n")
     (tmp_path / "self").mkdir()
     (tmp_path / "self" / "cgroup").write_text("4:memory:/slice/job\n1:cpu:/\n0::/\n")
