@@ -210,10 +210,15 @@ class Spend:
     rate_limited: int = 0  # 429 answers met
 
     def add(self, calls: Calls, cost: float | None) -> None:
-        batch = calls.requests if calls.batch else 0
-        self._take(
-            Spend(calls.requests, calls.usage, cost, batch, calls.waited, calls.rate_limited)
+        made = Spend(
+            calls=calls.requests,
+            usage=calls.usage,
+            cost_usd=cost,
+            batch_calls=calls.requests if calls.batch else 0,
+            waited_seconds=calls.waited,
+            rate_limited=calls.rate_limited,
         )
+        self._take(made)
 
     def __add__(self, other: Spend) -> Spend:
         total = Spend(**vars(self))
