@@ -5,8 +5,8 @@ clear-cut query (the model always or never picks the skill) is settled in the ru
 runs; a borderline one is sampled to its most. The low end also assumes the prompt cache does
 its job (each request's shared prefix written once per context, read afterwards, where the
 model's layout puts the listing before the query), the high end that nothing is cached,
-which is what the budget guard reserves. Stored runs (``--trigger-cache use``) lower both;
-the estimate does not look into the store, so it errs on the high side.
+which is what the budget guard reserves. Stored runs (``--trigger-cache use``) lower both: a
+sampling they decide costs nothing, and one they start counts only the runs still to make.
 
 What is sized is every sampling the items will make, as the pytest layer lists them: each
 trigger entry and each routing entry, once per model of a matrix, each in its model's lane
@@ -57,6 +57,8 @@ class Estimate:
     # the input tokens the calls count toward an input-token rate limit (cache reads do not)
     fewest_input: int = 0
     most_input: int = 0
+    stored: int = 0  # samplings (a query on a model) that their stored runs decide: no call
+    samplings: int = 0  # every model's queries (a matrix samples each query on each model)
 
     def minutes_at(self, limits: Mapping[str, float]) -> tuple[float, float]:
         """How long the calls take at most at these limits a minute (requests and input
@@ -72,6 +74,8 @@ class Estimate:
 
     def line(self) -> str:
         """``up to 610 calls (146 if every query is clear-cut), about $0.55 to $2.30 on M``."""
+        if self.stored and self.stored == self.samplings and not self.round_calls:
+            return f"estimate for {self.queries} queries: no call, stored runs decide every one"
         calls = f"up to {self.most_calls:,} calls"
         if self.fewest_calls < self.most_calls:
             calls += f" ({self.fewest_calls:,} if every query is clear-cut)"
@@ -85,6 +89,8 @@ class Estimate:
                 else (f"about {high} on {self.model}")
             )
         text = f"estimate for {self.queries} queries: {calls}, {cost}"
+        if self.stored:
+            text += f"; stored runs decide {self.stored} of {self.samplings}"
         if self.round_calls:
             rounds = f"; the improvement rounds up to {self.round_calls:,} more calls"
             if self.round_usd is not None:
@@ -122,6 +128,8 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
         call_usd=tuple(usd for e in estimates for usd in e.call_usd),
         fewest_input=sum(e.fewest_input for e in estimates),
         most_input=sum(e.most_input for e in estimates),
+        stored=sum(e.stored for e in estimates),
+        samplings=sum(e.samplings for e in estimates),
     )
 
 
@@ -153,19 +161,27 @@ def estimate_session(
     settings: Settings,
     backend: TriggerBackend,
     price: Price | None,
+    to_go: Sequence[tuple[int, int]] | None = None,
 ) -> Estimate:
     """The range of calls and dollars of these samplings on one model (see the module): a
-    context's shared prefix is written to the cache by its first request only."""
+    context's shared prefix is written to the cache by its first request only. ``to_go``
+    gives each sampling's fewest and most runs still to make (what its stored runs leave);
+    without it every sampling is fresh."""
     rule = settings.rule
-    low_runs, high_runs = fewest_runs(rule), rule.max_runs
+    fresh = (fewest_runs(rule), rule.max_runs)
     rate = rate_of(settings.batch)
-    queries = low_input = high_input = 0
+    queries = stored = low_calls = high_calls = low_input = high_input = 0
     low_usd = high_usd = dearest = 0.0
     room: dict[TriggerContext, int] = {}  # each context seen: its room to grow, once
-    for context, query in samplings:
+    for index, (context, query) in enumerate(samplings):
         if not context.model_invocable:  # never listed: its items make no call
             continue
         queries += 1
+        low_runs, high_runs = to_go[index] if to_go is not None else fresh
+        if not high_runs:  # decided by its stored runs
+            stored += 1
+            continue
+        low_calls, high_calls = low_calls + low_runs, high_calls + high_runs
         whole = backend.estimate(context, query)
         own = len(query.encode("utf-8")) // 3 + 1
         prefix = max(0, whole.input_tokens - own)
@@ -188,11 +204,13 @@ def estimate_session(
     return Estimate(
         backend.model,
         queries,
-        low_runs * queries,
-        high_runs * queries,
+        low_calls,
+        high_calls,
         low_usd if price else None,
         high_usd if price else None,
         call_usd=(dearest if price else None,),
         fewest_input=low_input,
         most_input=high_input,
+        stored=stored,
+        samplings=queries,
     )

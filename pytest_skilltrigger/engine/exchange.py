@@ -38,7 +38,7 @@ class SessionExchange:
             if not (outcome.from_store or outcome.batch):  # a batch is counted where run
                 guard.add(Calls.of(outcome, phase))
         if context_key and not result.skipped:
-            self.session.record(context_key, result.query, result.outcomes)
+            self.session.record(context_key, result.query, result.outcomes, result.sampling)
 
     def export_runs_ahead(self, made: Sequence[RunsAhead]) -> dict[str, Any]:
         """The runs made ahead here, for the processes that run the items, as JSON values:

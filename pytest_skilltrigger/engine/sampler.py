@@ -10,6 +10,7 @@ sampling.
 from __future__ import annotations
 
 import dataclasses
+import json
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -23,8 +24,9 @@ from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome
 from pytest_skilltrigger.model.plan import SamplingKey, SamplingPlan
 
-# told (context key, query, outcomes) of every finished sampling whose runs may be stored
-Recorder = Callable[[str, str, Sequence[RunOutcome]], None]
+# told (context key, query, outcomes, sampling) of every finished sampling whose runs may be
+# stored: the runs its verdict used, and which sampling it is (see :func:`sampling_name`)
+Recorder = Callable[[str, str, Sequence[RunOutcome], str], None]
 # a sampling made ahead of its submissions, and its result to come
 Ahead = tuple[SamplingKey, Future[QueryResult]]
 INTERRUPTED = "interrupted"
@@ -65,6 +67,7 @@ class _Sampling:
             outcomes=tuple(self.outcomes),
             skipped=self.skipped,
             trigger_choices=self.plan.trigger_choices,
+            sampling=sampling_name(self.sampling_key),
         )
 
     def take(self, outcome: RunOutcome) -> None:
@@ -72,6 +75,18 @@ class _Sampling:
 
     def drop(self, reason: str | None = None) -> None:
         self.sampler._ended(self, None, reason)
+
+
+def _read_for(skill: str, runs: Sequence[RunOutcome]) -> list[RunOutcome]:
+    """Runs of a listing read for one of its skills: triggered when they chose it."""
+    chosen = f"skill:{skill}"
+    return [replace(o, status="triggered" if o.chosen == chosen else "not_triggered") for o in runs]
+
+
+def sampling_name(sampling_key: SamplingKey) -> str:
+    """What the store keeps a sampling's runs under, beside its request: the skill whose
+    trigger its runs count, and its plan (as JSON)."""
+    return json.dumps(sampling_key[2], separators=(",", ":"))
 
 
 def _as_expected(shared: Future[QueryResult], should_trigger: bool) -> Future[QueryResult]:
@@ -196,20 +211,35 @@ class Sampler:
             state.source.request(state, wave)
 
     def stored(self, key: str, query: str, plan: SamplingPlan, skill: str) -> list[RunOutcome]:
-        """The runs a sampling starts from (none for a fresh one): those this process knows of
-        the request, else the store's (without a store to reuse, none), read for ``skill``: a
-        run made for another skill of the same listing triggered this one when it chose it."""
+        """The runs a sampling starts from (none for a fresh one), read for ``skill``: a run
+        made for another skill of the same listing triggered this one when it chose it.
+
+        First the runs this very sampling's verdict used when it was last stored, so that a
+        rerun reads exactly them; else those this process knows of the request; else the
+        store's oldest (without a store to reuse, none)."""
         if plan.independent:
             return []
+        used = None
+        if self.store is not None:
+            name = sampling_name(self.sampling_key(key, query, plan, skill))
+            used = self.store.used(key, query, name)
+        if used is not None:  # all of them: its waves may have gone past a prefix's stop
+            return _read_for(skill, used)
         with self._lock:
             known = list(self._known.get((key, query), ()))
         if not known and self.store is not None:
             known = self.store.lookup(key, query, plan.max_runs)
-        chosen = f"skill:{skill}"
-        runs = [
-            replace(o, status="triggered" if o.chosen == chosen else "not_triggered") for o in known
-        ]
-        return plan.usable(runs)
+        return plan.usable(_read_for(skill, known))
+
+    def runs_to_go(
+        self, context: TriggerContext, query: str, plan: SamplingPlan
+    ) -> tuple[int, int]:
+        """The fewest and most runs a submission of this query would still make, after the
+        stored runs it would start from (what the header's estimate counts)."""
+        if not context.model_invocable:
+            return 0, 0
+        key = self.context_key(context)
+        return plan.runs_to_go(self.stored(key, query, plan, context.skill_name))
 
     # -- runs made ahead (message batches) ----------------------------------------------------
     def sample_ahead(
@@ -312,7 +342,7 @@ class Sampler:
             self._remember(state)
         if self.record is not None and not state.plan.independent and state.skipped != INTERRUPTED:
             # a query the budget cut short keeps its paid runs: a rerun with room goes on
-            self.record(state.key, state.query, result.outcomes)
+            self.record(state.key, state.query, result.outcomes, result.sampling or "")
         if result.errors or result.skipped:
             # no verdict: a later caller (the improvement rounds) samples the query afresh
             # instead of joining this sampling

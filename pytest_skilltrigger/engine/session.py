@@ -37,7 +37,7 @@ from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.estimate import Estimate, Sampling
+    from pytest_skilltrigger.engine.estimate import Estimate
     from pytest_skilltrigger.engine.load_governor import LoadReport
 
 #: what a sampling needs: the context (on its model), the entry and the plan
@@ -188,10 +188,10 @@ class TriggerSession:
         for context in contexts:
             self.context_key(context)
 
-    def estimate(self, samplings: Sequence[Sampling]) -> Estimate | None:
-        """What these samplings (each a context on its model, and a query) may cost, each in
-        its model's lane, before any call; None without a backend or when a request cannot
-        be sized."""
+    def estimate(self, requests: Sequence[Request]) -> Estimate | None:
+        """What these samplings may cost, each in its model's lane, before any call: the runs
+        each still needs after the stored runs it starts from (none for a rerun of unchanged
+        skills); None without a backend or when a request cannot be sized."""
         from pytest_skilltrigger.engine.estimate import combined, estimate_session
 
         if self.lanes is None:
@@ -200,9 +200,13 @@ class TriggerSession:
             return combined(
                 [
                     estimate_session(
-                        mine, self.settings, lane.backend, self.guard.price(lane.backend.model)
+                        [(context, entry.query) for context, entry, _ in mine],
+                        self.settings,
+                        lane.backend,
+                        self.guard.price(lane.backend.model),
+                        [lane.sampler.runs_to_go(c, e.query, p) for c, e, p in mine],
                     )
-                    for lane, mine in self.lanes.split(samplings)
+                    for lane, mine in self.lanes.split(requests)
                 ]
             )
         except Exception:
@@ -280,22 +284,34 @@ class TriggerSession:
         for lane in self.lanes or ():
             lane.sampler.forget_ahead()
 
-    def record(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
-        """Store new runs of a query (a sampling's, or an xdist worker's).
+    def record(
+        self,
+        context_key: str,
+        query: str,
+        outcomes: Sequence[RunOutcome],
+        sampling: str | None = None,
+    ) -> None:
+        """Store the runs of a query's sampling (this process's, or an xdist worker's), and
+        with ``sampling``, that its verdict used them.
 
-        Batch runs are left out: the process that made the batches stored them as it read
-        them, and a sampling that several items resolve from them would store them again."""
-        self._store_runs(context_key, query, [o for o in outcomes if not o.batch])
+        Batch runs are stored already: the process that made the batches stored them as it
+        read them."""
+        self._store_runs(context_key, query, outcomes, sampling)
 
-    def _store_runs(self, context_key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+    def _store_runs(
+        self,
+        context_key: str,
+        query: str,
+        outcomes: Sequence[RunOutcome],
+        sampling: str | None = None,
+    ) -> None:
         """The one place the store's runs are written. Nothing is written in a process that
         hands its runs to another (an xdist worker), with ``--trigger-cache off``, or without
         a backend to name the runs' origin."""
         backend = self.backend
         if self.store is None or not self.writes_store or backend is None:
             return
-        model = next((o.model for o in outcomes if o.model), backend.model)
-        self.store.record(backend.name, model, context_key, query, outcomes)
+        self.store.record((backend.name, backend.model), context_key, query, outcomes, sampling)
 
     # -- asking and spending -----------------------------------------------------------------
     def ask(

@@ -2,7 +2,11 @@
 
 Rows are keyed by a hash of the full request context (listing, competitors, prompt, model,
 backend) and the query. Rerunning an unchanged description reuses its stored runs instead of
-paying for them again. The database runs in WAL mode with a busy timeout so readers in xdist
+paying for them again. Several samplings may read the runs of one request (two skills of a
+listing whose sets share a query), and each may add runs, in whatever order processes finish:
+so the store also keeps which runs each sampling's verdict used (``samplings``), and a rerun
+starts from exactly those. A verdict is then a function of stored runs that never change,
+and a rerun makes no call and flips nothing. The database runs in WAL mode with a busy timeout so readers in xdist
 workers and the writing controller never block each other for long, and every write is one
 transaction, so an interrupted run never leaves it corrupt. Errors are never stored: they are
 not results.
@@ -10,11 +14,13 @@ not results.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
 
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.errors import InputError
@@ -35,9 +41,18 @@ CREATE TABLE IF NOT EXISTS runs (
     cache_creation_input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0,
-    invoked_as TEXT
+    invoked_as TEXT,
+    run_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
+CREATE TABLE IF NOT EXISTS samplings (
+    context_key TEXT NOT NULL,
+    query TEXT NOT NULL,
+    sampling TEXT NOT NULL,
+    created REAL NOT NULL,
+    runs TEXT NOT NULL,
+    PRIMARY KEY (context_key, query, sampling)
+);
 CREATE TABLE IF NOT EXISTS captures (
     key TEXT PRIMARY KEY,
     created REAL NOT NULL,
@@ -49,7 +64,17 @@ CREATE TABLE IF NOT EXISTS captures (
 ADDED_COLUMNS = {
     "cache_creation_1h_input_tokens": "INTEGER NOT NULL DEFAULT 0",
     "invoked_as": "TEXT",
+    "run_id": "TEXT",
 }
+# after the columns: each run's identity, unique; an older store's runs are named by their row
+RUN_IDS = """
+UPDATE runs SET run_id = 'row' || id WHERE run_id IS NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id);
+"""
+COLUMNS = (
+    "status, chosen, invoked_as, run_id, input_tokens, output_tokens,"
+    " cache_creation_input_tokens, cache_read_input_tokens, cache_creation_1h_input_tokens"
+)
 
 
 class ResultStore:
@@ -63,11 +88,12 @@ class ResultStore:
         self._connections: list[sqlite3.Connection] = []
         self._conn().executescript(SCHEMA)
         self._add_missing_columns()
+        self._conn().executescript(RUN_IDS)
 
     def _add_missing_columns(self) -> None:
         """Bring a store an earlier version made up to this schema (its old rows take each
-        new column's default: no 1-hour cache writes, as they were priced then, and no name
-        the model wrote apart from the skill's own). Another process may add a column at the
+        new column's default: no 1-hour cache writes, as they were priced then, no name the
+        model wrote apart from the skill's own, and an identity made of the row's). Another process may add a column at the
         same moment; that is not an error."""
         conn = self._conn()
         have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
@@ -95,40 +121,82 @@ class ResultStore:
         return conn
 
     def lookup(self, context_key: str, query: str, limit: int) -> list[RunOutcome]:
-        """The newest ``limit`` stored runs for this context and query (``refresh`` replaces
-        what later runs read), returned oldest first."""
+        """The oldest ``limit`` stored runs of this request, oldest first: what a sampling
+        with no runs of its own starts from. Later runs only ever go after these, so the
+        runs a verdict read stay the first ones."""
         rows = (
             self._conn()
             .execute(
-                "SELECT status, chosen, invoked_as, input_tokens, output_tokens,"
-                " cache_creation_input_tokens, cache_read_input_tokens,"
-                " cache_creation_1h_input_tokens FROM runs"
-                " WHERE context_key = ? AND query = ? ORDER BY id DESC LIMIT ?",
+                f"SELECT {COLUMNS} FROM runs WHERE context_key = ? AND query = ?"
+                " ORDER BY id LIMIT ?",
                 (context_key, query, limit),
             )
             .fetchall()
         )
-        return [
-            RunOutcome(
-                status, chosen=chosen, invoked_as=invoked_as, usage=Usage(*tokens), from_store=True
-            )
-            for status, chosen, invoked_as, *tokens in reversed(rows)
-        ]
+        return [_outcome(row) for row in rows]
+
+    def used(self, context_key: str, query: str, sampling: str) -> list[RunOutcome] | None:
+        """The runs this sampling's verdict used last time, in its order; None when it has
+        none kept (or one of them is missing: a session stopped before storing it)."""
+        conn = self._conn()
+        row = conn.execute(
+            "SELECT runs FROM samplings WHERE context_key = ? AND query = ? AND sampling = ?",
+            (context_key, query, sampling),
+        ).fetchone()
+        if row is None:
+            return None
+        ids = json.loads(row[0])
+        found = {outcome.run_id: outcome for outcome in map(_outcome, self._rows(conn, ids))}
+        if len(found) != len(set(ids)):
+            return None
+        return [found[run_id] for run_id in ids]
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, ids: list[str]) -> list[tuple[Any, ...]]:
+        rows: list[tuple[Any, ...]] = []
+        for start in range(0, len(ids), 500):  # within SQLite's limit of bound values
+            part = ids[start : start + 500]
+            marks = ", ".join("?" * len(part))
+            rows += conn.execute(
+                f"SELECT {COLUMNS} FROM runs WHERE run_id IN ({marks})", part
+            ).fetchall()
+        return rows
 
     def record(
         self,
-        backend: str,
-        model: str,
+        origin: tuple[str, str],
         context_key: str,
         query: str,
-        outcomes: Iterable[RunOutcome],
+        outcomes: Sequence[RunOutcome],
+        sampling: str | None = None,
     ) -> int:
-        """Store the fresh, successful runs of one query in a single transaction."""
+        """Store the runs of one query not stored yet (errors never: they are not results),
+        and with ``sampling``, that these are the runs its verdict used; one transaction,
+        and none when nothing is new. ``origin`` is the backend and model that ran them.
+        Returns how many runs were added."""
+        runs = [o for o in outcomes if o.status != "error"]
+        conn = self._conn()
+        have = {
+            outcome.run_id for outcome in map(_outcome, self._rows(conn, [o.run_id for o in runs]))
+        }
+        new = [o for o in runs if o.run_id not in have]
+        used = json.dumps([o.run_id for o in runs]) if sampling is not None else None
+        if used is not None and not new:
+            kept = conn.execute(
+                "SELECT runs FROM samplings WHERE context_key = ? AND query = ? AND sampling = ?",
+                (context_key, query, sampling),
+            ).fetchone()
+            if kept is not None and kept[0] == used:
+                used = None
+        if not new and used is None:
+            return 0
+        now = time.time()
+        backend, model = origin
         rows = [
             (
-                time.time(),
+                now,
                 backend,
-                model,
+                o.model or model,
                 context_key,
                 query,
                 o.status,
@@ -139,23 +207,26 @@ class ResultStore:
                 o.usage.cache_read_input_tokens,
                 o.usage.cache_creation_1h_input_tokens,
                 redact(o.invoked_as) if o.invoked_as else None,
+                o.run_id,
             )
-            for o in outcomes
-            if o.status != "error" and not o.from_store
+            for o in new
         ]
-        if not rows:
-            return 0
-        conn = self._conn()
         with self._lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 conn.executemany(
-                    "INSERT INTO runs (created, backend, model, context_key, query, status,"
-                    " chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                    " cache_read_input_tokens, cache_creation_1h_input_tokens, invoked_as)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT OR IGNORE INTO runs (created, backend, model, context_key, query,"
+                    " status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
+                    " cache_read_input_tokens, cache_creation_1h_input_tokens, invoked_as, run_id)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
+                if used is not None:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO samplings (context_key, query, sampling, created,"
+                        " runs) VALUES (?, ?, ?, ?, ?)",
+                        (context_key, query, sampling, now, used),
+                    )
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -219,6 +290,18 @@ class StoredCaptures:
     def save_capture(self, key: str, request: str) -> None:
         if self.writable:
             self.store.save_capture(key, request)
+
+
+def _outcome(row: tuple[Any, ...]) -> RunOutcome:
+    status, chosen, invoked_as, run_id, *tokens = row
+    return RunOutcome(
+        status,
+        chosen=chosen,
+        invoked_as=invoked_as,
+        usage=Usage(*tokens),
+        from_store=True,
+        run_id=run_id,
+    )
 
 
 def prepare_store(path: str) -> None:

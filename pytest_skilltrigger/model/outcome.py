@@ -6,6 +6,7 @@ each has ``to_dict`` / ``from_dict`` using only JSON-able builtins.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -18,6 +19,13 @@ from pytest_skilltrigger.model.verdict import Rule, Verdict, rule_from_dict
 Status = Literal["triggered", "not_triggered", "error"]
 
 BUDGET_REACHED = "cost budget"  # how a skip for the budget starts
+
+
+def new_run_id() -> str:
+    """A run's identity, given when it is made: the store keeps it, and a verdict names the
+    runs it used by it, whichever process made them and in whatever order they were stored."""
+    return uuid.uuid4().hex
+
 
 TOKEN_KEYS = (
     "input_tokens",
@@ -89,6 +97,8 @@ class RunOutcome:
     # the name the model wrote in its Skill call when it is not the id of the skill it
     # loads (a bare name, an alias), or a name Claude Code refuses (``chosen`` keeps it)
     invoked_as: str | None = None
+    # who the run is, not what it says: two runs that read the same are still equal
+    run_id: str = field(default_factory=new_run_id, compare=False)
 
     @property
     def triggered(self) -> bool:
@@ -125,6 +135,7 @@ class RunOutcome:
             "waited": self.waited,
             "rate_limited": self.rate_limited,
             "invoked_as": self.invoked_as,
+            "run_id": self.run_id,
         }
 
     @classmethod
@@ -143,6 +154,7 @@ class RunOutcome:
             waited=float(data.get("waited") or 0.0),
             rate_limited=int(data.get("rate_limited") or 0),
             invoked_as=data.get("invoked_as"),
+            run_id=str(data.get("run_id") or new_run_id()),
         )
 
 
@@ -169,6 +181,9 @@ class QueryResult:
     shared: bool = False
     # the choices that count as a trigger, when not the context's own skill (see SamplingPlan)
     trigger_choices: frozenset[str] | None = None
+    # which sampling of its request made it (the skill its runs count for, and the plan): the
+    # store keeps the runs each sampling used under it, so a rerun reads the same ones
+    sampling: str | None = None
 
     @property
     def threshold(self) -> float:
@@ -317,6 +332,7 @@ class QueryResult:
             "trigger_choices": sorted(self.trigger_choices)
             if self.trigger_choices is not None
             else None,
+            "sampling": self.sampling,
         }
 
     @classmethod
@@ -331,6 +347,7 @@ class QueryResult:
             unlisted=data.get("unlisted"),
             shared=bool(data.get("shared")),
             trigger_choices=frozenset(trigger_choices) if trigger_choices is not None else None,
+            sampling=data.get("sampling"),
         )
 
     def summary_row(self) -> dict[str, Any]:

@@ -61,6 +61,20 @@ class SamplingPlan:
         triggers = sum(1 for o in outcomes if self.hit(o))
         return self.rule.next_runs(triggers, len(outcomes) - triggers)
 
+    def runs_to_go(self, outcomes: Sequence[RunOutcome] = ()) -> tuple[int, int]:
+        """The fewest and the most runs still to make after ``outcomes``: the fewest if every
+        further run reads the same way (the quicker way of the two), the most up to the rule's
+        last. ``(0, 0)`` when the runs already decide (a rerun from the store)."""
+        if self.next_runs(outcomes) == 0:
+            return 0, 0
+        triggers = sum(1 for o in outcomes if self.hit(o))
+        misses = len(outcomes) - triggers
+        fewest = min(
+            _runs_one_way(self.rule, triggers, misses, hit=True),
+            _runs_one_way(self.rule, triggers, misses, hit=False),
+        )
+        return fewest, self.max_runs - len(outcomes)
+
     def usable(self, stored: Sequence[RunOutcome]) -> list[RunOutcome]:
         """The stored runs a sampling starts from: in order, up to the point where the rule
         would have stopped (a rerun whose stored runs already decide makes no call, and its
@@ -99,6 +113,18 @@ class SamplingPlan:
             frozenset(trigger_choices) if trigger_choices is not None else None,
             str(data.get("phase", "items")),
         )
+
+
+def _runs_one_way(rule: Rule, triggers: int, misses: int, *, hit: bool) -> int:
+    """The runs the rule makes from here when every further run is a trigger (or a miss)."""
+    made = 0
+    while (more := rule.next_runs(triggers, misses)) > 0:
+        made += more
+        if hit:
+            triggers += more
+        else:
+            misses += more
+    return made
 
 
 def reference_plan(runs: int = 3, threshold: float = 0.5, curtail: bool = True) -> SamplingPlan:

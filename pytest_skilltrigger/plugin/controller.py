@@ -254,7 +254,7 @@ class Controller(Role):
         from pytest_skilltrigger.reports.terminal import header_lines
 
         requests = requests_of_session(self, engine.plan)
-        estimate = engine.estimate([(context, entry.query) for context, entry, _ in requests])
+        estimate = engine.estimate(requests)
         if estimate is not None and self.optimize is not None:
             from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
 

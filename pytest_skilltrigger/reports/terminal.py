@@ -64,7 +64,9 @@ def header_lines(
             f"({positives} should trigger, {len(draft.entries) - positives} should not): "
             f"{REVIEW}"
         )
-    if estimate is not None:
+    if estimate is not None and not (estimate.most_calls or estimate.round_calls):
+        lines.append(f"skilltrigger: {estimate.line()}")
+    elif estimate is not None:
         cap = "--trigger-budget-usd caps it"
         if settings.budget_usd is not None:
             cap = f"capped at {format_usd(settings.budget_usd)} by --trigger-budget-usd"

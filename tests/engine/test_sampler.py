@@ -111,8 +111,8 @@ def storing_sampler(backend: ScriptedBackend, store: ResultStore, mode: str) -> 
         backend,
         concurrency=1,
         store=store if mode == "use" else None,
-        record=lambda key, query, outcomes: store.record(
-            backend.name, backend.model, key, query, outcomes
+        record=lambda key, query, outcomes, sampling: store.record(
+            (backend.name, backend.model), key, query, outcomes, sampling
         ),
     )
 
@@ -282,8 +282,8 @@ def test_a_query_the_budget_cuts_short_keeps_its_runs_in_the_store(tmp_path: Pat
     store = ResultStore(str(tmp_path / "s.sqlite"))
     recorded: list[int] = []
 
-    def record(key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
-        recorded.append(store.record("b", "m", key, query, outcomes))
+    def record(key: str, query: str, outcomes: Sequence[RunOutcome], sampling: str) -> None:
+        recorded.append(store.record(("b", "m"), key, query, outcomes, sampling))
 
     backend = SequenceBackend({"a": [True, False, True, False, True, False]})
     guard = CostGuard("claude-test", {"claude-test": PRICE}, budget_usd=0.00025)
@@ -329,17 +329,21 @@ def test_fresh_plans_are_not_joined_with_an_ordinary_sampling() -> None:
     assert again.triggers == 1 and backend.calls["q"] == 3  # the ordinary sampling, shared
 
 
+def triggered() -> RunOutcome:
+    return RunOutcome("triggered", "skill:pdf-tools")
+
+
 def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: Path) -> None:
     """The sequential rule over the store: two stored triggers need two more runs to settle
     (four in a row); the rerun finds four that settle it and makes no call. Stored runs past
     the point where the rule would have stopped are not read."""
     store = ResultStore(str(tmp_path / "s.sqlite"))
     key = CONTEXT.key(backend="scripted")
-    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 2)
+    store.record(("scripted", "m"), key, "merge", [triggered() for _ in range(2)])
     recorded: list[int] = []
 
-    def record(k: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
-        recorded.append(store.record("scripted", "m", k, query, outcomes))
+    def record(k: str, query: str, outcomes: Sequence[RunOutcome], sampling: str) -> None:
+        recorded.append(store.record(("scripted", "m"), k, query, outcomes, sampling))
 
     plan = SamplingPlan()
     for expected_calls in (2, 0):
@@ -351,7 +355,7 @@ def test_stored_runs_are_topped_up_and_a_decided_rerun_makes_no_call(tmp_path: P
         assert (result.verdict, result.runs_made, result.passed) == ("triggered", 4, True)
     assert recorded == [2, 0]
     # ten stored runs, settled at the fourth: a rerun reads four, as a fresh sampling would
-    store.record("scripted", "m", key, "merge", [RunOutcome("triggered", "skill:pdf-tools")] * 6)
+    store.record(("scripted", "m"), key, "merge", [triggered() for _ in range(6)])
     sampler = LiveSampler(ScriptedBackend(), store=store)
     assert sampler.submit(CONTEXT, "merge", True, plan).result().runs_made == 4
     sampler.close()
@@ -458,7 +462,7 @@ def test_a_backend_exception_is_an_error_and_a_later_caller_samples_afresh() -> 
 def test_finished_runs_are_recorded_once_and_never_for_fresh_or_interrupted_plans() -> None:
     recorded: list[tuple[str, str, int]] = []
 
-    def record(key: str, query: str, outcomes: Sequence[RunOutcome]) -> None:
+    def record(key: str, query: str, outcomes: Sequence[RunOutcome], sampling: str) -> None:
         recorded.append((key, query, len(outcomes)))
 
     backend = SequenceBackend({"a": [True] * 6})

@@ -20,24 +20,23 @@ def run(status: str, *, from_store: bool = False, chosen: str | None = None) -> 
     )
 
 
-def test_errors_and_reused_runs_are_never_stored(tmp_path: Path) -> None:
+def test_errors_are_never_stored_and_a_run_is_stored_once(tmp_path: Path) -> None:
+    """A run is stored by whoever hands it in first (an xdist worker's result may carry runs
+    another sampling of its process made); by its identity, never twice."""
     store = ResultStore(str(tmp_path / "s.sqlite"))
-    written = store.record(
-        "anthropic",
-        "m",
-        "ctx",
-        "q",
-        [run("triggered"), run("error"), run("not_triggered", from_store=True)],
-    )
-    assert written == 1 and store.count() == 1
-    assert store.record("anthropic", "m", "ctx", "q", [run("error")]) == 0
+    known = run("not_triggered", from_store=True)
+    written = store.record(("anthropic", "m"), "ctx", "q", [run("triggered"), run("error"), known])
+    assert written == 2 and store.count() == 2
+    assert store.record(("anthropic", "m"), "ctx", "q", [run("error"), known]) == 0
+    assert store.count() == 2
     store.close()
 
 
-def test_lookup_returns_the_newest_runs_oldest_first_marked_as_stored(tmp_path: Path) -> None:
+def test_lookup_returns_the_oldest_runs_oldest_first_marked_as_stored(tmp_path: Path) -> None:
+    """Later runs only go after the ones a verdict read: what a lookup gives never shifts."""
     store = ResultStore(str(tmp_path / "s.sqlite"))
-    store.record("anthropic", "m", "ctx", "q", [run("triggered"), run("triggered")])
-    store.record("anthropic", "m", "ctx", "q", [run("not_triggered")])
+    store.record(("anthropic", "m"), "ctx", "q", [run("triggered"), run("not_triggered")])
+    store.record(("anthropic", "m"), "ctx", "q", [run("triggered")])
     found = store.lookup("ctx", "q", 2)
     assert [o.status for o in found] == ["triggered", "not_triggered"]
     assert all(o.from_store for o in found)
@@ -47,13 +46,42 @@ def test_lookup_returns_the_newest_runs_oldest_first_marked_as_stored(tmp_path: 
     store.close()
 
 
+def test_a_sampling_reads_back_exactly_the_runs_its_verdict_used(tmp_path: Path) -> None:
+    """Two samplings of one request (two skills whose sets share a query) each add runs, in
+    whatever order their processes finish: each reads back its own runs, in its order."""
+    store = ResultStore(str(tmp_path / "s.sqlite"))
+    shared = [run("triggered"), run("not_triggered")]
+    mine = [*shared, run("triggered"), run("triggered")]
+    theirs = [*shared, run("not_triggered")]
+    store.record(("anthropic", "m"), "ctx", "q", theirs, "b")
+    store.record(("anthropic", "m"), "ctx", "q", mine, "a")
+    assert store.count() == 5
+    assert [o.run_id for o in store.used("ctx", "q", "a") or []] == [o.run_id for o in mine]
+    assert [o.run_id for o in store.used("ctx", "q", "b") or []] == [o.run_id for o in theirs]
+    assert store.used("ctx", "q", "c") is None
+    assert store.record(("anthropic", "m"), "ctx", "q", mine, "a") == 0  # nothing new
+    store.close()
+
+
+def test_a_sampling_whose_runs_are_not_all_stored_reads_none(tmp_path: Path) -> None:
+    """A session stopped before another result stored the runs a verdict named: the
+    sampling starts afresh from the store's oldest runs instead of from part of its own."""
+    path = str(tmp_path / "s.sqlite")
+    store = ResultStore(path)
+    store.record(("anthropic", "m"), "ctx", "q", [run("triggered")], "a")
+    with sqlite3.connect(path) as conn:
+        conn.execute("DELETE FROM runs")
+    assert store.used("ctx", "q", "a") is None
+    store.close()
+
+
 def test_runs_survive_reopening_and_many_threads_write_safely(tmp_path: Path) -> None:
     path = str(tmp_path / "nested" / "s.sqlite")  # missing folders are made
     store = ResultStore(path)
 
     def write(n: int) -> None:
         for _ in range(20):
-            store.record("anthropic", "m", "ctx", f"q{n}", [run("triggered")])
+            store.record(("anthropic", "m"), "ctx", f"q{n}", [run("triggered")])
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
     for t in threads:
@@ -70,7 +98,7 @@ def test_runs_survive_reopening_and_many_threads_write_safely(tmp_path: Path) ->
 def test_what_the_model_chose_is_redacted_before_it_is_stored(tmp_path: Path) -> None:
     store = ResultStore(str(tmp_path / "s.sqlite"))
     secret = "sk-ant-api03-" + "x" * 40
-    store.record("anthropic", "m", "ctx", "q", [run("not_triggered", chosen=f"tool:{secret}")])
+    store.record(("anthropic", "m"), "ctx", "q", [run("not_triggered", chosen=f"tool:{secret}")])
     store.close()
     rows = sqlite3.connect(str(tmp_path / "s.sqlite")).execute("SELECT chosen FROM runs").fetchall()
     assert secret not in repr(rows)
@@ -97,7 +125,7 @@ def test_one_hour_cache_writes_are_kept_and_an_older_store_is_brought_up_to_date
     store = ResultStore(str(path))
     again = ResultStore(str(path))  # a second process opening it after: nothing to add
     hour = RunOutcome("triggered", chosen="skill:pdf", usage=Usage(10, 2, 300, 4, 200))
-    assert store.record("anthropic", "m", "ctx", "q", [hour]) == 1
+    assert store.record(("anthropic", "m"), "ctx", "q", [hour]) == 1
     found = again.lookup("ctx", "q", 5)
     assert [o.usage for o in found] == [Usage(10, 2, 3, 4), Usage(10, 2, 300, 4, 200)]
     assert [o.invoked_as for o in found] == [None, None]  # and no other name the model wrote
@@ -113,7 +141,7 @@ def test_the_name_the_model_wrote_is_kept_with_its_run(tmp_path: Path) -> None:
         "triggered", chosen="skill:acme:alpha", invoked_as="alpha", usage=Usage(10, 2)
     )
     listed = RunOutcome("triggered", chosen="skill:acme:alpha", usage=Usage(10, 2))
-    assert store.record("anthropic", "m", "ctx", "q", [bare, listed]) == 2
+    assert store.record(("anthropic", "m"), "ctx", "q", [bare, listed]) == 2
     found = store.lookup("ctx", "q", 5)
     assert [(o.chosen, o.invoked_as) for o in found] == [
         ("skill:acme:alpha", "alpha"),
@@ -127,11 +155,11 @@ def test_a_short_lived_thread_releases_its_connection(tmp_path: Path) -> None:
     """A model's batches run in a thread of their own each time: its connection is closed
     when it ends, so a long session does not pile up open files."""
     store = ResultStore(str(tmp_path / "s.sqlite"))
-    store.record("anthropic", "m", "ctx", "q0", [run("triggered")])  # this thread's own
+    store.record(("anthropic", "m"), "ctx", "q0", [run("triggered")])  # this thread's own
     assert store.open_connections == 1
 
     def write(n: int) -> None:
-        store.record("anthropic", "m", "ctx", f"q{n}", [run("triggered")])
+        store.record(("anthropic", "m"), "ctx", f"q{n}", [run("triggered")])
         store.release()
         store.release()  # nothing left to close: no error
 

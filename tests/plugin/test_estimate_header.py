@@ -159,3 +159,26 @@ def test_no_cache_is_counted_on_where_the_listing_follows_the_query() -> None:
     uncached = Usage(input_tokens=1000, output_tokens=100)
     assert got.fewest_usd == pytest.approx(2 * 4 * cost_usd(uncached, price))
     assert got.fewest_input == 2 * 4 * 1000
+
+
+def test_stored_runs_lower_the_estimate_to_the_runs_still_to_make() -> None:
+    """A sampling its stored runs decide costs nothing; one they start counts what is left:
+    two triggers stored under the reference rule's three runs leave none (decided), one
+    trigger and one miss leave one."""
+    from pytest_skilltrigger.model.outcome import RunOutcome
+    from pytest_skilltrigger.model.plan import reference_plan
+
+    plan = reference_plan(3, 0.5)
+    hit, miss = RunOutcome("triggered", "skill:a"), RunOutcome("not_triggered", "text")
+    assert plan.runs_to_go([hit, hit]) == (0, 0)
+    assert plan.runs_to_go([hit, miss]) == (1, 1)
+    assert plan.runs_to_go() == (2, 3)
+    price = price_of("claude-opus-5-5")
+    context = TriggerContext("a", "A.")
+    got = estimate_session(
+        [(context, "q1"), (context, "q2")], Settings(), Sized(), price, [(0, 0), (1, 1)]
+    )
+    assert (got.queries, got.stored, got.fewest_calls, got.most_calls) == (2, 1, 1, 1)
+    assert "stored runs decide 1 of 2" in got.line()
+    none = estimate_session([(context, "q1")], Settings(), Sized(), price, [(0, 0)])
+    assert none.line() == "estimate for 1 queries: no call, stored runs decide every one"
