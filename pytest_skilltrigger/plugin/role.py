@@ -142,9 +142,16 @@ class Role:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         """With skills in play the engine is made now, before collection and the run loop:
-        every later hook finds it ready (a run that only collects does without)."""
+        every later hook finds it ready (a run that only collects does without). Without a
+        backend, ``--trigger-require-backend`` ends the session here with one line, instead
+        of an error for every item."""
         if self.targets and not self.config.option.collectonly:
-            _ = self.engine
+            reason = self.engine.no_backend
+            if reason and self.gates.require_backend:
+                raise pytest.UsageError(
+                    f"no backend can run the trigger tests: {reason} "
+                    "(--trigger-require-backend is set)"
+                )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

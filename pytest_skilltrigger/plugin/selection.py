@@ -1,39 +1,56 @@
 """Which skill folders a run collects, and making pytest collect them.
 
-Skills come from ``--skill-path`` and from the ``skill_paths`` ini key. ``--skill-path``
-alone collects only those skills; with explicit paths it adds them. Skills from the ini key
-join a run without explicit paths (``pytest``) and follow pytest's own selection otherwise
-(``pytest tests/test_x.py`` leaves them, ``pytest skills/pdf`` takes that one). Only the
-skills in play are read, so a broken eval set under ``skills/`` does not stop a run that
-never collects it.
+Skills come from ``--skill-path``, from the ``skill_paths`` ini key and from the paths given
+to pytest. ``--skill-path`` alone collects only those skills; with explicit paths it adds
+them. Skills from the ini key join a run without explicit paths (``pytest``) and follow
+pytest's own selection otherwise (``pytest tests/test_x.py`` leaves them, ``pytest
+skills/pdf`` takes that one). Without the ini key, a path given to pytest that holds skills
+collects them, as it collects the tests in it (``pytest skills``, ``pytest
+skills/pdf/SKILL.md``); a plain ``pytest`` then collects none, so a project that only has
+the plugin installed pays nothing. Only the skills in play are read, so a broken eval set under
+``skills/`` does not stop a run that never collects it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
 import pytest
 
-from pytest_skilltrigger.support.paths import within
+from pytest_skilltrigger.support.paths import holds_skills, within
 
 
 @dataclass(frozen=True)
 class Selection:
-    """The skill paths of a run (absolute): given with ``--skill-path``, and from the ini
-    key those the run will collect."""
+    """The skill paths of a run (absolute): given with ``--skill-path``, from the ini key
+    those the run will collect, and the paths given to pytest that hold skills."""
 
     given: list[str]
     ini: list[str]
+    named: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def paths(self) -> list[str]:
-        return self.given + [p for p in self.ini if p not in self.given]
+        found: list[str] = []
+        for path in self.given + self.named + self.ini:
+            if not any(within(path, seen) for seen in found):
+                found.append(path)
+        return found
 
 
 def select(config: pytest.Config, given: list[str], ini: list[str]) -> Selection:
     """The skill paths in play for this command line."""
-    return Selection(given, _ini_in_play(config, given, ini))
+    in_play = _ini_in_play(config, given, ini)
+    named = []
+    if explicit(config) and not ini:  # the ini key says where the project's skills are
+        for chosen in arg_paths(config.args):
+            if any(within(chosen, path) for path in given + in_play):
+                continue  # already in play
+            if holds_skills(chosen):
+                named.append(os.path.dirname(chosen) if os.path.isfile(chosen) else chosen)
+    return Selection(given, in_play, named)
 
 
 def _ini_in_play(config: pytest.Config, given: list[str], ini: list[str]) -> list[str]:

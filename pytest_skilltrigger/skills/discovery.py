@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import os
 
-from pytest_skilltrigger.skills.skill import SKILL_FILE, Skill, read_skill
+from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
-
-# Folders never searched for skills: tooling and dependencies, not the user's skills.
-SKIPPED_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
+from pytest_skilltrigger.support.paths import SKILL_FILE, skill_folders
 
 
 def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
@@ -37,18 +35,7 @@ def discover_skills(path: str | os.PathLike[str]) -> list[Skill]:
 def _skill_folders(root: str) -> list[str]:
     """The folders below ``root`` that hold a SKILL.md, depth first, sorted by name."""
     try:
-        names = sorted(os.listdir(root))
+        return list(skill_folders(root))
     except OSError as exc:
-        raise InputError(root, f"cannot be listed ({exc.strerror or exc})") from None
-    found: list[str] = []
-    for name in names:
-        folder = os.path.join(root, name)
-        if name.startswith(".") or name in SKIPPED_FOLDERS or not os.path.isdir(folder):
-            continue
-        if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-            continue  # a virtualenv, whatever its name
-        if os.path.isfile(os.path.join(folder, SKILL_FILE)):
-            found.append(folder)  # a skill: its own folders are its resources
-        else:
-            found += _skill_folders(folder)
-    return found
+        where = str(exc.filename or root)
+        raise InputError(where, f"cannot be listed ({exc.strerror or exc})") from None

@@ -18,8 +18,7 @@ from typing import Any
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md, parse_frontmatter
 from pytest_skilltrigger.skills.plugins import Plugin, plugin_of
 from pytest_skilltrigger.support.errors import InputError
-
-SKILL_FILE = "SKILL.md"
+from pytest_skilltrigger.support.paths import SKILL_FILE
 MAX_DESCRIPTION = 1024
 MAX_NAME = 64
 ALLOWED_KEYS = (

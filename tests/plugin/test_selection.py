@@ -150,6 +150,27 @@ def test_several_ini_folders_each_follow_the_arguments(
     assert select(config(tree, [str(tree)], Source.INVOCATION_DIR), [], ini).ini == ini
 
 
+@pytest.mark.parametrize(
+    "arg,named",
+    [
+        ("tests", []),  # holds no skill
+        ("tests/test_x.py::test_x", []),
+        ("skills", ["skills"]),
+        ("skills/pdf/SKILL.md::pdf[01-merge-these-pdf-documents]", ["skills/pdf"]),
+        ("skills/group/csv", ["skills/group/csv"]),
+        (".", ["."]),
+    ],
+)
+def test_without_the_ini_key_a_path_given_to_pytest_that_holds_skills_is_collected(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, arg: str, named: list[str]
+) -> None:
+    """As the tutorial writes it: ``pytest skills --trigger-min-accuracy=0.9``."""
+    monkeypatch.chdir(tree)
+    chosen = select(config(tree, [arg]), [], [])
+    assert chosen.named == [os.path.abspath(x) for x in named] and chosen.ini == []
+    assert select(config(tree, [arg], Source.TESTPATHS), [], []).named == []  # not explicit
+
+
 def test_a_start_inside_a_skill_takes_that_skill(tree: Path) -> None:
     """``cd skills/pdf && pytest``: pytest's argument is the folder it was started in."""
     inside = tree / "skills" / "pdf"
@@ -265,3 +286,23 @@ def test_a_broken_skill_outside_the_selection_is_never_read(
     result = pytester.runpytest_subprocess("--collect-only", "-q", "skills/pdf")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert os.path.join("skills", "pdf", "evals", "trigger-eval.json") in result.stderr.str()
+
+
+@pytest.mark.parametrize(
+    "args,files",
+    [
+        ((), [TESTS]),  # a plain pytest collects no skill without the ini key
+        (("tests",), [TESTS]),
+        (("skills",), [CSV, PDF]),
+        (("skills/pdf/SKILL.md",), [PDF]),
+        (("skills/group/csv", "tests"), [CSV, TESTS]),
+    ],
+)
+def test_without_the_ini_key_the_paths_given_to_pytest_collect_their_skills(
+    pytester: pytest.Pytester, project: Path, args: tuple[str, ...], files: list[str]
+) -> None:
+    (project / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'
+        'addopts = "-p no:cacheprovider"\ntrigger_cache = "off"\n'
+    )
+    assert collected(pytester, *args) == sorted(files)

@@ -114,7 +114,7 @@ def test_min_accuracy_turns_misses_into_xfail_and_gates_the_session(
     plain.assert_outcomes(passed=3, failed=1)
 
 
-def test_require_backend_errors_instead_of_skipping(
+def test_require_backend_stops_the_session_with_one_line_instead_of_skipping(
     pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
@@ -124,9 +124,13 @@ def test_require_backend_errors_instead_of_skipping(
     skipped = pytester.runpytest_subprocess("skills")
     skipped.assert_outcomes(skipped=len(ENTRIES))
     skipped.stdout.fnmatch_lines(["*ANTHROPIC_API_KEY*claude*"])
-    required = pytester.runpytest_subprocess("skills", "--trigger-require-backend")
-    required.assert_outcomes(errors=len(ENTRIES))
-    assert required.ret != 0
+    for more in ((), ("-n", "2")):
+        required = pytester.runpytest_subprocess("skills", "--trigger-require-backend", *more)
+        assert required.ret == pytest.ExitCode.USAGE_ERROR
+        errors = [line for line in required.errlines if line.strip()]
+        assert len(errors) == 1 and "Traceback" not in required.stdout.str()
+        assert errors[0].startswith("ERROR: no backend can run the trigger tests: ")
+        assert errors[0].endswith("(--trigger-require-backend is set)")
 
 
 def test_baseline_regressions_junit_and_step_summary(
