@@ -347,10 +347,28 @@ _DRAFT_FILLERS = (
 )
 
 
-def drafted_set(prompt: str) -> str:
+# the fillers of a draft asked again after a refused answer: other requests than the first's
+_REPAIR_FILLERS = (
+    "by noon",
+    "for the board",
+    "after lunch",
+    "for the audit",
+    "in bulk",
+    "for the client",
+    "before the demo",
+    "for our wiki",
+    "step by step",
+    "without losing data",
+)
+REPAIR_MARK = "An earlier answer to this could not be used"
+
+
+def drafted_set(prompt: str, stubborn: bool = False) -> str:
     """A stand-in improve model's eval set for a draft request: ten should-trigger queries
     made of the skill's own description words, ten near misses made of each sibling skill's
-    words (another skill's territory), in a code fence as models often answer."""
+    words (another skill's territory), in a code fence as models often answer. It ignores
+    what the set has already (as the issue that found it saw: the same twenty again), but a
+    repair request gets other requests, unless ``stubborn``."""
     own = re.search(r"^description:\s*(.+)$", prompt, re.M)
     words = _content_words(own.group(1) if own else "")
     siblings = re.findall(
@@ -365,7 +383,8 @@ def drafted_set(prompt: str) -> str:
         "garden",
     ]
     entries = []
-    for i, filler in enumerate(_DRAFT_FILLERS):
+    fillers = _REPAIR_FILLERS if REPAIR_MARK in prompt and not stubborn else _DRAFT_FILLERS
+    for i, filler in enumerate(fillers):
         pick = [words[(i + k) % len(words)] for k in range(3)] if words else ["help"]
         entries.append({"query": f"please {' '.join(pick)} {filler}", "should_trigger": True})
         near = [other[(2 * i + k) % len(other)] for k in range(3)]
@@ -1171,6 +1190,8 @@ class FakeMessagesAPI:
         self.faults: dict[str, float] = {}
         self.proposals: list[str] = []
         self.drafts: list[str] = []
+        # a drafting model that repeats its first answer even when asked again
+        self.stubborn_drafts = False
         # trigger rates spread over (0, 1), drawn afresh per request, and an improve model
         # that reads the prompt (see tests.graded_model); None: the keyword model
         self.graded: Any = None
@@ -1688,7 +1709,8 @@ class FakeMessagesAPI:
         """The answer to a request for a trigger eval set: scripted, else drafted."""
         with self._lock:
             scripted = (self.drafts.pop(0) if advance else self.drafts[0]) if self.drafts else None
-        text = scripted if scripted is not None else drafted_set(_message_texts(body)[-1])
+        prompt = _message_texts(body)[-1]
+        text = scripted if scripted is not None else drafted_set(prompt, self.stubborn_drafts)
         if advance:
             self._bump("decisions", "draft")
         return [{"type": "text", "text": text}], "end_turn"

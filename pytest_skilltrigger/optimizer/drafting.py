@@ -70,6 +70,7 @@ class Draft:
     job: DraftJob
     entries: list[DraftedEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    repeats: list[str] = field(default_factory=list)  # queries the set had: left out
     usage: Usage = field(default_factory=Usage)
     repaired: bool = False
     error: str | None = None
@@ -93,14 +94,16 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
         prompt = draft_prompt(job.skill, job.context, job.avoid)
         answer, usage = session.ask(prompt, model=model, phase="draft")
         result.usage = usage
-        result.entries, result.problems = check_answer(parse_answer(answer), description)
-        if result.problems:
+        checked = check_answer(parse_answer(answer), description, job.avoid)
+        if checked.refusals(repaired=False):
             result.repaired = True
             again, more = session.ask(
-                repair_prompt(prompt, result.problems), model=model, phase="draft"
+                repair_prompt(prompt, checked.refusals(repaired=False)), model=model, phase="draft"
             )
             result.usage = result.usage + more
-            result.entries, result.problems = check_answer(parse_answer(again), description)
+            checked = check_answer(parse_answer(again), description, job.avoid)
+        result.entries, result.repeats = checked.entries, checked.repeats
+        result.problems = checked.refusals(repaired=result.repaired)
     except AskError as exc:
         result.error = f"the improve model could not be asked: {exc}"
     return result

@@ -59,10 +59,14 @@ def header_lines(
         lines.append(f"skilltrigger: context {context_label}")
     for draft in drafted:
         positives = sum(e.should_trigger for e in draft.entries)
+        new = f"{len(draft.entries)} new queries: " if draft.job.avoid else ""
+        left = ""
+        if draft.repeats:
+            left = f"; {len(draft.repeats)} the set has already left out"
         lines.append(
             f"skilltrigger: drafted {display_path(draft.job.path)} for {draft.job.skill.name} "
-            f"({positives} should trigger, {len(draft.entries) - positives} should not): "
-            f"{REVIEW}"
+            f"({new}{positives} should trigger, {len(draft.entries) - positives} should not"
+            f"{left}): {REVIEW}"
         )
     if estimate is not None and not (estimate.most_calls or estimate.round_calls):
         lines.append(f"skilltrigger: {estimate.line()}")

@@ -91,9 +91,9 @@ def repair_prompt(prompt: str, problems: Sequence[str]) -> str:
     return (
         f"{prompt}\n\nAn earlier answer to this could not be used:\n{listed}\nWrite it again, "
         "fixing these: "
-        f"{FEWEST} to {MOST} entries, both kinds about equally, no duplicates, no request "
-        'quoting the description. Answer with only the JSON array of {"query", '
-        '"should_trigger"} objects.'
+        f"{FEWEST} to {MOST} entries, both kinds about equally, no duplicates, none the eval "
+        "set has already, no request quoting the description. Answer with only the JSON "
+        'array of {"query", "should_trigger"} objects.'
     )
 
 
@@ -126,12 +126,35 @@ def _quotes(query: str, description: str) -> bool:
     return any(f" {run} " in asked for run in runs)
 
 
-def check_answer(data: Any, description: str) -> tuple[list[DraftedEntry], list[str]]:
-    """The entries of an answer and what is wrong with it (nothing: usable)."""
+@dataclass(frozen=True)
+class CheckedAnswer:
+    """An answer, checked: its usable new entries, what is wrong with it, and the queries it
+    repeats from the eval set the skill has already (``--draft-eval-set=also``: left out)."""
+
+    entries: list[DraftedEntry]
+    problems: list[str]
+    repeats: list[str]
+
+    def refusals(self, repaired: bool) -> list[str]:
+        """Why the answer cannot be used (none: usable). Repeats of the set ask for a repair;
+        after it they are left out, when enough new entries remain."""
+        if not self.repeats or (repaired and len(self.entries) >= FEWEST // 2):
+            return self.problems
+        shown = ", ".join(repr(q[:40]) for q in self.repeats[:3])
+        repeat = f"{len(self.repeats)} entries repeat queries the eval set has already ({shown})"
+        return [repeat, *self.problems]
+
+
+def check_answer(data: Any, description: str, known: Sequence[str] = ()) -> CheckedAnswer:
+    """The entries of an answer and what is wrong with it (nothing: usable). ``known`` are the
+    queries the skill's eval set has: a drafted query that repeats one is not new."""
     if not isinstance(data, list):
-        return [], ['the answer holds no JSON array of {"query", "should_trigger"} objects']
+        problems = ['the answer holds no JSON array of {"query", "should_trigger"} objects']
+        return CheckedAnswer([], problems, [])
     entries: list[DraftedEntry] = []
     problems: list[str] = []
+    repeats: list[str] = []
+    have = {_normalised(q) for q in known}
     seen: set[str] = set()
     for n, item in enumerate(data, 1):
         if not (
@@ -148,6 +171,8 @@ def check_answer(data: Any, description: str) -> tuple[list[DraftedEntry], list[
             problems.append(f"entry {n} repeats an earlier query: {query[:60]!r}")
         elif _quotes(query, description):
             problems.append(f"entry {n} quotes the description: {query[:60]!r}")
+        elif _normalised(query) in have:
+            repeats.append(query)
         else:
             seen.add(_normalised(query))
             entries.append(DraftedEntry(query, item["should_trigger"]))
@@ -155,11 +180,11 @@ def check_answer(data: Any, description: str) -> tuple[list[DraftedEntry], list[
         problems.append(f"{len(data)} entries; {FEWEST} to {MOST} are wanted")
     positives = sum(e.should_trigger for e in entries)
     for kind, count in (("should-trigger", positives), ("should-not", len(entries) - positives)):
-        if count < MIN_SHARE * max(len(entries), 1):
+        if count < MIN_SHARE * max(len(entries), 1) and (entries or not repeats):
             problems.append(
                 f"{count} {kind} entries of {len(entries)}: both kinds are wanted, about equally"
             )
-    return entries, problems
+    return CheckedAnswer(entries, problems, repeats)
 
 
 def drafted_json(entries: Sequence[DraftedEntry]) -> str:

@@ -187,3 +187,38 @@ def test_a_value_that_is_a_path_is_refused_with_one_line(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --draft-eval-set: takes no value or 'also', got 'tests'*"])
     assert fake_api.stats["calls"] == 0
+
+
+def test_also_checks_the_draft_against_the_set_and_says_how_many_are_new(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """The stand-in drafts the same twenty requests again: they are not new, so one repair
+    asks for others, and the header counts the new ones. A model that keeps repeating them
+    gets a one-line error and nothing is written."""
+    folder = make_skills(pytester.path, ("csv-tidy",))
+    run(pytester, folder, "--draft-eval-set").assert_outcomes(passed=20)
+    extra = folder / "csv-tidy" / "evals" / "trigger-eval.drafted.json"
+    fake_api.stubborn_drafts = True
+    stubborn = run(pytester, folder, "--draft-eval-set=also")
+    assert stubborn.ret == pytest.ExitCode.USAGE_ERROR
+    stubborn.stderr.fnmatch_lines(
+        [
+            "ERROR: *SKILL.md: no eval set drafted (after one repair request): "
+            "20 entries repeat queries the eval set has already*nothing written"
+        ]
+    )
+    assert not extra.exists()
+    fake_api.stubborn_drafts = False
+    result = run(pytester, folder, "--draft-eval-set=also")
+    result.assert_outcomes(passed=40)
+    first, repaired = draft_requests(fake_api)[-2:]
+    assert "20 entries repeat queries the eval set has already" in repaired
+    result.stdout.fnmatch_lines(
+        [
+            "*skilltrigger: drafted *trigger-eval.drafted.json for csv-tidy (20 new queries: "
+            "10 should trigger, 10 should not): drafted: review*"
+        ]
+    )
+    own = json.loads((folder / "csv-tidy" / "evals" / "trigger-eval.json").read_text())
+    added = json.loads(extra.read_text())
+    assert not {e["query"] for e in own} & {e["query"] for e in added}

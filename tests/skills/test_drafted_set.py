@@ -46,8 +46,8 @@ def test_no_json_reads_as_none() -> None:
 
 
 def test_a_good_set_has_no_problems() -> None:
-    found, problems = check_answer(entries(10, 10), DESCRIPTION)
-    assert problems == [] and len(found) == 20
+    checked = check_answer(entries(10, 10), DESCRIPTION)
+    assert checked.problems == [] and len(checked.entries) == 20
 
 
 @pytest.mark.parametrize(
@@ -76,8 +76,21 @@ def test_a_good_set_has_no_problems() -> None:
     ids=["too-few", "too-many", "unbalanced", "not-a-list", "bad-entry", "duplicate", "quote"],
 )
 def test_a_bad_set_says_what_is_wrong(data: object, expected: str) -> None:
-    _found, problems = check_answer(data, DESCRIPTION)
+    problems = check_answer(data, DESCRIPTION).refusals(repaired=False)
     assert any(expected in p for p in problems), problems
+
+
+def test_queries_the_set_has_already_are_not_new() -> None:
+    """``--draft-eval-set=also``: a first answer that repeats the set asks for a repair; after
+    it the repeats are left out when enough new entries remain, and the draft says how many."""
+    data = entries(10, 10)
+    known = [" ".join(data[i]["query"].upper().split()) for i in range(4)]  # case, spaces
+    checked = check_answer(data, DESCRIPTION, known)
+    assert len(checked.entries) == 16 and len(checked.repeats) == 4
+    assert any("4 entries repeat queries the eval set has" in p for p in checked.refusals(False))
+    assert checked.refusals(repaired=True) == []
+    every = check_answer(data, DESCRIPTION, [e["query"] for e in data])
+    assert every.entries == [] and every.refusals(repaired=True) != []
 
 
 def test_the_file_is_a_plain_list_marked_drafted_positives_first() -> None:
