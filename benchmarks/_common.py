@@ -292,10 +292,12 @@ def fill_store(store: Path, skill: Path, entries: Sequence[dict[str, Any]], runs
     try:
         for entry in entries:
             if entry["should_trigger"]:
-                outcome = RunOutcome("triggered", chosen=f"skill:{SKILL_NAME}")
+                outcomes = [
+                    RunOutcome("triggered", chosen=f"skill:{SKILL_NAME}") for _ in range(runs)
+                ]
             else:
-                outcome = RunOutcome("not_triggered", chosen="text")
-            written += db.record("anthropic", MODEL, key, entry["query"], [outcome] * runs)
+                outcomes = [RunOutcome("not_triggered", chosen="text") for _ in range(runs)]
+            written += db.record(("anthropic", MODEL), key, entry["query"], outcomes)
     finally:
         db.close()
     return written

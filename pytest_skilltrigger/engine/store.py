@@ -6,10 +6,10 @@ paying for them again. Several samplings may read the runs of one request (two s
 listing whose sets share a query), and each may add runs, in whatever order processes finish:
 so the store also keeps which runs each sampling's verdict used (``samplings``), and a rerun
 starts from exactly those. A verdict is then a function of stored runs that never change,
-and a rerun makes no call and flips nothing. The database runs in WAL mode with a busy timeout so readers in xdist
-workers and the writing controller never block each other for long, and every write is one
-transaction, so an interrupted run never leaves it corrupt. Errors are never stored: they are
-not results.
+and a rerun makes no call and flips nothing. The database runs in WAL mode with a busy
+timeout so readers in xdist workers and the writing controller never block each other for
+long, and every write is one transaction, so an interrupted run never leaves it corrupt.
+Errors are never stored: they are not results.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ class ResultStore:
     def _add_missing_columns(self) -> None:
         """Bring a store an earlier version made up to this schema (its old rows take each
         new column's default: no 1-hour cache writes, as they were priced then, no name the
-        model wrote apart from the skill's own, and an identity made of the row's). Another process may add a column at the
-        same moment; that is not an error."""
+        model wrote apart from the skill's own, and an identity made of the row's). Another
+        process may add a column at the same moment; that is not an error."""
         conn = self._conn()
         have = {row[1] for row in conn.execute("PRAGMA table_info(runs)")}
         for column, definition in ADDED_COLUMNS.items():

@@ -10,21 +10,27 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 # How Claude Code lists a skill (observed with the pinned CLI): ``- <name>: <text>``, the text
-# being the description plus `` - <when_to_use>`` when the frontmatter has one, newlines shown
-# as spaces, ``<`` and ``>`` as ``&lt;`` and ``&gt;``, and cut at this many characters (the
-# last one then ``…``).
+# being the description plus `` - <when_to_use>`` when the frontmatter has one, each run of
+# control or format characters (line breaks, tabs, zero-width characters) shown as one space,
+# ``<`` and ``>`` as ``&lt;`` and ``&gt;``, and cut at this many characters (the last one then
+# ``…``).
 LISTED_LIMIT = 1536
 ELLIPSIS = "\u2026"
+_CONTROL_RUN = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u180e\u200b-\u200f"
+    "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]+"
+)
 
 
 def _uncut(description: str, when_to_use: str | None) -> str:
     text = description if not when_to_use else f"{description} - {when_to_use}"
-    text = text.replace("\r\n", "\n").replace("\n", " ").replace("\r", " ")
+    text = _CONTROL_RUN.sub(" ", text)
     return text.replace("<", "&lt;").replace(">", "&gt;")
 
 

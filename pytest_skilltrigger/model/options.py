@@ -409,8 +409,7 @@ OPTIONS: tuple[Option, ...] = (
         "--trigger-require-backend",
         "bool",
         False,
-        "stop the session with an error instead of skipping when no trigger backend is "
-        "available",
+        "stop the session with an error instead of skipping when no trigger backend is available",
         target="gates",
         field="require_backend",
     ),

@@ -231,11 +231,19 @@ class Controller(Role):
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         if not self.targets:
             return []
-        from pytest_skilltrigger.reports.terminal import not_collected_lines, untested_lines
+        from pytest_skilltrigger.reports.terminal import (
+            not_collected_lines,
+            reading_lines,
+            untested_lines,
+        )
+        from pytest_skilltrigger.skills.skill import reading_note
 
         not_collected = [(n.folder, n.reason) for n in self.not_collected]
+        skills = [t.skill for t in self.targets] + list(self.untested)
+        notes = [(s.skill_md, note) for s in skills if (note := reading_note(s))]
         return (
             self._header_lines()
+            + reading_lines(notes)
             + untested_lines([s.id for s in self.untested])
             + not_collected_lines(not_collected, str(config.invocation_params.dir))
         )

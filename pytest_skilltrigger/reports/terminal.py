@@ -338,6 +338,14 @@ def untested_lines(names: Sequence[str]) -> list[str]:
     ]
 
 
+def reading_lines(notes: Sequence[tuple[str, str]]) -> list[str]:
+    """What Claude Code reads differently from what a SKILL.md means (``(path, note)``),
+    before any call: the text tested, and how to fix the file."""
+    from pytest_skilltrigger.model.formatting import display_path
+
+    return [f"skilltrigger: {display_path(path)}: {note}" for path, note in notes]
+
+
 def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = None) -> list[str]:
     """The ``claude plugin eval`` cases found that are not trigger checks: a line for them,
     then one per case with why (its folder as the person running pytest reads it)."""

@@ -126,6 +126,24 @@ def _quotes(query: str, description: str) -> bool:
     return any(f" {run} " in asked for run in runs)
 
 
+def _entry_problem(n: int, item: Any, seen: set[str], description: str) -> str | None:
+    """What is wrong with the ``n``-th entry of an answer (None: nothing)."""
+    if not (
+        isinstance(item, dict)
+        and isinstance(item.get("query"), str)
+        and isinstance(item.get("should_trigger"), bool)
+    ):
+        return f'entry {n} is not a {{"query": text, "should_trigger": true/false}}'
+    query = item["query"].strip()
+    if not query or len(query) > MAX_QUERY:
+        return f"entry {n} has an empty query or one over {MAX_QUERY} characters"
+    if _normalised(query) in seen:
+        return f"entry {n} repeats an earlier query: {query[:60]!r}"
+    if _quotes(query, description):
+        return f"entry {n} quotes the description: {query[:60]!r}"
+    return None
+
+
 @dataclass(frozen=True)
 class CheckedAnswer:
     """An answer, checked: its usable new entries, what is wrong with it, and the queries it
@@ -149,33 +167,23 @@ def check_answer(data: Any, description: str, known: Sequence[str] = ()) -> Chec
     """The entries of an answer and what is wrong with it (nothing: usable). ``known`` are the
     queries the skill's eval set has: a drafted query that repeats one is not new."""
     if not isinstance(data, list):
-        problems = ['the answer holds no JSON array of {"query", "should_trigger"} objects']
-        return CheckedAnswer([], problems, [])
+        return CheckedAnswer(
+            [], ['the answer holds no JSON array of {"query", "should_trigger"} objects'], []
+        )
     entries: list[DraftedEntry] = []
     problems: list[str] = []
     repeats: list[str] = []
     have = {_normalised(q) for q in known}
     seen: set[str] = set()
     for n, item in enumerate(data, 1):
-        if not (
-            isinstance(item, dict)
-            and isinstance(item.get("query"), str)
-            and isinstance(item.get("should_trigger"), bool)
-        ):
-            problems.append(f'entry {n} is not a {{"query": text, "should_trigger": true/false}}')
-            continue
-        query = item["query"].strip()
-        if not query or len(query) > MAX_QUERY:
-            problems.append(f"entry {n} has an empty query or one over {MAX_QUERY} characters")
-        elif _normalised(query) in seen:
-            problems.append(f"entry {n} repeats an earlier query: {query[:60]!r}")
-        elif _quotes(query, description):
-            problems.append(f"entry {n} quotes the description: {query[:60]!r}")
-        elif _normalised(query) in have:
-            repeats.append(query)
+        problem = _entry_problem(n, item, seen, description)
+        if problem is not None:
+            problems.append(problem)
+        elif _normalised(item["query"]) in have:
+            repeats.append(item["query"].strip())
         else:
-            seen.add(_normalised(query))
-            entries.append(DraftedEntry(query, item["should_trigger"]))
+            seen.add(_normalised(item["query"]))
+            entries.append(DraftedEntry(item["query"].strip(), item["should_trigger"]))
     if not FEWEST <= len(data) <= MOST:
         problems.append(f"{len(data)} entries; {FEWEST} to {MOST} are wanted")
     positives = sum(e.should_trigger for e in entries)

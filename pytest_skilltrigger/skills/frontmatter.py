@@ -1,11 +1,9 @@
-"""The frontmatter of a SKILL.md: where it is, and reading it as YAML reads it.
+"""The frontmatter of a SKILL.md as the rewriter needs it: where its ``---`` lines are, its
+top-level entries, and reading it as YAML reads it (leniently, entry by entry, where it is not
+valid YAML), so that a rewrite changes one value and keeps every other byte.
 
-Read with ``yaml.safe_load`` semantics, because a line-based reader keeps backslash escapes,
-leaves stray quotes and joins block scalars with spaces: the description we test must be the
-one Claude sees. Files in the wild that are not valid YAML (typically a plain description
-containing ``": "``) are still loaded by Claude Code, so they are read leniently, entry by
-entry, with a warning instead of being rejected. The rewriter (:mod:`.rewrite`) uses the same
-locating and chunking, so reading and rewriting agree on where each value is.
+What Claude Code makes of a file (and so what is tested) is :mod:`.cli_frontmatter`'s; the
+rewriter checks its result both ways.
 """
 
 from __future__ import annotations
@@ -86,32 +84,6 @@ def yaml_problem(exc: BaseException, line_offset: int = 0) -> str:
     if mark is not None:
         problem = f"{problem} at line {mark.line + 1 + line_offset}"
     return problem or type(exc).__name__
-
-
-class TextKeysLoader(yaml.SafeLoader):
-    """``SafeLoader`` that reads a top-level ``name`` or ``description`` as the text written.
-
-    YAML 1.1 turns ``yes``, ``1.0`` or ``2024-01-01`` into a bool, a float or a date; Claude
-    Code reads such a value as text, so a skill's reader must too (a rewrite still checks its
-    output with plain ``SafeLoader``, so it quotes such values).
-    """
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if (
-                    isinstance(key, yaml.ScalarNode)
-                    and key.value in ("name", "description")
-                    and isinstance(value, yaml.ScalarNode)
-                    and value.tag in _TYPED_TAGS
-                ):
-                    value.tag = "tag:yaml.org,2002:str"
-        return super().construct_document(node)
-
-
-_TYPED_TAGS = frozenset(
-    f"tag:yaml.org,2002:{kind}" for kind in ("bool", "int", "float", "timestamp")
-)
 
 
 def _strict_load(fm: str, loader: type[yaml.SafeLoader]) -> Any:
@@ -242,17 +214,6 @@ def read_yaml_mapping(
         )
     warning = f"{where}: frontmatter is not a YAML mapping; read leniently"
     return ParsedYaml(mapping, False, (warning,))
-
-
-def parse_frontmatter(text: str, where: str) -> tuple[dict[str, Any], str, list[str]]:
-    """Split a decoded SKILL.md into (frontmatter mapping, body, warnings).
-
-    Raises InputError when there is no frontmatter or it cannot be read even leniently.
-    Whether ``description`` is present is checked by :func:`read_skill`.
-    """
-    span = locate_frontmatter(text, where)
-    parsed = read_yaml_mapping(text[span.start : span.end], where, loader=TextKeysLoader)
-    return dict(parsed.mapping), text[span.body_start :], list(parsed.warnings)
 
 
 def decode_skill_md(raw: bytes, where: str) -> str:

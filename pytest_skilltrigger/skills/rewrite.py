@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from pytest_skilltrigger.skills.cli_frontmatter import read_as_cli
 from pytest_skilltrigger.skills.frontmatter import (
     KEY_LINE_RE,
     locate_frontmatter,
@@ -298,9 +299,14 @@ class _Original:
     strict: bool
     body: str
     where: str
+    when_to_use: str | None = None  # as the CLI reads it: a rewrite must keep it
 
     def reads_back(self, new_text: str, new: str, extent: _Extent) -> bool:
-        """True when ``new_text`` reads back with exactly ``new`` and all else unchanged."""
+        """True when ``new_text`` reads back with exactly ``new`` and all else unchanged,
+        as YAML reads it and as the pinned Claude Code CLI reads it."""
+        cli = read_as_cli(new_text)
+        if cli.description != new or cli.when_to_use != self.when_to_use:
+            return False
         try:
             span = locate_frontmatter(new_text, self.where)
             parsed = read_yaml_mapping(new_text[span.start : span.end], self.where)
@@ -358,7 +364,7 @@ def replace_description(text: str, new_description: str, where: str) -> str:
     else:
         extent = _lenient_extent(text, span.start, fm, where)
     eol = _eol_at(text, extent.start)
-    original = _Original(parsed.mapping, parsed.strict, body, where)
+    original = _Original(parsed.mapping, parsed.strict, body, where, read_as_cli(text).when_to_use)
     for rendered in _candidates(new_description, extent, eol):
         new_text = text[: extent.start] + extent.lead + rendered + text[extent.end :]
         if original.reads_back(new_text, new_description, extent):

@@ -1,10 +1,9 @@
 """Reading and validating Agent Skills (a folder holding ``SKILL.md``).
 
-The frontmatter is read as YAML reads it (``yaml.safe_load``), because the old line-based
-reader kept backslash escapes, left stray quotes and joined block scalars with spaces: the
-description we test must be the one Claude sees. Files in the wild that are not valid YAML
-(typically a plain description containing ``": "``) are still loaded by Claude Code, so they are
-read leniently with a warning instead of being rejected.
+The file is read as the pinned Claude Code CLI reads it (:mod:`.cli_frontmatter`): the
+description we test must be the one Claude sees. A file that is not valid YAML, has no
+description or no frontmatter at all is still listed by Claude Code, so it is tested as the CLI
+lists it, with a warning that says what it lists and how to fix the file.
 """
 
 from __future__ import annotations
@@ -15,27 +14,49 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md, parse_frontmatter
+from pytest_skilltrigger.skills.cli_frontmatter import (
+    JS_SPACE,
+    CliFrontmatter,
+    js_string,
+    read_as_cli,
+)
+from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
 from pytest_skilltrigger.skills.plugins import Plugin, plugin_of
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import SKILL_FILE
+
 MAX_DESCRIPTION = 1024
 MAX_NAME = 64
 ALLOWED_KEYS = (
+    # the Agent Skills specification's
     "name",
     "description",
     "license",
     "allowed-tools",
     "metadata",
     "compatibility",
-    # read by Claude Code: appended to the listed description / keep the skill unlisted /
-    # whether a user may run it by name
+    # those Claude Code documents for skills (and ``version``, which plugins' skills carry)
     "when_to_use",
+    "argument-hint",
     "disable-model-invocation",
-    "paths",
     "user-invocable",
+    "model",
+    "effort",
+    "context",
+    "agent",
+    "hooks",
+    "paths",
+    "shell",
+    "version",
+    "hide-from-slash-command-tool",
 )
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# a frontmatter name the CLI shows beside the folder's: one without spaces or colons
+_SHOWN_NAME_RE = re.compile(r"^[^\s:]+$")
+# the values of ``disable-model-invocation`` that keep a skill out of the listing
+_TRUE = frozenset({"true", "yes", "1"})
+# ``paths`` patterns the CLI treats as "every file": such a skill is listed
+_EVERY_PATH = ("", "**")
 
 
 @dataclass(frozen=True)
@@ -57,6 +78,10 @@ class Skill:
     warnings: tuple[str, ...]
     raw: bytes
     plugin: Plugin | None = None
+    # how the CLI read the file (see :class:`~.cli_frontmatter.CliFrontmatter`), and whether
+    # the description is the frontmatter's (False: the body's first line stands in for it)
+    reading: CliFrontmatter | None = dataclasses.field(default=None, compare=False, repr=False)
+    described: bool = True
 
     @property
     def folder(self) -> str:
@@ -81,7 +106,7 @@ class Skill:
     def when_to_use(self) -> str | None:
         """The ``when_to_use`` text Claude Code appends to the listed description."""
         value = self.frontmatter.get("when_to_use")
-        return value if isinstance(value, str) and value.strip() else None
+        return (js_string(value) or None) if value is not None else None
 
     @property
     def unlisted_reason(self) -> str | None:
@@ -90,13 +115,18 @@ class Skill:
         non-empty ``paths`` (a glob or a list): such a skill is listed only once the session
         works on matching files, never for a one-shot request, even with a matching file in
         the project (observed with the pinned CLI; ``paths: []`` is listed)."""
-        if self.frontmatter.get("disable-model-invocation") is True:
+        if js_string(self.frontmatter.get("disable-model-invocation")).lower() in _TRUE:
             return (
                 "disable-model-invocation: true in SKILL.md: Claude Code does not list this "
                 "skill to the model, so it can never trigger"
             )
+        if self.plugin is not None and not self.described and self.when_to_use is None:
+            return (
+                "no description and no when_to_use in SKILL.md: Claude Code does not list a "
+                "plugin's skill without them, so it can never trigger"
+            )
         paths = self.frontmatter.get("paths")
-        if paths not in (None, "", [], {}):
+        if self.plugin is None and paths not in (None, [], {}) and paths not in _EVERY_PATH:
             return (
                 f"paths: {paths!r} in SKILL.md: Claude Code lists this skill only once the "
                 "session works on matching files, never for a one-shot request, so it never "
@@ -116,20 +146,26 @@ class Skill:
 
 
 def _name_from(frontmatter: dict[str, Any], folder_name: str, where: str) -> tuple[str, list[str]]:
-    """The skill's name; the folder name (with a warning) when the frontmatter has none."""
+    """The skill's name: the frontmatter's when the CLI shows it (text without spaces or
+    colons), else the folder's (a name the CLI does not show gets a warning)."""
     value = frontmatter.get("name")
     if value is None or value == "":
-        return folder_name, [f"{where}: no 'name' in frontmatter; using the folder name"]
-    if not isinstance(value, str):  # typed scalars already read as text (TextKeysLoader)
-        raise InputError(where, f"'name' must be a string, not {type(value).__name__}")
-    return value, []
+        return folder_name, []
+    text = js_string(value)  # a number is shown as JavaScript writes it
+    if isinstance(value, (dict, list)) or not _SHOWN_NAME_RE.match(text):
+        return folder_name, [
+            f"{where}: Claude Code does not show the frontmatter name {text!r} (a name has no "
+            f"spaces or colons); the skill is listed as {folder_name!r}"
+        ]
+    return text, []
 
 
 def read_skill(folder: str | os.PathLike[str]) -> Skill:
-    """Read the skill in ``folder`` (which must hold SKILL.md) and validate it.
+    """Read the skill in ``folder`` (which must hold SKILL.md) as the CLI reads it.
 
-    Rule violations are warnings (the skill is tested as it is); only what makes the skill
-    unusable (no file, no frontmatter, no description) is an InputError.
+    Rule violations and what the CLI reads differently from the file's intent are warnings
+    (the skill is tested as the CLI lists it); only a file that cannot be read at all is an
+    InputError.
     """
     path = os.path.abspath(os.fspath(folder))
     skill_md = os.path.join(path, SKILL_FILE)
@@ -143,30 +179,59 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     except OSError as exc:
         raise InputError(skill_md, f"cannot be read ({exc.strerror or exc})") from None
     text = decode_skill_md(raw, skill_md)
-    frontmatter, body, warnings = parse_frontmatter(text, skill_md)
-    description = frontmatter.get("description")
+    reading = read_as_cli(text)
+    description = reading.description
+    described = description is not None
     if description is None:
-        raise InputError(skill_md, "frontmatter has no 'description'")
-    if not isinstance(description, str):
-        raise InputError(
-            skill_md, f"'description' must be a string, not {type(description).__name__}"
-        )
-    if not description.strip():
-        raise InputError(skill_md, "'description' is empty")
-    name, name_warnings = _name_from(frontmatter, os.path.basename(path), skill_md)
+        description = reading.body_line or "Skill"
+    name, name_warnings = _name_from(reading.mapping, os.path.basename(path), skill_md)
     skill = Skill(
         name=name,
         description=description,
         path=path,
         skill_md=skill_md,
-        frontmatter=frontmatter,
-        body=body,
+        frontmatter=reading.mapping,
+        body=reading.body,
         warnings=(),
         raw=raw,
         plugin=plugin_of(path),
+        reading=reading,
+        described=described,
     )
-    all_warnings = [*warnings, *name_warnings, *validation_warnings(skill)]
+    all_warnings = [*reading_warnings(skill), *name_warnings, *validation_warnings(skill)]
     return dataclasses.replace(skill, warnings=tuple(all_warnings))
+
+
+def reading_warnings(skill: Skill) -> list[str]:
+    """The warning of :func:`reading_note`, naming the file."""
+    note = reading_note(skill)
+    return [f"{skill.skill_md}: {note}"] if note else []
+
+
+def reading_note(skill: Skill) -> str | None:
+    """What the CLI reads differently from what the file means, said before any call: the
+    text it lists, and the change to the file that makes the two agree (None: nothing)."""
+    reading = skill.reading
+    if reading is None:
+        return None
+    tested = f"the description tested is {skill.description[:80]!r}"
+    if reading.how == "none":
+        return f"no frontmatter: Claude Code lists the skill with its first line; {tested}"
+    if reading.how == "rescued":
+        fix = "; ".join(reading.quoted_lines())
+        return (
+            f"frontmatter is not valid YAML ({reading.problem}); Claude Code reads it after "
+            f"quoting its values, so {tested}"
+            + (f"; quote them to make it valid: {fix}" if fix else "")
+        )
+    if reading.how == "ignored":
+        return (
+            f"frontmatter is not readable YAML ({reading.problem}), not even as Claude Code "
+            f"retries it: it reads no key of it, so {tested} (the first line of the body)"
+        )
+    if not skill.described:
+        return f"no description: Claude Code lists the first line of the body instead, so {tested}"
+    return None
 
 
 def description_problems(description: str) -> list[str]:
@@ -184,6 +249,10 @@ def description_problems(description: str) -> list[str]:
         )
     if "<" in description or ">" in description:
         problems.append("description contains '<' or '>' (not allowed in Agent Skills)")
+    if "---" in description:
+        problems.append("description contains '---', where Claude Code ends the frontmatter")
+    if description.strip(JS_SPACE) != description:
+        problems.append("description starts or ends with blanks, which Claude Code drops")
     return problems
 
 

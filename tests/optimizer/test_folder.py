@@ -124,7 +124,7 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
 def test_an_improved_sibling_is_listed_with_its_new_description(tmp_path: Path) -> None:
     """In the listing, and in the SKILL.md the Claude Code backend installs for it."""
     from pytest_skilltrigger.backends.claude_code.workspace import installed_text
-    from pytest_skilltrigger.skills.frontmatter import parse_frontmatter
+    from pytest_skilltrigger.skills.cli_frontmatter import read_as_cli
 
     _pdf, sheets = load_targets([str(make_folder(tmp_path))])
     relisted = with_sibling_description(sheets, "pdf", "Read PDFs.")
@@ -132,7 +132,7 @@ def test_an_improved_sibling_is_listed_with_its_new_description(tmp_path: Path) 
     assert pdf.description == "Read PDFs."
     assert "- pdf: Read PDFs." in [s.line for s in relisted.context().listing()]
     installed = installed_text(pdf, tested=False)
-    assert parse_frontmatter(installed, "SKILL.md")[0]["description"] == "Read PDFs."
+    assert read_as_cli(installed).description == "Read PDFs."
     assert installed.endswith("# pdf\n")  # the rest of the file as it was
     assert with_sibling_description(sheets, "nobody", "x") is sheets
 

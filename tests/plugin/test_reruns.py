@@ -35,8 +35,18 @@ def _not_inside_an_outer_worker(monkeypatch: pytest.MonkeyPatch) -> None:
 def outcomes(report: dict[str, Any]) -> list[tuple[Any, ...]]:
     """What a user reads of each item: its counts, interval and outcome."""
     rows = [
-        (s["skill_name"], s["model"], r["query"], r["triggers"], r["runs"], r["interval"])
-        + (r["pass"], r["decided"], r["borderline"], r["chosen"])
+        (
+            s["skill_name"],
+            s["model"],
+            r["query"],
+            r["triggers"],
+            r["runs"],
+            r["interval"],
+            r["pass"],
+            r["decided"],
+            r["borderline"],
+            r["chosen"],
+        )
         for s in report["skills"]
         for r in s["results"]
     ]

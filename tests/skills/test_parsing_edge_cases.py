@@ -1,6 +1,8 @@
 """Parsing edge cases found in review: an eval set's query that is not valid Unicode is bad
-input, and YAML's typed scalars in SKILL.md frontmatter read as the text written (also when
-the frontmatter is read leniently)."""
+input, and YAML's typed scalars in SKILL.md frontmatter read as the pinned CLI reads them
+(YAML 1.2: ``yes`` and dates are text, a number is written as JavaScript writes it), also when
+the CLI's rewrite reads the frontmatter.
+"""
 
 from __future__ import annotations
 
@@ -17,17 +19,34 @@ def test_lone_surrogate_query_is_bad_input() -> None:
         parse_eval_set([{"query": "bad \ud800 x", "should_trigger": True}], "evals.json")
 
 
-@pytest.mark.parametrize("written", ["yes", "On", "2024-01-01", "1.0", "true"])
-def test_yaml_typed_scalars_read_as_the_text_written(tmp_path: Path, written: str) -> None:
+@pytest.mark.parametrize(
+    "written,read",
+    [
+        ("yes", "yes"),
+        ("On", "On"),
+        ("2024-01-01", "2024-01-01"),
+        ("1.0", "1"),
+        ("true", "true"),
+        ("0x1A", "26"),
+        ("1e3", "1000"),
+        ("1.50", "1.5"),
+        ("1_000", "1_000"),
+        (".inf", "Infinity"),
+    ],
+)
+def test_yaml_typed_scalars_read_as_the_cli_reads_them(
+    tmp_path: Path, written: str, read: str
+) -> None:
+    """Each as the pinned CLI listed it (a probe of 2.1.328)."""
     from pytest_skilltrigger.skills.skill import read_skill
 
     folder = tmp_path / "typed"
     folder.mkdir()
     (folder / "SKILL.md").write_text(f"---\nname: typed\ndescription: {written}\n---\nbody\n")
-    assert read_skill(folder).description == written
+    assert read_skill(folder).description == read
 
 
-@pytest.mark.parametrize("written", ["yes", "2024-01-01", "1.0"])
+@pytest.mark.parametrize("written", ["yes", "2024-01-01", "1.5"])
 def test_typed_scalars_read_as_text_also_in_leniently_read_frontmatter(
     tmp_path: Path, written: str
 ) -> None:
@@ -39,4 +58,4 @@ def test_typed_scalars_read_as_text_also_in_leniently_read_frontmatter(
     (folder / "SKILL.md").write_text(broken)
     skill = read_skill(folder)
     assert (skill.name, skill.description) == (written, written)
-    assert any("read leniently" in w for w in skill.warnings)
+    assert any("reads it after quoting its values" in w for w in skill.warnings)

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, parse_frontmatter
+from pytest_skilltrigger.skills.cli_frontmatter import read_as_cli
+from pytest_skilltrigger.skills.frontmatter import locate_frontmatter
 from pytest_skilltrigger.skills.rewrite import replace_description
-from pytest_skilltrigger.skills.skill import read_skill
+from pytest_skilltrigger.skills.skill import description_problems, read_skill
 from pytest_skilltrigger.skills.write_back import FileChangedError, write_description
 from pytest_skilltrigger.support.errors import InputError
 
@@ -62,9 +63,8 @@ STYLES = {
 NEW_DESCRIPTIONS = [
     "Use this skill when the user asks about invoices.",
     "Line one\nline two",
-    "ends with newline\n",
     "a: b # not a comment",
-    "---\nname: other\n---",
+    "name: other\nwhen_to_use: no",
     "café ☕ 日本語",
 ]
 
@@ -86,19 +86,20 @@ def assert_rewritten(style: str, new: str, description: str) -> None:
 def test_only_the_description_changes(style: str, new: str) -> None:
     before, middle, after = STYLES[style]
     original = before + middle + after
-    old_map, old_body, _ = parse_frontmatter(original, WHERE)
+    old = read_as_cli(original)
     result = replace_description(original, new, WHERE)
     assert result.startswith(before)
     assert result.endswith(after)
     assert len(result) >= len(before) + len(after)
     new_middle = result[len(before) : len(result) - len(after)]
     assert new_middle.startswith("description:")
-    new_map, new_body, _ = parse_frontmatter(result, WHERE)
-    assert new_map["description"] == new
-    assert new_body == old_body
-    assert {k: v for k, v in new_map.items() if k != "description"} == {
-        k: v for k, v in old_map.items() if k != "description"
-    }
+    again = read_as_cli(result)  # as the pinned CLI reads it
+    assert again.description == new
+    assert again.body == old.body
+    if old.how == "yaml":
+        assert {k: v for k, v in again.mapping.items() if k != "description"} == {
+            k: v for k, v in old.mapping.items() if k != "description"
+        }
     # The description entry is valid YAML on its own (even for lenient files).
     assert yaml.safe_load(new_middle) == {"description": new}
 
@@ -109,7 +110,8 @@ def test_only_the_description_changes(style: str, new: str) -> None:
         ("folded-strip", "one line", "description: >- # header comment\n  one line\n"),
         ("folded-strip", "two\nlines", "description: |- # header comment\n  two\n  lines\n"),
         ("literal-comment", "new text", "description: |- # keep me\n  new text\n"),
-        ("lenient-block", "x\ny", "description: |-\n  x\n  y\n"),
+        # the CLI's rewrite of a broken frontmatter quotes "|-": only a quoted value reads
+        ("lenient-block", "x\ny", 'description: "x\\ny"\n'),
     ],
 )
 def test_block_header_comment_is_kept(style: str, new: str, description: str) -> None:
@@ -130,9 +132,9 @@ def test_block_header_comment_ends_at_any_yaml_line_break(brk: str) -> None:
 def test_block_header_comment_follows_a_quoted_fallback() -> None:
     before, _, after = STYLES["folded-strip"]
     original = before + "description: | # why\n  old\n" + after
-    result = replace_description(original, "ends with spaces  ", WHERE)
+    result = replace_description(original, "a bell\x07inside", WHERE)
     assert "# why" in result
-    assert frontmatter_of(result)["description"] == "ends with spaces  "
+    assert frontmatter_of(result)["description"] == "a bell\x07inside"
 
 
 def test_lenient_file_becomes_strict_yaml() -> None:
@@ -167,8 +169,6 @@ def test_plain_kept_when_safe(new: str) -> None:
         "{a}",
         "'q",
         '"q',
-        " leading",
-        "trailing ",
         "*alias",
         "&anchor",
         "!tag",
@@ -190,14 +190,13 @@ def test_plain_unsafe_becomes_quoted(new: str) -> None:
 
 def test_block_style_kept() -> None:
     assert_rewritten("literal-strip", "first\nsecond", "description: |-\n    first\n    second\n")
-    assert_rewritten("literal-strip", "first\nsecond\n", "description: |\n    first\n    second\n")
     assert_rewritten("literal-strip", "single line", "description: |-\n    single line\n")
     assert_rewritten("folded", "single: line", "description: >-\n  single: line\n")
 
 
 def test_block_falls_back_to_double_quoted_when_not_representable() -> None:
     before, middle, after = STYLES["literal"]
-    new = "  leading spaces\nand\x07bell"
+    new = "leading\n  spaces\nand\x07bell"
     result = replace_description(before + middle + after, new, WHERE)
     assert result[len(before) :].startswith('description: "')
     assert frontmatter_of(result)["description"] == new
@@ -211,7 +210,7 @@ def test_quoted_styles_kept() -> None:
 def test_crlf_kept() -> None:
     before, middle, after = (part.replace("\n", "\r\n") for part in STYLES["literal"])
     original = before + middle + after
-    for new in ("one line", "two\nlines", "a: b\nc # d\n", "tricky\r\nvalue"):
+    for new in ("one line", "two\nlines", "a: b\nc # d", "tricky\r\nvalue"):
         result = replace_description(original, new, WHERE)
         assert result.startswith(before) and result.endswith(after)
         assert result.count("\n") == result.count("\r\n")
@@ -274,7 +273,8 @@ HOSTILE = [
     "=",
     "<<",
 ]
-HOSTILE = [h for h in HOSTILE if h.strip() and "<" not in h and ">" not in h]
+REFUSED = [h for h in HOSTILE if description_problems(h)]
+HOSTILE = [h for h in HOSTILE if not description_problems(h)]
 HOSTILE_STYLES = ["plain", "plain-multiline", "literal", "folded-strip", "lenient", "double"]
 
 
@@ -308,6 +308,16 @@ def test_hostile_descriptions_written_to_disk(tmp_path: Path, new: str) -> None:
     assert os.listdir(folder) == ["SKILL.md"]
 
 
+def test_what_the_cli_would_read_otherwise_is_refused() -> None:
+    """``---`` ends Claude Code's frontmatter wherever it stands, and blanks around a
+    description are dropped: such a description cannot be written as it is."""
+    assert {"---", "x\n---\ny", "tab\tseparated\t", "\ttab first", "   "} <= set(REFUSED)
+    before, middle, after = STYLES["plain"]
+    for new in REFUSED:
+        with pytest.raises(InputError, match="refusing to write the description"):
+            replace_description(before + middle + after, new, WHERE)
+
+
 ALPHABET = (
     "abc XYZ 019:#-'\"\\\t\n\r{}[]|*&!%@`?,.~=+" + "\x00\x07\x1b\x7f\x85\xa0\u2028\u2029\ufeffé日😀"
 )
@@ -321,11 +331,12 @@ def test_random_descriptions_round_trip(style: str) -> None:
     original = before + middle + after
     for _ in range(200):
         new = "".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 40)))
-        if not new.strip():
+        if description_problems(new):
             continue
         result = replace_description(original, new, WHERE)
         assert result.startswith(before) and result.endswith(after)
         assert frontmatter_of(result)["description"] == new
+        assert read_as_cli(result).description == new
 
 
 def test_hypothesis_round_trip_if_installed() -> None:
@@ -337,7 +348,7 @@ def test_hypothesis_round_trip_if_installed() -> None:
     @hypothesis.settings(max_examples=300, deadline=None)
     @hypothesis.given(strategies.text(min_size=1, max_size=200))
     def check(new: str) -> None:
-        hypothesis.assume(new.strip() and "<" not in new and ">" not in new)
+        hypothesis.assume(not description_problems(new))
         hypothesis.assume(not any(0xD800 <= ord(c) <= 0xDFFF for c in new))
         result = replace_description(original, new, WHERE)
         assert result.startswith(before) and result.endswith(after)
