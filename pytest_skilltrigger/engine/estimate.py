@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pytest_skilltrigger.backends.base import TriggerBackend
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
-from pytest_skilltrigger.model.prices import Price, cost_usd, format_usd, rate_of
+from pytest_skilltrigger.model.prices import Price, cost_usd, did_you_mean, format_usd, rate_of
 from pytest_skilltrigger.model.request_layouts import listing_shared
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.model.verdict import Rule
@@ -80,7 +80,9 @@ class Estimate:
         if self.fewest_calls < self.most_calls:
             calls += f" ({self.fewest_calls:,} if every query is clear-cut)"
         if self.most_usd is None:
-            cost = f"cost unknown ({self.model} is not in the price table)"
+            hint = did_you_mean(self.model)
+            hint = f"; {hint}" if hint else ""
+            cost = f"cost unknown ({self.model} is not in the price table{hint})"
         else:
             low, high = format_usd(self.fewest_usd), format_usd(self.most_usd)
             cost = (

@@ -132,6 +132,17 @@ def price_of(model: str | None, table: dict[str, Price] | None = None) -> Price 
     return None
 
 
+def did_you_mean(model: str | None) -> str:
+    """``did you mean claude-opus-4-5?`` for a model id the price table does not know but
+    one it knows is close to (a typo, a dot for a dash); empty otherwise."""
+    if not model or price_of(model) is not None:
+        return ""
+    import difflib  # only when a model id is wrong
+
+    close = difflib.get_close_matches(model.replace(".", "-"), PRICES_PER_MTOK, n=1, cutoff=0.75)
+    return f"did you mean {close[0]}?" if close else ""
+
+
 def rate(price: Price, key: str) -> float:
     """One rate of a price entry, derived from its input price when the entry leaves it out."""
     value = price.get(key)

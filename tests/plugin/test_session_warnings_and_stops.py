@@ -37,3 +37,21 @@ def test_an_unknown_model_stops_the_session(
     assert fake_api.stats["calls"] == 1
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1 and "passed" not in outcomes
+
+
+def test_an_unknown_model_close_to_a_known_one_gets_a_suggestion(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A typo (a dot for a dash): the header says so before any call, and the stop too."""
+    fake_api.known_models = {"claude-opus-4-5"}
+    folder = make_skill(pytester.path, [("merge these PDF documents", True)])
+    result = pytester.runpytest_subprocess(
+        *plugin_args(folder, "--trigger-model=claude-opus-4.5", "--trigger-concurrency=1")
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "*cost unknown (claude-opus-4.5 is not in the price table; "
+            "did you mean claude-opus-4-5?)*",
+            "*stopping: 404 not_found_error*claude-opus-4.5*; did you mean claude-opus-4-5?*",
+        ]
+    )

@@ -36,6 +36,7 @@ from pytest_skilltrigger.backends.capture import Captures
 from pytest_skilltrigger.backends.first_choice import StreamError
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.prices import did_you_mean
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
@@ -243,6 +244,9 @@ class AnthropicBackend:
             exc, (sdk.AuthenticationError, sdk.PermissionDeniedError, sdk.NotFoundError)
         )
         message = describe_error(exc)
+        hint = did_you_mean(state.model) if isinstance(exc, sdk.NotFoundError) else ""
+        if hint:
+            message += f"; {hint}"
         if not fatal and state.gave_up_waiting is not None:
             message += (
                 f" (not retried: the server asked to wait {state.gave_up_waiting:g}s, "
