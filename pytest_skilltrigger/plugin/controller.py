@@ -37,6 +37,9 @@ HTML_PLUGIN = "skilltrigger-html"
 _LOG_LOCK = threading.Lock()
 
 
+GATE_FAILED = "gate failed"  # the word pytest's last line counts a failed gate under
+
+
 class Controller(Role):
     """What both controllers do with results, whoever ran the items."""
 
@@ -171,6 +174,12 @@ class Controller(Role):
             session.exitstatus = pytest.ExitCode.INTERRUPTED
         elif conclusion.gate_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        if conclusion.gate_failures:
+            # pytest's last line counts what its stats hold: "10 passed, 1 gate failed", not a
+            # green "10 passed" on a session that exits 1
+            reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.stats.setdefault(GATE_FAILED, []).append(conclusion)
 
     # -- the terminal ----------------------------------------------------------------------
     #: the header's estimate of the session's calls (the rate limit's notice times them)
