@@ -47,6 +47,7 @@ class Conclusion:
     report: SessionReport
     gate_failures: list[str] = field(default_factory=list)
     comparison: Comparison | None = None  # against --trigger-baseline
+    baseline_path: str = ""  # the baseline read
     interrupted: bool = False
 
     def terminal_lines(self) -> list[TerminalLine]:
@@ -58,7 +59,7 @@ class Conclusion:
             lines.append(TerminalLine("skill trigger summary", separator=True))
             lines += [TerminalLine(line) for line in summary_lines(self.report)]
         if self.comparison is not None:
-            lines += comparison_lines(self.comparison)
+            lines += comparison_lines(self.comparison, self.baseline_path)
         lines += [TerminalLine(f"GATE FAILED {line}", "red") for line in self.gate_failures]
         return lines
 
@@ -240,5 +241,6 @@ class SessionEnd:
         confidence = self.settings.confidence or DEFAULT_CONFIDENCE
         comparison = compare(self.baseline.verdicts, verdicts_of(conclusion.report), confidence)
         conclusion.comparison = comparison
+        conclusion.baseline_path = self.baseline.path
         if gates.fail_on_regression:
             conclusion.gate_failures += [s.line(confidence) for s in comparison.regressed_skills]

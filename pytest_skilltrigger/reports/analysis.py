@@ -110,6 +110,35 @@ class Comparison:
 
     confidence: float
     skills: list[SkillChanges] = field(default_factory=list)
+    # what was compared: the queries both reports hold (of how many skills), the queries only
+    # this run has, and those only the baseline has
+    compared: int = 0
+    compared_skills: int = 0
+    only_now: int = 0
+    only_before: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return any(s.regressed or s.improved or s.noise for s in self.skills)
+
+    def line(self, path: str) -> str:
+        """What was read and compared, and whether any verdict changed."""
+        text = (
+            f"baseline {path}: {self.compared} queries of {self.compared_skills} skill(s) "
+            f"compared, {len(self.regressions)} regressed, {len(self.improvements)} improved, "
+            f"{len(self.noise)} changed within the noise"
+        )
+        if not self.changed:
+            text = (
+                f"baseline {path}: {self.compared} queries of {self.compared_skills} skill(s) "
+                "compared, no verdict changed"
+            )
+        extra = []
+        if self.only_now:
+            extra.append(f"{self.only_now} new here")
+        if self.only_before:
+            extra.append(f"{self.only_before} only in the baseline")
+        return text + (f" ({', '.join(extra)}, not compared)" if extra else "")
 
     @property
     def regressions(self) -> list[Change]:
@@ -212,7 +241,15 @@ def compare(before: Verdicts, now: Verdicts, confidence: float = 0.95) -> Compar
                 skill, kinds["regressed"], kinds["improved"], kinds["noise"], p, p <= 1 - confidence
             )
         )
-    return Comparison(confidence, skills)
+    both = [key for key in now if key in before]
+    return Comparison(
+        confidence,
+        skills,
+        compared=len(both),
+        compared_skills=len({skill for skill, _query in both}),
+        only_now=len(now) - len(both),
+        only_before=sum(1 for key in before if key not in now),
+    )
 
 
 # -- a model matrix --------------------------------------------------------------------------

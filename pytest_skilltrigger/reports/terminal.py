@@ -283,10 +283,13 @@ def _cost_text(cost: float | None) -> str:
     return f", ~{format_usd(cost)}"
 
 
-def comparison_lines(comparison: Comparison) -> list[TerminalLine]:
-    """Each query whose settled verdict changed, each change within the noise, then each
-    skill's verdict against the baseline (a paired test on its changed queries)."""
-    lines: list[TerminalLine] = []
+def comparison_lines(comparison: Comparison, path: str) -> list[TerminalLine]:
+    """What the baseline held and what was compared, each query whose settled verdict
+    changed, each change within the noise, then each skill's verdict against the baseline (a
+    paired test on its changed queries)."""
+    from pytest_skilltrigger.model.formatting import display_path
+
+    lines: list[TerminalLine] = [TerminalLine(comparison.line(display_path(path)))]
     for label, changes in (
         ("REGRESSED", comparison.regressions),
         ("improved", comparison.improvements),

@@ -91,10 +91,32 @@ def test_one_query_worse_is_not_a_regression_of_the_skill(tmp_path: Path) -> Non
     assert conclusion.gate_failures == []
     lines = [line.text for line in conclusion.terminal_lines()]
     assert "REGRESSED pdf-tools: 'merge a.pdf' (pass -> fail)" in lines
+    assert any(
+        line.endswith(
+            "old.json: 2 queries of 1 skill(s) compared, 1 regressed, 0 improved, 0 "
+            "changed within the noise"
+        )
+        for line in lines
+    )
     assert (
         "pdf-tools: 1 queries worse, 0 better against the baseline (sign test p = 0.5): not a "
         "regression at 95%, within the noise of the runs"
     ) in lines
+
+
+def test_a_baseline_without_changes_says_what_it_read_and_compared(tmp_path: Path) -> None:
+    """Nothing changed: one line still says which file was read and what was compared."""
+    baseline = tmp_path / "old.json"
+    rows = [settled("merge a.pdf", False), settled("bake bread", True), settled("gone", True)]
+    baseline.write_text(json.dumps({"skills": [{"skill_name": "pdf-tools", "results": rows}]}))
+    end = gathered_end(tmp_path, gates=Gates(baseline_path=str(baseline)))
+    end.check_inputs()
+    conclusion = end.finish(None, interrupted=False, log=print)
+    lines = [line.text for line in conclusion.terminal_lines()]
+    assert lines[-1].startswith("baseline ") and lines[-1].endswith(
+        "old.json: 2 queries of 1 skill(s) compared, no verdict changed "
+        "(1 only in the baseline, not compared)"
+    )
 
 
 def test_a_paired_test_decides_when_a_skill_regressed() -> None:
