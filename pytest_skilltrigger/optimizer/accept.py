@@ -64,7 +64,7 @@ def accept(run: Optimization, log: Callable[[str], None]) -> bool:
     """Print before/after for one skill and rewrite its SKILL.md when the best won; whether
     it was rewritten."""
     target = run.target
-    log(f"{target.name}: {run.exit_reason}")
+    log(f"{target.name}: {run.exit_text}")
     log(f"  before: {target.description}")
     start = run.start
     if start is None:  # nothing was measured: there is nothing to write

@@ -8,6 +8,7 @@ scripts' format.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
@@ -173,6 +174,22 @@ class Acceptance:
         return f"{text}: not shown to be better (the difference is within chance)"
 
 
+_EXIT_FORMS = (
+    (re.compile(r"^max_iterations \((\d+)\)"), "stopped after {0} iterations (--max-iterations)"),
+    (re.compile(r"^all_passed \(iteration (\d+)\)"), "every train query passed at iteration {0}"),
+)
+
+
+def exit_sentence(reason: str) -> str:
+    """The reference scripts' exit reason (``max_iterations (5)``, ``all_passed (iteration
+    3)``) as a sentence; any other reason is one already."""
+    for pattern, sentence in _EXIT_FORMS:
+        found = pattern.match(reason)
+        if found:
+            return sentence.format(*found.groups()) + reason[found.end() :]
+    return reason
+
+
 @dataclass
 class Optimization:
     """The whole run for one skill (the JSON writer gives it the reference keys)."""
@@ -190,6 +207,12 @@ class Optimization:
     relisted: tuple[str, ...] = ()
     confidence: float = 0.95
     accept_on: str = "all"  # what the acceptance race runs on (see Acceptance)
+
+    @property
+    def exit_text(self) -> str:
+        """Why the rounds ended, in words (``exit_reason`` keeps the reference scripts' form,
+        ``max_iterations (5)``, for the JSON)."""
+        return exit_sentence(self.exit_reason) or ("interrupted" if self.interrupted else "—")
 
     def evaluated(self) -> list[Iteration]:
         return [it for it in self.iterations if it.evaluated]

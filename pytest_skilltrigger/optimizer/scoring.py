@@ -99,6 +99,11 @@ class Gain:
         return "undecided"
 
     def text(self) -> str:
+        """The gain in words: its expected value and interval; when the two settle every
+        query on the same side, that (their scores may still differ: a score also counts
+        how sure each settled query is)."""
+        if not self.differing:
+            return "no query differs (both settle every one on the same side)"
         low, high = self.interval
         return (
             f"{self.expected:+.1f} ({low:+d} to {high:+d} at {self.confidence:.0%}, "

@@ -53,7 +53,7 @@ def _meta(run: Optimization, base: str | None = None) -> list[tuple[str, str]]:
         sizes += f"; the folder's: train {len(run.folder.train)}, test {len(run.folder.test)}"
     meta = [
         ("Path", display_path(run.target.skill.path, base)),
-        ("Exit reason", run.exit_reason or ("interrupted" if run.interrupted else "—")),
+        ("Exit reason", run.exit_text),
         ("Queries", sizes),
         ("Listed as", run.target.context().tested.line),
     ]

@@ -90,3 +90,24 @@ def test_an_outage_never_makes_a_description_look_better() -> None:
     challenger = [result(True, True), result(False, True, error=True)]
     gain = paired_gain(incumbent, challenger, 0.95)
     assert gain.verdict == "undecided"
+
+
+def test_the_exit_reason_reads_as_a_sentence_and_keeps_the_references_form() -> None:
+    from pytest_skilltrigger.optimizer.rounds import exit_sentence
+
+    assert exit_sentence("max_iterations (5)") == "stopped after 5 iterations (--max-iterations)"
+    assert exit_sentence("all_passed (iteration 3)") == "every train query passed at iteration 3"
+    assert exit_sentence("stopped before iteration 2: cost budget") == (
+        "stopped before iteration 2: cost budget"
+    )
+
+
+def test_a_race_where_no_query_differs_says_so() -> None:
+    """Scores of 5.0 and 6.0 may both settle every query on the same side: the race has no
+    pair to weigh, and says that rather than '+0.0 (+0 to +0 at 95%, P(better) 0.00)'."""
+    from pytest_skilltrigger.optimizer.scoring import Gain
+
+    assert Gain(0.0, (0, 0), 0.0, 0.0, 0, 0.95).text() == (
+        "no query differs (both settle every one on the same side)"
+    )
+    assert Gain(1.5, (-1, 3), 0.74, 0.1, 4, 0.95).text() == "+1.5 (-1 to +3 at 95%, P(better) 0.74)"
