@@ -183,7 +183,7 @@ def _parse(
 ) -> tuple[list[EvalEntry], dict[str, Any]]:
     """Dispatch on the shape of ``data``; see the module docstring for why it is strict."""
     if isinstance(data, list):
-        named = _entries_from_objects(data, where, "entry", duplicates)
+        named = _entries_from_objects(data, where, "", duplicates)
         meta: dict[str, Any] = {}
     elif isinstance(data, dict):
         check_duplicate_key(data, where, "the top-level object", duplicates)
@@ -205,7 +205,7 @@ def _parse_object(
             raise InputError(
                 where, f'has both "{_WRAPPED}" and "{_POSITIVE}"/"{_NEGATIVE}"; keep only one'
             )
-        entries = _entries_from_objects(data[_WRAPPED], where, f"{_WRAPPED} entry", duplicates)
+        entries = _entries_from_objects(data[_WRAPPED], where, f' (in "{_WRAPPED}")', duplicates)
         return entries, {k: v for k, v in data.items() if k != _WRAPPED}
 
     if "query" in data:
@@ -245,13 +245,19 @@ def _unknown_shape() -> str:
     )
 
 
+def entry_name(index: int, where: str = "") -> str:
+    """How an error names an entry: by the number its item's id carries (``pdf[03-...]`` is
+    ``entry [03]``), and where in the file it is when the file has several lists."""
+    return f"entry [{index:02d}]{where}"
+
+
 def _entries_from_objects(
     items: list[Any], where: str, label: str, duplicates: dict[int, str]
 ) -> list[_Named]:
     """Validate a list of ``{"query", "should_trigger", ...}`` objects, in file order."""
     entries: list[_Named] = []
     for position, item in enumerate(items):
-        name = f"{label} {position + 1}"
+        name = entry_name(position, label)
         if not isinstance(item, dict):
             raise InputError(
                 where,
@@ -291,7 +297,7 @@ def _entries_from_lists(data: dict[str, Any], where: str, prefix: str) -> list[_
     entries: list[_Named] = []
     for key in (k for k in data if k in (_POSITIVE, _NEGATIVE)):
         for position, item in enumerate(data[key]):
-            name = f"{prefix}{key} entry {position + 1}"
+            name = entry_name(len(entries), f" ({prefix}{key} #{position + 1})")
             if not isinstance(item, str):
                 raise InputError(
                     where,

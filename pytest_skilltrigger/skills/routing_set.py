@@ -15,6 +15,7 @@ from pytest_skilltrigger.skills.evalset import (
     check_duplicate_key,
     check_query,
     check_unique,
+    entry_name,
     load_json,
 )
 from pytest_skilltrigger.support.errors import InputError
@@ -58,7 +59,7 @@ def load_routing_set(path: str, skills: tuple[str, ...]) -> RoutingSet:
         raise InputError(where, "must be a JSON list of {query, expected_skill} objects")
     named: list[tuple[RoutingEntry, str]] = []
     for index, item in enumerate(data):
-        name = f"entry {index + 1}"
+        name = entry_name(index)
         if not isinstance(item, dict):
             raise InputError(where, f"{name}: must be an object with query and expected_skill")
         check_duplicate_key(item, where, name, duplicates)

@@ -273,7 +273,7 @@ def test_parse_eval_set_on_parsed_data() -> None:
     )
     assert entries == [EvalEntry(0, "q", False, {"id": 1})]
     assert meta == {"skill_name": "s"}
-    with pytest.raises(InputError, match=r"^x\.json: entry 1: should_trigger must be"):
+    with pytest.raises(InputError, match=r"^x\.json: entry \[00\]: should_trigger must be"):
         parse_eval_set([{"query": "q", "should_trigger": "no"}], "x.json")
 
 
@@ -396,7 +396,7 @@ def test_empty_set(tmp_path: Path, text: str) -> None:
 
 
 def entries_file(tmp_path: Path, bad: object) -> Path:
-    """Three good entries, then ``bad`` as entry 4 (1-based), then a good one."""
+    """Three good entries, then ``bad`` as entry [03] (1-based), then a good one."""
     data = [{"query": f"good {i}", "should_trigger": i % 2 == 0} for i in range(3)]
     data.append(bad)
     data.append({"query": "after", "should_trigger": False})
@@ -408,47 +408,50 @@ def entries_file(tmp_path: Path, bad: object) -> Path:
     [
         (
             "just a query",
-            'entry 4: must be an object with query and should_trigger, got string "just a query"',
+            'entry [03]: must be an object with query and should_trigger, got string "just a query"',
         ),
         (
             ["q", True],
-            'entry 4: must be an object with query and should_trigger, got list ["q", true]',
+            'entry [03]: must be an object with query and should_trigger, got list ["q", true]',
         ),
-        (None, "entry 4: must be an object with query and should_trigger, got null"),
-        ({"should_trigger": True}, "entry 4: has no query"),
-        ({"prompt": "x", "should_trigger": True}, "entry 4: has no query"),
-        ({"query": 12, "should_trigger": True}, "entry 4: query must be a string, got number 12"),
-        ({"query": None, "should_trigger": True}, "entry 4: query must be a string, got null"),
+        (None, "entry [03]: must be an object with query and should_trigger, got null"),
+        ({"should_trigger": True}, "entry [03]: has no query"),
+        ({"prompt": "x", "should_trigger": True}, "entry [03]: has no query"),
+        (
+            {"query": 12, "should_trigger": True},
+            "entry [03]: query must be a string, got number 12",
+        ),
+        ({"query": None, "should_trigger": True}, "entry [03]: query must be a string, got null"),
         (
             {"query": ["a"], "should_trigger": True},
-            'entry 4: query must be a string, got list ["a"]',
+            'entry [03]: query must be a string, got list ["a"]',
         ),
-        ({"query": "", "should_trigger": True}, "entry 4: query is empty"),
-        ({"query": " \t\n ", "should_trigger": True}, "entry 4: query is empty"),
-        ({"query": "x"}, "entry 4: has no should_trigger (true or false)"),
+        ({"query": "", "should_trigger": True}, "entry [03]: query is empty"),
+        ({"query": " \t\n ", "should_trigger": True}, "entry [03]: query is empty"),
+        ({"query": "x"}, "entry [03]: has no should_trigger (true or false)"),
         (
             {"query": "x", "should_trigger": "yes"},
-            'entry 4: should_trigger must be true or false, got "yes"',
+            'entry [03]: should_trigger must be true or false, got "yes"',
         ),
         (
             {"query": "x", "should_trigger": "true"},
-            'entry 4: should_trigger must be true or false, got "true"',
+            'entry [03]: should_trigger must be true or false, got "true"',
         ),
         (
             {"query": "x", "should_trigger": "depends"},
-            'entry 4: should_trigger must be true or false, got "depends"',
+            'entry [03]: should_trigger must be true or false, got "depends"',
         ),
         (
             {"query": "x", "should_trigger": 1},
-            "entry 4: should_trigger must be true or false, got 1",
+            "entry [03]: should_trigger must be true or false, got 1",
         ),
         (
             {"query": "x", "should_trigger": 0},
-            "entry 4: should_trigger must be true or false, got 0",
+            "entry [03]: should_trigger must be true or false, got 0",
         ),
         (
             {"query": "x", "should_trigger": None},
-            "entry 4: should_trigger must be true or false, got null",
+            "entry [03]: should_trigger must be true or false, got null",
         ),
     ],
 )
@@ -463,14 +466,14 @@ def test_error_uses_the_path_as_given(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(InputError) as info:
         load_eval_set("evals/trigger-eval.json")
     assert str(info.value) == (
-        'evals/trigger-eval.json: entry 4: should_trigger must be true or false, got "yes"'
+        'evals/trigger-eval.json: entry [03]: should_trigger must be true or false, got "yes"'
     )
 
 
 def test_bad_entry_in_evals_wrapper_is_named(tmp_path: Path) -> None:
     data = {"skill_name": "x", "evals": [{"query": "a", "should_trigger": True}, {"query": "b"}]}
     message = load_error(write(tmp_path, json.dumps(data)))
-    assert message.endswith("evals entry 2: has no should_trigger (true or false)")
+    assert message.endswith('entry [01] (in "evals"): has no should_trigger (true or false)')
 
 
 def test_multiline_value_in_error_stays_one_line(tmp_path: Path) -> None:
@@ -490,19 +493,19 @@ def test_long_value_in_error_is_shortened(tmp_path: Path) -> None:
     [
         (
             {"should_trigger": ["a", 3], "should_not_trigger": ["b"]},
-            "should_trigger entry 2: must be a query string, got number 3",
+            "entry [01] (should_trigger #2): must be a query string, got number 3",
         ),
         (
             {"should_trigger": ["a"], "should_not_trigger": ["b", "  "]},
-            "should_not_trigger entry 2: query is empty",
+            "entry [02] (should_not_trigger #2): query is empty",
         ),
         (
             {"should_trigger": ["a"], "should_not_trigger": [{"query": "b"}]},
-            'should_not_trigger entry 1: must be a query string, got object {"query": "b"}',
+            'entry [01] (should_not_trigger #1): must be a query string, got object {"query": "b"}',
         ),
         (
             {"t": {"should_trigger": ["a"], "should_not_trigger": [None]}},
-            "t.should_not_trigger entry 1: must be a query string, got null",
+            "entry [01] (t.should_not_trigger #1): must be a query string, got null",
         ),
         ({"should_trigger": ["a"]}, 'has "should_trigger" but no "should_not_trigger" list'),
         (
@@ -543,12 +546,14 @@ def test_duplicate_query_names_both_entries(tmp_path: Path) -> None:
         {"query": "clean my csv", "should_trigger": False},
     ]
     path = write(tmp_path, json.dumps(data))
-    assert load_error(path) == f'{path}: entry 3 repeats the query of entry 1: "clean my csv"'
+    assert load_error(path) == f'{path}: entry [02] repeats the query of entry [00]: "clean my csv"'
 
 
 def test_duplicate_query_differing_only_in_outer_whitespace(tmp_path: Path) -> None:
     data = [{"query": "a b", "should_trigger": True}, {"query": " a b\n", "should_trigger": True}]
-    assert "entry 2 repeats the query of entry 1" in load_error(write(tmp_path, json.dumps(data)))
+    assert "entry [01] repeats the query of entry [00]" in load_error(
+        write(tmp_path, json.dumps(data))
+    )
 
 
 def test_different_case_is_not_a_duplicate(tmp_path: Path) -> None:
@@ -560,7 +565,7 @@ def test_duplicate_query_across_the_two_lists(tmp_path: Path) -> None:
     data = {"should_trigger": ["a", "dup"], "should_not_trigger": ["dup"]}
     message = load_error(write(tmp_path, json.dumps(data)))
     assert message.endswith(
-        'should_not_trigger entry 1 repeats the query of should_trigger entry 2: "dup"'
+        'entry [02] (should_not_trigger #1) repeats the query of entry [01] (should_trigger #2): "dup"'
     )
 
 
@@ -571,7 +576,7 @@ def test_duplicate_key_in_an_entry(tmp_path: Path) -> None:
     )
     path = write(tmp_path, text)
     assert load_error(path) == (
-        f'{path}: entry 2: key "should_trigger" appears twice; JSON would keep only the last'
+        f'{path}: entry [01]: key "should_trigger" appears twice; JSON would keep only the last'
     )
 
 
@@ -583,7 +588,7 @@ def test_duplicate_list_key_at_top_level(tmp_path: Path) -> None:
 
 def test_duplicate_key_in_extra_is_also_rejected(tmp_path: Path) -> None:
     text = '{"evals": [{"query": "a", "should_trigger": true, "note": 1, "note": 2}]}'
-    assert 'evals entry 1: key "note" appears twice' in load_error(write(tmp_path, text))
+    assert 'entry [00] (in "evals"): key "note" appears twice' in load_error(write(tmp_path, text))
 
 
 def test_deeply_nested_json_is_an_error_not_a_crash(tmp_path: Path) -> None:
@@ -595,7 +600,7 @@ def test_deeply_nested_json_is_an_error_not_a_crash(tmp_path: Path) -> None:
 def test_no_partial_result_on_late_error(tmp_path: Path) -> None:
     data = [{"query": f"q{i}", "should_trigger": True} for i in range(40)]
     data.append({"query": "bad", "should_trigger": "maybe"})
-    with pytest.raises(InputError, match="entry 41: should_trigger must be true or false"):
+    with pytest.raises(InputError, match=r"entry \[40\]: should_trigger must be true or false"):
         load_eval_set(write(tmp_path, json.dumps(data)))
 
 

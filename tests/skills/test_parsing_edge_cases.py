@@ -15,7 +15,7 @@ from pytest_skilltrigger.support.errors import InputError
 
 
 def test_lone_surrogate_query_is_bad_input() -> None:
-    with pytest.raises(InputError, match="entry 1: query is not valid Unicode"):
+    with pytest.raises(InputError, match=r"entry \[00\]: query is not valid Unicode"):
         parse_eval_set([{"query": "bad \ud800 x", "should_trigger": True}], "evals.json")
 
 

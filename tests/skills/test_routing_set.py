@@ -43,15 +43,15 @@ def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path
     [
         ({"query": "x"}, "must be a JSON list"),
         ([], "holds no entries"),
-        (["plot it"], "entry 1: must be an object"),
-        ([{"query": "plot it"}], "entry 1: has no expected_skill"),
+        (["plot it"], "entry [00]: must be an object"),
+        ([{"query": "plot it"}], "entry [00]: has no expected_skill"),
         ([{"query": "plot it", "expected_skill": 3}], "expected_skill must be a skill name"),
         ([{"query": "plot it", "expected_skill": "pdf"}], "unknown skill 'pdf'"),
         (
             [{"query": "a", "expected_skill": None}, {"query": "a", "expected_skill": None}],
-            "entry 2",
+            "entry [01]",
         ),
-        ('[{"query": "a", "query": "b", "expected_skill": null}]', "entry 1"),
+        ('[{"query": "a", "query": "b", "expected_skill": null}]', "entry [00]"),
     ],
 )
 def test_a_bad_entry_is_one_line_naming_the_file(
