@@ -408,7 +408,8 @@ def entries_file(tmp_path: Path, bad: object) -> Path:
     [
         (
             "just a query",
-            'entry [03]: must be an object with query and should_trigger, got string "just a query"',
+            "entry [03]: must be an object with query and should_trigger, got string "
+            '"just a query"',
         ),
         (
             ["q", True],
@@ -565,7 +566,8 @@ def test_duplicate_query_across_the_two_lists(tmp_path: Path) -> None:
     data = {"should_trigger": ["a", "dup"], "should_not_trigger": ["dup"]}
     message = load_error(write(tmp_path, json.dumps(data)))
     assert message.endswith(
-        'entry [02] (should_not_trigger #1) repeats the query of entry [01] (should_trigger #2): "dup"'
+        "entry [02] (should_not_trigger #1) repeats the query of entry [01] "
+        '(should_trigger #2): "dup"'
     )
 
 
