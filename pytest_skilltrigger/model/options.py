@@ -546,14 +546,18 @@ def default(flag: str) -> object:
 
 
 def options_markdown() -> str:
-    """The options page's table: every option, its ini key, its default and what it does."""
-    rows = ["| option | ini key | default | what it does |", "| --- | --- | --- | --- |"]
+    """The options page's table: every option with its ini key and default stacked in one
+    narrow column (each kept on one line), and what it does beside them."""
+    rows = ["| option | what it does |", "| --- | --- |"]
     for opt in OPTIONS:
-        ini = f"`{opt.ini_key}`" if opt.ini_key else ""
+        names = [f"`{opt.flag}`"]
+        if opt.ini_key:
+            names.append(f"ini `{opt.ini_key}`")
         shown = opt.shown_default()
-        shown_cell = f"`{shown}`" if shown else ""
+        if shown:
+            names.append(f"default `{shown}`")
         choices = " | ".join(opt.choices) + ": " if opt.choices else ""
         help_cell = (choices + opt.help).replace("|", "\\|")
-        rows.append(f"| `{opt.flag}` | {ini} | {shown_cell} | {help_cell} |")
-    rows.append(f"| | `{SKILL_PATHS_INI}` | | {SKILL_PATHS_HELP} |")
+        rows.append(f"| {'<br>'.join(names)} | {help_cell} |")
+    rows.append(f"| ini `{SKILL_PATHS_INI}` | {SKILL_PATHS_HELP} |")
     return "\n".join(rows) + "\n"
