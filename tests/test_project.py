@@ -65,7 +65,7 @@ def options_in_docs(table: str) -> tuple[set[str], set[str]]:
     for row in table.splitlines()[2:]:
         cells = [c.strip() for c in row.strip("|").split("|")]
         flags.update(re.findall(r"`(--[a-z-]+)`", cells[0]))
-        ini_keys.update(re.findall(r"`([a-z_]+)`", cells[1]))
+        ini_keys.update(re.findall(r"ini `([a-z_]+)`", cells[0]))
     return flags, ini_keys
 
 
