@@ -47,6 +47,28 @@ def credentials_configured() -> bool:
         client.close()
 
 
+def _import_sdk() -> Any:
+    """``import anthropic`` with the garbage collector paused, then its objects moved out of
+    the collector's generations (``gc.freeze``).
+
+    Why: the import builds a heap of some hundred thousand objects (its types), and with the
+    collector on it runs hundreds of collections of its own garbage meanwhile. Those objects
+    live as long as the process; left in the generations, every later full collection (in the
+    run loop, pytest's at unconfigure, the interpreter's at exit) walks them again. Measured by
+    ``benchmarks/bench_client_cpu.py``."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        import anthropic
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
+    return anthropic
+
+
 @dataclass
 class RunState:
     """One run (or question) in progress on a thread: its model, its deadline, the requests
@@ -94,8 +116,7 @@ class SdkClient:
         once per count), created on first use."""
         with self._lock:
             if self._client is None:
-                import anthropic
-
+                anthropic = _import_sdk()
                 self._sdk = anthropic
                 http_client = anthropic.DefaultHttpxClient(
                     event_hooks={"request": [self._on_request], "response": [self._on_response]}
