@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import anthropic  # noqa: E402
+import anthropic
 
-from pytest_skilltrigger.backends.api.request import builtin_template  # noqa: E402
-from pytest_skilltrigger.skills.catalog import load_targets  # noqa: E402
+from pytest_skilltrigger.backends.api.request import builtin_template
+from pytest_skilltrigger.skills.catalog import load_targets
 
 
 def main() -> None:
