@@ -611,9 +611,11 @@ def _bad_eval(text: str):
     return build
 
 
-def _bad_md(text: str):
+def _bad_md(text: str | bytes):
     def build(root: Path) -> tuple[list[str], str]:
-        folder = make_skill(root, skill_md=text)
+        folder = make_skill(root, skill_md=text if isinstance(text, str) else None)
+        if isinstance(text, bytes):
+            (folder / "SKILL.md").write_bytes(text)
         return [f"--skill-path={folder}"], str(folder / "SKILL.md")
 
     return build
@@ -644,8 +646,7 @@ BAD_INPUTS = [
         _bad_eval(json.dumps([entry("same q", True), entry("same q", False)])),
         id="duplicate-query",
     ),
-    pytest.param(_bad_md("# no frontmatter here\n\nJust text.\n"), id="no-frontmatter"),
-    pytest.param(_bad_md(f"---\nname: {SKILL}\n---\nBody\n"), id="no-description"),
+    pytest.param(_bad_md(b"---\nname: x\ndescription: caf\xe9\n---\n"), id="not-utf8"),
     pytest.param(_missing_path, id="missing-skill-path"),
     pytest.param(_no_skills, id="folder-without-skills"),
     pytest.param(_option("--runs-per-query", "0"), id="runs-0"),

@@ -159,18 +159,18 @@ def test_the_failure_text_says_what_was_chosen(
     [
         (
             [{"query": "q", "expected_skill": "docx"}],
-            "entry 1: unknown skill 'docx' (this folder: pdf, xlsx)",
+            "entry [00]: unknown skill 'docx' (this folder: pdf, xlsx)",
         ),
         (
             [{"query": "q", "expected_skill": "pdf"}, {"query": " q ", "expected_skill": None}],
-            "entry 2 repeats the query of entry 1",
+            "entry [01] repeats the query of entry [00]",
         ),
-        ([{"query": "q"}], "entry 1: has no expected_skill"),
+        ([{"query": "q"}], "entry [00]: has no expected_skill"),
         ({"query": "q"}, "must be a JSON list"),
         # raw text: the eval sets' own JSON checks
         (
             '[{"query": "q", "expected_skill": "pdf", "query": "r"}]',
-            'entry 1: key "query" appears twice',
+            'entry [00]: key "query" appears twice',
         ),
         ("[" * 100_000 + "]" * 100_000, "not usable JSON: nested too deeply"),
         (" ", "the file is empty"),
