@@ -37,11 +37,15 @@ class _Sampling:
     guarded by the sampler's lock."""
 
     def __init__(
-        self, sampler: Sampler, key: SamplingKey, context: TriggerContext, source: RunSource
+        self,
+        sampler: Sampler,
+        sampling_key: SamplingKey,
+        context: TriggerContext,
+        source: RunSource,
     ) -> None:
         self.sampler = sampler
-        self.sampling_key = key
-        self.key, self.query, _plan = key
+        self.sampling_key = sampling_key
+        self.context_key, self.query, _plan = sampling_key
         self.context = context
         self.source = source
         self.should_trigger = True
@@ -143,18 +147,19 @@ class Sampler:
 
     def context_key(self, context: TriggerContext) -> str:
         with self._lock:
-            key = self._keys.get(context)
-        if key is None:
-            key = self.backend.context_key(context)
+            context_key = self._keys.get(context)
+        if context_key is None:
+            context_key = self.backend.context_key(context)
             with self._lock:
-                self._keys[context] = key
-        return key
+                self._keys[context] = context_key
+        return context_key
 
-    def sampling_key(self, key: str, query: str, plan: SamplingPlan, skill: str) -> SamplingKey:
+    @staticmethod
+    def sampling_key(context_key: str, query: str, plan: SamplingPlan, skill: str) -> SamplingKey:
         """What makes two samplings of a query the same: the request (one listing serves
         every skill in it), the query, the plan, and the skill whose trigger the runs count
         (its runs stop when *its* verdict is settled)."""
-        return (key, query, (skill, *plan.ident()))
+        return (context_key, query, (skill, *plan.ident()))
 
     # -- submitting ---------------------------------------------------------------------------
     def submit(
@@ -167,10 +172,10 @@ class Sampler:
     ) -> Future[QueryResult]:
         """Start sampling one query (or join the sampling already under way)."""
         try:
-            key = self.context_key(context)
+            context_key = self.context_key(context)
         except Exception as exc:  # the context cannot be prepared (a capture that failed)
             return self._unprepared(exc, query, should_trigger, plan)
-        sampling_key = self.sampling_key(key, query, plan, context.skill_name)
+        sampling_key = self.sampling_key(context_key, query, plan, context.skill_name)
         with self._lock:
             existing = self._samplings.get(sampling_key)
             if existing is not None:
@@ -183,7 +188,7 @@ class Sampler:
             state.outcomes.extend(ahead[0])
             state.skipped = ahead[1]
         else:
-            state.outcomes.extend(self.stored(key, query, plan, context.skill_name))
+            state.outcomes.extend(self.stored(context_key, query, plan, context.skill_name))
         self._start(state)
         return state.future
 
@@ -210,7 +215,9 @@ class Sampler:
         elif wave > 0:
             state.source.request(state, wave)
 
-    def stored(self, key: str, query: str, plan: SamplingPlan, skill: str) -> list[RunOutcome]:
+    def stored(
+        self, context_key: str, query: str, plan: SamplingPlan, skill: str
+    ) -> list[RunOutcome]:
         """The runs a sampling starts from (none for a fresh one), read for ``skill``: a run
         made for another skill of the same listing triggered this one when it chose it.
 
@@ -221,14 +228,14 @@ class Sampler:
             return []
         used = None
         if self.store is not None:
-            name = sampling_name(self.sampling_key(key, query, plan, skill))
-            used = self.store.used(key, query, name)
+            name = sampling_name(self.sampling_key(context_key, query, plan, skill))
+            used = self.store.used(context_key, query, name)
         if used is not None:  # all of them: its waves may have gone past a prefix's stop
             return _read_for(skill, used)
         with self._lock:
-            known = list(self._known.get((key, query), ()))
+            known = list(self._known.get((context_key, query), ()))
         if not known and self.store is not None:
-            known = self.store.lookup(key, query, plan.max_runs)
+            known = self.store.lookup(context_key, query, plan.max_runs)
         return plan.usable(_read_for(skill, known))
 
     def runs_to_go(
@@ -238,8 +245,8 @@ class Sampler:
         stored runs it would start from (what the header's estimate counts)."""
         if not context.model_invocable:
             return 0, 0
-        key = self.context_key(context)
-        return plan.runs_to_go(self.stored(key, query, plan, context.skill_name))
+        context_key = self.context_key(context)
+        return plan.runs_to_go(self.stored(context_key, query, plan, context.skill_name))
 
     # -- runs made ahead (message batches) ----------------------------------------------------
     def sample_ahead(
@@ -250,15 +257,15 @@ class Sampler:
         request that cannot be prepared, a skill that is never listed, or a sampling under way
         or made ahead already."""
         try:
-            key = self.context_key(context)
+            context_key = self.context_key(context)
         except Exception:  # its submission says so, without a call
             return None
-        sampling_key = self.sampling_key(key, query, plan, context.skill_name)
+        sampling_key = self.sampling_key(context_key, query, plan, context.skill_name)
         if not context.model_invocable or self.under_way(sampling_key):
             return None
         state = _Sampling(self, sampling_key, context, source)
         state.plan = plan
-        state.outcomes.extend(self.stored(key, query, plan, context.skill_name))
+        state.outcomes.extend(self.stored(context_key, query, plan, context.skill_name))
         with self._lock:
             self._samplings[sampling_key] = state
         self._start(state)
@@ -342,7 +349,7 @@ class Sampler:
             self._remember(state)
         if self.record is not None and not state.plan.independent and state.skipped != INTERRUPTED:
             # a query the budget cut short keeps its paid runs: a rerun with room goes on
-            self.record(state.key, state.query, result.outcomes, result.sampling or "")
+            self.record(state.context_key, state.query, result.outcomes, result.sampling or "")
         if result.errors or result.skipped:
             # no verdict: a later caller (the improvement rounds) samples the query afresh
             # instead of joining this sampling
@@ -357,8 +364,8 @@ class Sampler:
         made (nor counted) again by a later sampling that starts from them."""
         runs = [replace(o, from_store=True) for o in state.outcomes if o.status != "error"]
         with self._lock:
-            if len(runs) > len(self._known.get((state.key, state.query), ())):
-                self._known[(state.key, state.query)] = runs
+            if len(runs) > len(self._known.get((state.context_key, state.query), ())):
+                self._known[(state.context_key, state.query)] = runs
 
     def close(self) -> None:
         """Ask for no further wave (what is in flight still ends)."""
@@ -395,8 +402,8 @@ class RunsAhead:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunsAhead:
-        key, query, plan = data["sampling_key"]
-        sampling_key = (str(key), str(query), _tuples(plan))
+        context_key, query, plan = data["sampling_key"]
+        sampling_key = (str(context_key), str(query), _tuples(plan))
         outcomes = [RunOutcome.from_dict(o) for o in data["outcomes"]]
         return cls(sampling_key, outcomes, data.get("skipped"), data.get("model"))
 

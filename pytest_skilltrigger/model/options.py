@@ -18,7 +18,8 @@ from pytest_skilltrigger.support.errors import InputError
 #: how a value is read: argparse's action and the ini key's type follow from it
 Kind = Literal["int", "float", "str", "bool", "choice", "path", "paths", "append", "optional"]
 #: which settings object an option fills (``run``: read by the pytest layer itself)
-Target = Literal["settings", "optimizer", "gates", "outputs", "run"]
+# which of the session's value objects an option fills (``run``: the pytest layer reads it)
+Holder = Literal["settings", "optimizer", "gates", "outputs", "run"]
 #: a check of one value: the problem in words, or None when it is fine
 Check = Callable[[object], str | None]
 
@@ -87,7 +88,7 @@ class Option:
     kind: Kind
     default: object
     help: str
-    target: Target = "settings"
+    holder: Holder = "settings"
     #: the settings field it fills (None: the pytest layer reads it itself, as it does the
     #: model matrix, which two options name)
     field: str | None = None
@@ -149,7 +150,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "a skill folder (holding SKILL.md), a folder of skill folders, or a Claude Code "
         "plugin; repeatable",
-        target="run",
+        holder="run",
         ini=False,
     ),
     Option(
@@ -157,7 +158,7 @@ OPTIONS: tuple[Option, ...] = (
         "path",
         None,
         "the eval set file",
-        target="run",
+        holder="run",
         default_text="found in the skill folder",
         ini=False,
     ),
@@ -166,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "str",
         None,
         "test this description instead of the one in SKILL.md",
-        target="run",
+        holder="run",
         ini=False,
     ),
     # -- the verdict rule -----------------------------------------------------------------
@@ -299,7 +300,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "a folder of skills (your ~/.claude/skills, a team's plugin) listed beside the "
         "tested ones where Claude Code lists them, never tested; repeatable",
-        target="run",
+        holder="run",
     ),
     # -- the store and the cost ------------------------------------------------------------
     Option(
@@ -364,7 +365,7 @@ OPTIONS: tuple[Option, ...] = (
         "path",
         None,
         "write the results as JSON here",
-        target="outputs",
+        holder="outputs",
         field="json_path",
     ),
     Option(
@@ -373,7 +374,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "self-contained HTML report: the items' results and routing tables, or with "
         "--optimize-description the improvement rounds",
-        target="outputs",
+        holder="outputs",
         field="report_path",
     ),
     Option(
@@ -382,7 +383,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "folder for a time-stamped results folder per run: the results JSON and page (and "
         "with --optimize-description each iteration's exchange with the improve model)",
-        target="outputs",
+        holder="outputs",
         field="results_dir",
     ),
     # -- CI gates -------------------------------------------------------------------------
@@ -391,7 +392,7 @@ OPTIONS: tuple[Option, ...] = (
         "float",
         None,
         "gate per skill: share of queries that must pass; single misses become xfail",
-        target="gates",
+        holder="gates",
         field="min_accuracy",
         check=within_unit,
     ),
@@ -401,7 +402,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "gate per folder of skills: share of routing items and should-trigger queries that "
         "must pass; single misses become xfail",
-        target="gates",
+        holder="gates",
         field="min_routing_accuracy",
         check=within_unit,
     ),
@@ -410,7 +411,7 @@ OPTIONS: tuple[Option, ...] = (
         "bool",
         False,
         "stop the session with an error instead of skipping when no trigger backend is available",
-        target="gates",
+        holder="gates",
         field="require_backend",
     ),
     Option(
@@ -418,7 +419,7 @@ OPTIONS: tuple[Option, ...] = (
         "path",
         None,
         "an earlier --trigger-json: list what regressed and what improved",
-        target="gates",
+        holder="gates",
         field="baseline_path",
     ),
     Option(
@@ -427,7 +428,7 @@ OPTIONS: tuple[Option, ...] = (
         False,
         "fail the session when a skill regressed against the baseline (a paired exact test "
         "on its changed queries, at the confidence)",
-        target="gates",
+        holder="gates",
         field="fail_on_regression",
     ),
     # -- drafting and improving -----------------------------------------------------------
@@ -438,7 +439,7 @@ OPTIONS: tuple[Option, ...] = (
         "draft a first trigger eval set with the improve model for each skill that has none, "
         "write it to evals/trigger-eval.json and run it; =also: draft more entries into "
         "evals/trigger-eval.drafted.json for skills that have one",
-        target="run",
+        holder="run",
     ),
     Option(
         "--export-plugin-eval",
@@ -446,7 +447,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "write the selected skills' trigger eval sets as `claude plugin eval` cases "
         "(case.yaml) into this folder, then exit without a call",
-        target="run",
+        holder="run",
         ini=False,
     ),
     Option(
@@ -454,14 +455,14 @@ OPTIONS: tuple[Option, ...] = (
         "bool",
         False,
         "after the tests, run improvement rounds and rewrite SKILL.md with the best description",
-        target="run",
+        holder="run",
     ),
     Option(
         "--holdout",
         "float",
         0.4,
         "share of the eval set held out as test",
-        target="optimizer",
+        holder="optimizer",
         field="holdout",
         check=lambda v: None if 0.0 <= _number(v) < 1.0 else "must be within 0..1 (below 1)",
     ),
@@ -471,7 +472,7 @@ OPTIONS: tuple[Option, ...] = (
         "all",
         "the queries of the fresh race that decides whether SKILL.md is written: every query "
         "(the held-out ones must not lose), or the held-out ones alone (the reference's rule)",
-        target="optimizer",
+        holder="optimizer",
         field="accept_on",
         choices=ACCEPT_ON,
     ),
@@ -480,7 +481,7 @@ OPTIONS: tuple[Option, ...] = (
         "int",
         5,
         "improvement iterations",
-        target="optimizer",
+        holder="optimizer",
         field="max_iterations",
         check=at_least(1),
     ),
@@ -490,7 +491,7 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "model that proposes descriptions and drafts eval sets",
         default_text="the trigger model",
-        target="optimizer",
+        holder="optimizer",
         field="improve_model",
     ),
     Option(
@@ -498,7 +499,7 @@ OPTIONS: tuple[Option, ...] = (
         "int",
         42,
         "seed of the train/test split",
-        target="optimizer",
+        holder="optimizer",
         field="seed",
     ),
     Option(
@@ -507,7 +508,7 @@ OPTIONS: tuple[Option, ...] = (
         3,
         "different descriptions proposed each round, screened on train so that only the "
         "round's best races the best so far",
-        target="optimizer",
+        holder="optimizer",
         field="candidates_per_round",
         check=at_least(1),
     ),
@@ -517,7 +518,7 @@ OPTIONS: tuple[Option, ...] = (
         60,
         "the most runs a race between two descriptions may add where they differ or are "
         "unsettled, before it is called undecided",
-        target="optimizer",
+        holder="optimizer",
         field="race_runs",
         check=at_least(0),
     ),
@@ -535,9 +536,9 @@ def option(flag: str) -> Option:
     return BY_FLAG[flag]
 
 
-def of_target(target: Target) -> Iterator[Option]:
+def of_holder(holder: Holder) -> Iterator[Option]:
     """The options that fill one settings object, with a field each."""
-    return (o for o in OPTIONS if o.target == target and o.field is not None)
+    return (o for o in OPTIONS if o.holder == holder and o.field is not None)
 
 
 def default(flag: str) -> object:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pytest_skilltrigger.model.options import Target, default, of_target
+from pytest_skilltrigger.model.options import Holder, default, of_holder
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule
 from pytest_skilltrigger.support.errors import InputError
@@ -42,10 +42,10 @@ def _declared(flag: str) -> Any:
     return default(flag)
 
 
-def _check_declared(settings: object, target: Target) -> None:
+def _check_declared(settings: object, holder: Holder) -> None:
     """Each field's own check, as its option declares it."""
-    for option in of_target(target):
-        assert option.field is not None  # of_target yields only options with a field
+    for option in of_holder(holder):
+        assert option.field is not None  # of_holder yields only options with a field
         option.validate(getattr(settings, option.field))
 
 
@@ -182,8 +182,8 @@ class Gates:
         return self
 
 
-def declared_fields(cls: type, target: Target) -> dict[str, object]:
+def declared_fields(cls: type, holder: Holder) -> dict[str, object]:
     """Each field of a settings class that an option fills, with the option's default (what
     the tests hold the class's own defaults against)."""
     names = {f.name for f in fields(cls)}
-    return {o.field: o.default for o in of_target(target) if o.field in names}
+    return {o.field: o.default for o in of_holder(holder) if o.field in names}

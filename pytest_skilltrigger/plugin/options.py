@@ -21,9 +21,9 @@ from pytest_skilltrigger.model.options import (
     OPTIONS,
     SKILL_PATHS_HELP,
     SKILL_PATHS_INI,
+    Holder,
     Option,
-    Target,
-    of_target,
+    of_holder,
     option,
 )
 from pytest_skilltrigger.plugin.pytest_internals import setup_from_args
@@ -98,9 +98,9 @@ def any_given(config: pytest.Config) -> bool:
     return any(_raw(config, opt) not in (opt.default, None, False) for opt in OPTIONS)
 
 
-def _fields(config: pytest.Config, target: Target) -> dict[str, Any]:
+def _fields(config: pytest.Config, holder: Holder) -> dict[str, Any]:
     """The values of the options that fill one settings object, by field."""
-    return {o.field: _typed(config, o) for o in of_target(target) if o.field is not None}
+    return {o.field: _typed(config, o) for o in of_holder(holder) if o.field is not None}
 
 
 def settings_from_config(config: pytest.Config) -> Settings:

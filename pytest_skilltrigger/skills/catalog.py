@@ -250,7 +250,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     skills = _unique_skills(paths)
     _check_options(options, skills)
     read = _reader({skill.path: skill for skill in skills})
-    session = _Session.of(skills, read)
+    session = _SessionSkills.of(skills, read)
     cases = _PluginCases(session)
     targets, missing = [], []
     for skill in skills:
@@ -283,7 +283,7 @@ class _PluginCases:
     """The ``claude plugin eval`` cases of the session's plugins (``<root>/evals``) and skill
     folders (``<skill>/evals``), read once per folder, by the skill they check."""
 
-    def __init__(self, session: _Session) -> None:
+    def __init__(self, session: _SessionSkills) -> None:
         self.session = session
         self.not_collected: list[NotCollected] = []
         self._by_skill: dict[str, list[TriggerCase]] = {}
@@ -352,7 +352,7 @@ def _check_clash(installed: Sequence[ListedSkill], targets: Sequence[Target]) ->
 
 
 @dataclass(frozen=True)
-class _Session:
+class _SessionSkills:
     """The session's skills as every listing shows them: its plugins in order, each with
     its skills, and the project's skills (those of the folders that hold a collected
     project skill)."""
@@ -367,7 +367,7 @@ class _Session:
         return [s for s in self.plugin_skills if s.group == group]
 
     @classmethod
-    def of(cls, skills: Sequence[Skill], read: Callable[[str], Skill]) -> _Session:
+    def of(cls, skills: Sequence[Skill], read: Callable[[str], Skill]) -> _SessionSkills:
         plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
         _check_plugin_names([s.plugin for s in skills if s.plugin])
         folders = dict.fromkeys(os.path.dirname(s.path) for s in skills if s.plugin is None)
@@ -423,7 +423,7 @@ def _target(
     skill: Skill,
     evals: EvalSet,
     options: TargetOptions,
-    session: _Session,
+    session: _SessionSkills,
     read: Callable[[str], Skill],
 ) -> Target:
     group = group_of(skill, session.plugins)

@@ -520,7 +520,7 @@ class Job:
     """A sampling as a run source sees it, with runs already made; records its runs."""
 
     def __init__(self, query: str, runs_made: int, log: list[str]) -> None:
-        self.context, self.query, self.key = CONTEXT, query, "key"
+        self.context, self.query, self.context_key = CONTEXT, query, "key"
         self.plan = reference_plan(3, 0.5)
         self.runs_made, self.skipped = runs_made, None
         self.log = log

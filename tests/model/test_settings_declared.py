@@ -17,12 +17,12 @@ from pytest_skilltrigger.support.errors import InputError
 
 
 @pytest.mark.parametrize(
-    "cls,target",
+    "cls,holder",
     [(Settings, "settings"), (OptimizerSettings, "optimizer"), (Gates, "gates")],
 )
-def test_every_field_default_is_the_declared_one(cls: type, target: str) -> None:
+def test_every_field_default_is_the_declared_one(cls: type, holder: str) -> None:
     defaults = {f.name: f.default for f in fields(cls) if f.default is not MISSING}
-    declared = declared_fields(cls, target)  # type: ignore[arg-type]
+    declared = declared_fields(cls, holder)  # type: ignore[arg-type]
     assert declared
     for name, value in declared.items():
         assert defaults[name] == value, name
@@ -31,9 +31,9 @@ def test_every_field_default_is_the_declared_one(cls: type, target: str) -> None
 def test_every_option_with_a_field_names_a_real_field() -> None:
     classes = {"settings": Settings, "optimizer": OptimizerSettings, "gates": Gates}
     for opt in OPTIONS:
-        if opt.field is None or opt.target not in classes:
+        if opt.field is None or opt.holder not in classes:
             continue
-        assert opt.field in {f.name for f in fields(classes[opt.target])}, opt.flag
+        assert opt.field in {f.name for f in fields(classes[opt.holder])}, opt.flag
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ class RunJob(Protocol):
 
     context: TriggerContext
     query: str
-    key: str  # the context's store key: what new runs are recorded under
+    context_key: str  # what new runs are stored under
     plan: SamplingPlan
 
     @property

@@ -310,7 +310,7 @@ class BatchRuns:
         for state in states.values():
             read, state.read = state.read, []
             if self.record is not None and read and not state.job.plan.independent:
-                self.record(state.job.key, state.job.query, read)
+                self.record(state.job.context_key, state.job.query, read)
 
     def _reserve(self, job: RunJob, runs: int) -> float | None:
         """The budget reservation for a wave's runs of a sampling, at the batch rate (None:
