@@ -51,6 +51,16 @@ class TriggerBackend(Protocol):
         ...
 
 
+@runtime_checkable
+class ProcessBackend(TriggerBackend, Protocol):
+    """A backend whose runs are processes on this machine (the Claude Code CLI): the
+    session holds all its lanes' runs in flight to one limit, moved by what the machine can
+    take, and ``process_peak`` is the most memory one of its processes has held so far."""
+
+    @property
+    def process_peak(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class Answer:
     """A plain question's answer: its text and usage, the requests sent (retries included),

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, TypeVar
 
 from pytest_skilltrigger.backends import TriggerBackend, make_backend
 from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
-from pytest_skilltrigger.backends.base import BatchingBackend
+from pytest_skilltrigger.backends.base import BatchingBackend, ProcessBackend
 from pytest_skilltrigger.backends.capture import CaptureStore
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard
@@ -32,7 +33,13 @@ from pytest_skilltrigger.engine.load_governor import (
     Readings,
 )
 from pytest_skilltrigger.engine.run_sources import Stop
-from pytest_skilltrigger.engine.run_sources.batches import BatchRuns, BatchTiming
+from pytest_skilltrigger.engine.run_sources.batches import (
+    BatchListeners,
+    BatchProgress,
+    BatchRuns,
+    BatchTiming,
+)
+from pytest_skilltrigger.engine.run_sources.batches import Recorder as BatchRecorder
 from pytest_skilltrigger.engine.run_sources.live import LiveRuns
 from pytest_skilltrigger.engine.sampler import Recorder, Sampler
 from pytest_skilltrigger.engine.share import ProcessShare
@@ -44,7 +51,6 @@ from pytest_skilltrigger.support.machine import cpu_count
 T = TypeVar("T", bound=tuple[Any, ...])  # an item whose first value is a TriggerContext
 
 DEFAULT_API_CONCURRENCY = 10
-CLI_BACKEND = "claude-code"
 FIXED_BY_OPTION = "--trigger-concurrency"
 FIXED_BY_NO_CPU = "this system does not publish its CPU use"
 
@@ -74,12 +80,17 @@ class Lane:
 
 @dataclass(frozen=True)
 class LaneParts:
-    """What every lane of a session shares."""
+    """What every lane of a session shares: the budget, the store runs are reused from
+    (None: they are not), where finished samplings are recorded and where batch runs are
+    stored as they are read, who is told of a batch's progress (with its lane's model in a
+    matrix), and this process's part of a session run by several."""
 
     guard: CostGuard
-    store: ResultStore | None  # where stored runs are reused from (None: they are not)
+    store: ResultStore | None
     record: Recorder
-    share: ProcessShare | None = None  # this process's part of a session run by several
+    store_batch_runs: BatchRecorder | None = None
+    progress: Callable[[BatchProgress], None] | None = None
+    share: ProcessShare | None = None
 
 
 @dataclass(frozen=True)
@@ -94,37 +105,55 @@ class InFlight:
     shared: Concurrency | None = None
     governor: LoadGovernor | None = None
     fixed_by: str | None = None
+    # the most memory one of the backends' processes has held so far (None: not known)
+    process_peak: Callable[[], int | None] = lambda: None
 
     @classmethod
     def of(
-        cls, settings: Settings, backend: str, lanes: int, share: ProcessShare | None
+        cls,
+        settings: Settings,
+        backends: Sequence[TriggerBackend],
+        share: ProcessShare | None,
     ) -> InFlight:
-        """The runs in flight of ``lanes`` lanes on ``backend``: ``--trigger-concurrency``
-        when set, else the backend's default; an xdist worker keeps its share."""
+        """The runs in flight of one lane per backend: ``--trigger-concurrency`` when set,
+        else the backend's default; an xdist worker keeps its share. Backends whose runs are
+        processes on this machine share one limit."""
         part = share.part_of if share is not None else (lambda total: total)
-        if backend != CLI_BACKEND:
+        name = backends[0].name
+        processes = [b for b in backends if isinstance(b, ProcessBackend)]
+        if not processes:
             total = settings.concurrency or DEFAULT_API_CONCURRENCY
-            return cls(backend, part(max(1, total // lanes)))
+            return cls(name, part(max(1, total // len(backends))))
+
+        def peak() -> int | None:
+            return max((b.process_peak for b in processes if b.process_peak), default=None)
+
         if settings.concurrency:
             fixed = part(settings.concurrency)
-            return cls(backend, fixed, Concurrency(fixed), fixed_by=FIXED_BY_OPTION)
-        return cls.governed(backend, part, share.count if share is not None else 1)
+            return cls(name, fixed, Concurrency(fixed), fixed_by=FIXED_BY_OPTION, process_peak=peak)
+        return cls.governed(name, part, share.count if share is not None else 1, peak)
 
     @classmethod
-    def governed(cls, backend: str, part: Callable[[int], int], processes: int) -> InFlight:
+    def governed(
+        cls,
+        backend: str,
+        part: Callable[[int], int],
+        processes: int,
+        peak: Callable[[], int | None],
+    ) -> InFlight:
         """From the CPU count (this process's part of it) up to the cap (its part), moved by a
         governor on this machine's readings; fixed at the start where the CPU use cannot be
         read."""
         policy = Policy()
         cpus = cpu_count()
         start, cap = part(cpus), max(part(cpus), part(policy.cap(cpus)))
-        readings = Readings.of_machine()
+        readings = Readings.of_machine(peak)
         if not readings.cpu_known:
             return cls(backend, start, Concurrency(start), fixed_by=FIXED_BY_NO_CPU)
         shared = Concurrency(start, most=cap)
         governor = LoadGovernor(shared, Bounds(start, cap, processes), readings, policy)
         governor.start()
-        return cls(backend, start, shared, governor)
+        return cls(backend, start, shared, governor, process_peak=peak)
 
     def of_lane(self) -> Concurrency:
         return self.shared if self.shared is not None else Concurrency(self.each)
@@ -135,21 +164,26 @@ class InFlight:
             return None
         if self.governor is not None:
             return self.governor.report(self.backend)
-        from pytest_skilltrigger.backends.claude_code.process import cli_memory
-
         shared = self.shared
         return LoadReport(
             self.backend,
             self.each,
             self.each,
             fixed_by=self.fixed_by,
-            process_peak=cli_memory.largest,
+            process_peak=self.process_peak(),
             average_in_flight=shared.average_in_flight(),
             most_in_flight=shared.peak,
             lowest_limit=shared.limit,
             highest_limit=shared.limit,
             final_limit=shared.limit,
         )
+
+
+def _named(
+    show: Callable[[BatchProgress], None], model: str | None, progress: BatchProgress
+) -> None:
+    """Show a batch's progress with the model of the matrix it runs on."""
+    show(replace(progress, model=model))
 
 
 def lane_backends(
@@ -187,7 +221,7 @@ class Lanes:
     ) -> Lanes:
         """A lane per backend, each with its share of the session's runs in flight (the
         claude-code backend's lanes: one limit for all)."""
-        in_flight = InFlight.of(settings, backends[0][1].name, len(backends), parts.share)
+        in_flight = InFlight.of(settings, [b for _model, b in backends], parts.share)
         timing = BatchTiming(settings.batch_poll, settings.batch_timeout)
         lanes = []
         for model, backend in backends:
@@ -196,7 +230,16 @@ class Lanes:
             live = LiveRuns(backend, concurrency, parts.guard, stop)
             batches = None
             if settings.batch and isinstance(backend, BatchingBackend):
-                batches = BatchRuns(backend, timing, guard=parts.guard, stop=stop)
+                progress = parts.progress
+                if progress is not None and settings.models:
+                    progress = partial(_named, progress, model)
+                batches = BatchRuns(
+                    backend,
+                    timing,
+                    guard=parts.guard,
+                    stop=stop,
+                    listeners=BatchListeners(parts.store_batch_runs, progress),
+                )
             sampler = Sampler(backend, live, stop, store=parts.store, record=parts.record)
             lanes.append(Lane(model, backend, sampler, live, batches, stop, in_flight.governor))
         return cls(lanes, in_flight)

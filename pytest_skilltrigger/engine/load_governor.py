@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.engine.concurrency import Concurrency
+from pytest_skilltrigger.support.machine import CpuMeter, available_memory
 
 MB = 1_000_000
 
@@ -73,14 +74,11 @@ class Readings:
     cpu_known: bool = True
 
     @classmethod
-    def of_machine(cls) -> Readings:
+    def of_machine(cls, process_peak: Callable[[], int | None]) -> Readings:
         """This machine's: ``/proc`` (the load average where there is none), and the peak
-        memory of the CLI runs this process made."""
-        from pytest_skilltrigger.backends.claude_code.process import cli_memory
-        from pytest_skilltrigger.support.machine import CpuMeter, available_memory
-
+        memory of the runs' processes (``process_peak``: their backends')."""
         meter = CpuMeter()
-        return cls(meter, available_memory, lambda: cli_memory.largest, meter.readable)
+        return cls(meter, available_memory, process_peak, meter.readable)
 
 
 @dataclass(frozen=True)

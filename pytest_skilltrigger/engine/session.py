@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend
@@ -23,7 +22,7 @@ from pytest_skilltrigger.backends.api.rate_limit import FileLimits, MemoryLimits
 from pytest_skilltrigger.engine.asker import Asker, unavailable
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.lanes import Lane, LaneParts, Lanes, lane_backends
-from pytest_skilltrigger.engine.run_sources.batches import BatchProgress, BatchRuns, drain_lanes
+from pytest_skilltrigger.engine.run_sources.batches import BatchRuns, drain_lanes
 from pytest_skilltrigger.engine.sampler import Ahead, RunsAhead
 from pytest_skilltrigger.engine.share import ProcessShare
 from pytest_skilltrigger.engine.store import ResultStore, StoredCaptures
@@ -61,14 +60,7 @@ def _limiter(
     """The session's pacing to the rate limits: its buckets in a file the session's processes
     share (xdist workers), else in memory."""
     store = FileLimits(share.limits_path) if share and share.limits_path else MemoryLimits()
-    limiter = RateLimiter(settings.rate_limits, store)
-    limiter.notify = notices
-    return limiter
-
-
-def _named(show: Callable[[Notice], None], model: str | None, progress: BatchProgress) -> None:
-    """Show a batch's progress with the model of the matrix it runs on."""
-    show(replace(progress, model=model))
+    return RateLimiter(settings.rate_limits, store, notify=notices)
 
 
 class TriggerSession:
@@ -116,22 +108,16 @@ class TriggerSession:
         self.asker: Asker | None = None
         if first is not None:
             reused = self.store if settings.cache_mode == "use" else None
-            parts = LaneParts(self.guard, reused, self.record, share)
+            parts = LaneParts(
+                self.guard,
+                reused,
+                self.record,
+                store_batch_runs=self._store_runs,
+                progress=notices,
+                share=share,
+            )
             self.lanes = Lanes.build(settings, backends, parts)
             self.asker = Asker(settings, self.guard, first, self.limiter, self.lanes.shared_limit)
-            self._wire_batches(notices)
-
-    def _wire_batches(self, progress: Callable[[Notice], None] | None) -> None:
-        """Each lane's batches store what they read here and show their progress (a matrix's
-        with its model)."""
-        for lane in self.lanes or ():
-            if lane.batches is None:
-                continue
-            lane.batches.record = self._store_runs
-            shown = progress
-            if progress is not None and self.settings.models:
-                shown = partial(_named, progress, lane.model)
-            lane.batches.progress = shown
 
     # -- what the session runs on ------------------------------------------------------------
     @property

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -196,13 +195,12 @@ def peak_rss(pid: int, proc: Path = PROC) -> int | None:
 
 
 class PeakMemory:
-    """The largest peak memory of the processes of one kind (the CLI runs), as they end;
-    thread-safe. ``listeners`` are told each new reading."""
+    """The largest peak memory of the processes of one kind (one backend's CLI runs), as
+    they end; thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._largest: int | None = None
-        self.listeners: list[Callable[[int], None]] = []
 
     def record(self, peak: int | None) -> None:
         if peak is None or peak <= 0:
@@ -210,9 +208,6 @@ class PeakMemory:
         with self._lock:
             if self._largest is None or peak > self._largest:
                 self._largest = peak
-            listeners = list(self.listeners)
-        for listener in listeners:
-            listener(peak)
 
     @property
     def largest(self) -> int | None:

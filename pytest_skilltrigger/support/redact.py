@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 
 SECRET_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN")
 _PATTERNS = (
@@ -17,24 +18,17 @@ _PATTERNS = (
 )
 
 
-_REGISTERED: set[str] = set()
-
-
-def register_secret(value: str) -> None:
-    """Also redact a secret found elsewhere (e.g. a key from the user's Claude config)."""
-    if len(value) >= 4:
-        _REGISTERED.add(value)
-
-
-def secrets() -> list[str]:
-    """The secret values currently known (long enough to be worth matching)."""
+def secrets(also: Iterable[str] = ()) -> list[str]:
+    """The secret values known (long enough to be worth matching): the environment's, and
+    ``also`` (a key a backend found elsewhere, the user's Claude login)."""
     found = [v for k in SECRET_ENV if len(v := os.environ.get(k, "")) >= 4]
-    return found + sorted(_REGISTERED)
+    return found + sorted(v for v in also if len(v) >= 4)
 
 
-def redact(text: str) -> str:
-    """Replace every known secret and anything that looks like a key or auth header."""
-    for value in secrets():
+def redact(text: str, also: Iterable[str] = ()) -> str:
+    """Replace every known secret (``also`` too) and anything that looks like a key or
+    auth header."""
+    for value in secrets(also):
         text = text.replace(value, "[REDACTED]")
     text = _PATTERNS[0].sub("[REDACTED]", text)
     return _PATTERNS[1].sub(lambda m: f"{m.group(1)}{m.group(2)}[REDACTED]", text)

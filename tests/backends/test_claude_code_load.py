@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.backends.claude_code.process import CliCall, WarmCli, cli_memory
+from pytest_skilltrigger.backends.claude_code.process import CliCall, WarmCli
 from pytest_skilltrigger.backends.claude_code.workspace import skill_file
+from pytest_skilltrigger.support.machine import PeakMemory
 from tests.backends.test_claude_code_cli import DESCRIPTION, SKILL, claude_bin  # noqa: F401
 from tests.fake_messages_api import FakeMessagesAPI
 
@@ -48,14 +49,16 @@ def test_a_runs_peak_memory_is_read_after_its_query(tmp_path: Path) -> None:
         f"        print(json.dumps({rewound!r}).replace('ID', msg['request_id']))\n"
         "    sys.stdout.flush()\n"
     )
-    cli = WarmCli(CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), 30.0))
+    memory = PeakMemory()
+    call = CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), 30.0)
+    cli = WarmCli(call, memory=memory)
     try:
         finished = cli.ask("merge these PDFs")
     finally:
         cli.stop()
     assert finished.verdict.chosen == "text"
     assert finished.peak_rss is not None and finished.peak_rss > HELD
-    assert cli_memory.largest is not None and cli_memory.largest >= finished.peak_rss
+    assert memory.largest is not None and memory.largest >= finished.peak_rss
 
 
 def run_session(

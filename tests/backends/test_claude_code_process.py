@@ -21,6 +21,7 @@ import pytest
 
 from pytest_skilltrigger.backends.claude_code import process
 from pytest_skilltrigger.backends.claude_code.process import CliCall, WarmCli
+from pytest_skilltrigger.support.machine import PeakMemory
 
 # The stand-in: for each user message it writes ``decide(query)``'s lines; it answers an
 # interrupt with the turn's result and a rewind with ``REWOUND``; everything it reads goes
@@ -68,7 +69,8 @@ def stand_in(tmp_path: Path, body: str = "", timeout: float = 10.0) -> WarmCli:
     script = tmp_path / "cli.py"
     log = str(tmp_path / "stdin.jsonl")
     script.write_text(STAND_IN.format(log=log, body=textwrap.dedent(body)))
-    return WarmCli(CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), timeout))
+    call = CliCall([sys.executable, str(script)], tmp_path, dict(os.environ), timeout)
+    return WarmCli(call, memory=PeakMemory())
 
 
 def given(tmp_path: Path) -> list[dict[str, Any]]:

@@ -7,13 +7,14 @@ import threading
 import time
 
 from pytest_skilltrigger.engine.run_sources import Stop
-from pytest_skilltrigger.engine.run_sources.batches import drain_lanes
+from pytest_skilltrigger.engine.run_sources.batches import BatchRuns, drain_lanes
 
 
-class Runner:
-    """A stand-in for a lane's BatchRuns: how long its batches take, or what breaks it."""
+class Runner(BatchRuns):
+    """A lane's BatchRuns whose drain is a stand-in: how long its batches take, or what
+    breaks it (its threads, stops and readiness are the real ones)."""
 
-    def __init__(
+    def __init__(  # the real one needs a backend with batches: only what draining reads
         self,
         model: str,
         takes: float = 0.0,
@@ -28,6 +29,7 @@ class Runner:
         self.stopping = threading.Event()
         self.started: float | None = None
         self.ended: float | None = None
+        self._thread: threading.Thread | None = None
 
     def drain(self) -> None:
         self.started = time.monotonic()
@@ -47,7 +49,7 @@ def test_the_lanes_run_at_once_and_a_failure_stops_its_own_lane_only() -> None:
     broken.stopping.set()  # a stop left over from an earlier run is cleared
     ended: list[str] = []
     drain_lanes(
-        [slow, other, broken],  # type: ignore[list-item]
+        [slow, other, broken],
         lambda: ended.append(threading.current_thread().name),
     )
     assert slow.ended is not None and other.ended is not None
@@ -63,10 +65,10 @@ def test_a_single_lane_runs_in_the_calling_thread_as_before() -> None:
 
     broken = Runner("opus", breaks=RuntimeError("boom"))
     with pytest.raises(RuntimeError, match="boom"):
-        drain_lanes([broken])  # type: ignore[list-item]
+        drain_lanes([broken])
     assert broken.stop.reason is None
     quiet = Runner("opus")
-    drain_lanes([quiet], lambda: pytest.fail("no thread of its own"))  # type: ignore[list-item]
+    drain_lanes([quiet], lambda: pytest.fail("no thread of its own"))
     assert quiet.ended is not None
 
 

@@ -229,9 +229,11 @@ def test_the_report_says_what_was_chosen_and_what_happened() -> None:
 
 
 class CliBackend(ScriptedBackend):
-    """A backend named as the claude-code backend is, whose questions wait for a signal."""
+    """A backend whose runs are processes on this machine, as the claude-code backend's are
+    (it has their peak memory), whose questions wait for a signal."""
 
     name = "claude-code"
+    process_peak: int | None = None
 
     def __init__(self) -> None:
         super().__init__()

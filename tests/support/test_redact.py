@@ -1,20 +1,19 @@
 """Redaction: API-key-shaped strings, auth headers and every known secret (from the
-environment or registered) are replaced before a string is printed or stored."""
+environment, or handed in by the backend that read it) are replaced before a string is
+printed or stored."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_skilltrigger.support import redact as redact_module
-from pytest_skilltrigger.support.redact import SECRET_ENV, redact, register_secret, secrets
+from pytest_skilltrigger.support.redact import SECRET_ENV, redact, secrets
 
 
 @pytest.fixture(autouse=True)
 def _no_known_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No secret from the developer's environment, and registrations kept to one test."""
+    """No secret from the developer's environment."""
     for name in SECRET_ENV:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(redact_module, "_REGISTERED", set())
 
 
 def test_an_api_key_shaped_string_is_removed_anywhere() -> None:
@@ -57,8 +56,10 @@ def test_secrets_from_the_environment_are_removed(monkeypatch: pytest.MonkeyPatc
     assert redact(text) == "cwd /home/[REDACTED]/x and token [REDACTED]; abc stays"
 
 
-def test_a_registered_secret_is_removed_and_a_short_one_ignored() -> None:
-    register_secret("from-claude-config")
-    register_secret("xyz")
-    assert secrets() == ["from-claude-config"]
-    assert redact("key=from-claude-config; xyz") == "key=[REDACTED]; xyz"
+def test_a_secret_handed_in_is_removed_and_a_short_one_ignored() -> None:
+    """The claude-code backend hands in the login key it read from the user's Claude
+    config: no registry, no state shared by the process."""
+    also = ("from-claude-config", "xyz")
+    assert secrets(also) == ["from-claude-config"]
+    assert redact("key=from-claude-config; xyz", also) == "key=[REDACTED]; xyz"
+    assert redact("key=from-claude-config") == "key=from-claude-config"

@@ -90,12 +90,12 @@ class AnthropicBackend:
         self.max_retries = max_retries
         # the installed CLI's own requests, replayed (None: the builtin request)
         self.captures = captures
-        # the SDK's client, shared by every run and proposal (made on first use)
-        self.connection = SdkClient(timeout, max_retries)
         # the session's pacing to the rate limits (none: requests go out as they come)
         self.limiter = limiter or RateLimiter(RateLimitSetting(enabled=False))
-        self.connection.paced = self.limiter.enabled
-        self.connection.watchers.append(self._observe)
+        # the SDK's client, shared by every run and proposal (made on first use)
+        self.connection = SdkClient(
+            timeout, max_retries, paced=self.limiter.enabled, watcher=self._observe
+        )
         # what each context's last answer counted toward the input-token limit (its cached
         # prefix does not count): the next run of it is paced at that
         self._counted: dict[TriggerContext, int] = {}

@@ -190,11 +190,17 @@ class RateLimitNotice:
 class RateLimiter:
     """Paces the session's live requests to the limits (see the module)."""
 
-    def __init__(self, setting: RateLimitSetting, store: LimitStore | None = None) -> None:
+    def __init__(
+        self,
+        setting: RateLimitSetting,
+        store: LimitStore | None = None,
+        *,
+        notify: Callable[[RateLimitNotice], None] | None = None,
+    ) -> None:
         self.setting = setting
         self.store = store or MemoryLimits()
         #: told of limits learnt and of runs waiting on them
-        self.notify: Callable[[RateLimitNotice], None] | None = None
+        self.notify = notify
         self._local = threading.Condition()
         self._in_flight: dict[str, int] = {}
         self._window: dict[str, float] = {}  # requests in flight a class may have (AIMD)

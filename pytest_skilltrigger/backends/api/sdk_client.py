@@ -94,16 +94,23 @@ class RunState:
 class SdkClient:
     """The SDK's client, made on first use, shared by every thread of the session."""
 
-    def __init__(self, timeout: float, max_retries: int) -> None:
+    def __init__(
+        self,
+        timeout: float,
+        max_retries: int,
+        *,
+        paced: bool = False,
+        watcher: ResponseWatcher | None = None,
+    ) -> None:
         self.timeout = timeout
         self.max_retries = max_retries
         self.closed = threading.Event()
         #: set once the endpoint has answered anything (an error status included)
         self.answered = threading.Event()
         #: told of every response's model, headers and status
-        self.watchers: list[ResponseWatcher] = []
+        self.watcher = watcher
         #: whether the rate limiter waits out a 429 (then the SDK does not retry it itself)
-        self.paced = False
+        self.paced = paced
         self._client: Any = None
         self._sdk: Any = None
         self._by_retries: dict[int, Any] = {}
@@ -202,9 +209,8 @@ class SdkClient:
     def _on_response(self, response: Any) -> None:
         self.answered.set()
         state: RunState | None = getattr(self._local, "run", None)
-        if state is not None:
-            for watch in self.watchers:
-                watch(state.model, response.headers, response.status_code)
+        if state is not None and self.watcher is not None:
+            self.watcher(state.model, response.headers, response.status_code)
         if response.status_code == 429:
             if state is not None:
                 state.refused += 1

@@ -47,7 +47,8 @@ from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import trap_sigterm
-from pytest_skilltrigger.support.redact import redact, register_secret
+from pytest_skilltrigger.support.machine import PeakMemory
+from pytest_skilltrigger.support.redact import redact
 
 DEFAULT_MODEL = "claude-code-default"  # until a run's init event names the CLI's default
 CLI_BASE_TOKENS = 15_000  # budget estimate: the CLI's system prompt and tool definitions
@@ -97,6 +98,8 @@ class ClaudeCodeBackend:
         self._capture_lock = threading.Lock()  # apart: close() must not wait for a capture
         self._started: set[Started] = set()  # every CLI process, busy or idle
         self._pool = IdlePool(self._retire)
+        #: the peak memory of its CLI processes, as each query ends
+        self.memory = PeakMemory()
         # Workspace folders are reused: Claude Code puts the workspace path into its system
         # prompt, so a fresh path per process would defeat prompt caching (every new process
         # paying a cache write of the whole prompt). A folder whose process ended cleanly
@@ -104,7 +107,6 @@ class ClaudeCodeBackend:
         self._idle_dirs: list[str] = []
         account = user_account(dict(os.environ))
         self._login_key = str(account.pop(SECRET_ACCOUNT_KEY, "") or "")
-        register_secret(self._login_key)
         self._account = account
         remove_stale_roots()
         self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
@@ -112,6 +114,16 @@ class ClaudeCodeBackend:
         atexit.register(self.close)
         # while CLI processes may run, a CI cancellation must end through close()
         self._untrap_sigterm = trap_sigterm(only_if_default=True)
+
+    @property
+    def process_peak(self) -> int | None:
+        """The most memory one of its CLI processes has held so far (None: none ran)."""
+        return self.memory.largest
+
+    def _redact(self, text: str) -> str:
+        """Text that leaves this backend, without the keys: the environment's and the user's
+        Claude login this backend read (only its own messages can carry that one)."""
+        return redact(text, also=(self._login_key,))
 
     def _version(self) -> str:
         """The CLI's version (part of the store key); failing here means it cannot run."""
@@ -127,7 +139,7 @@ class ClaudeCodeBackend:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendUnavailable(f"cannot run {self.claude_bin}: {exc}") from exc
         if done.returncode != 0 or not done.stdout.strip():
-            tail = redact((done.stderr or done.stdout).strip()[-500:])
+            tail = self._redact((done.stderr or done.stdout).strip()[-500:])
             raise BackendUnavailable(f"{self.claude_bin} --version failed: {tail}")
         return done.stdout.split()[0]
 
@@ -164,7 +176,7 @@ class ClaudeCodeBackend:
             try:
                 started = self._start(context, key)
             except OSError as exc:
-                return RunOutcome("error", error=redact(f"claude-code run failed: {exc}"))
+                return RunOutcome("error", error=self._redact(f"claude-code run failed: {exc}"))
         kept = False
         try:
             outcome = self._outcome(started.cli.ask(query), context)
@@ -188,7 +200,7 @@ class ClaudeCodeBackend:
             call = CliCall(
                 command, Path(run_dir) / "project", self._env(Path(run_dir)), self.timeout
             )
-            started = Started(WarmCli(call), Path(run_dir), key)
+            started = Started(WarmCli(call, memory=self.memory), Path(run_dir), key)
         except OSError:
             shutil.rmtree(run_dir, ignore_errors=True)
             raise
@@ -281,7 +293,7 @@ class ClaudeCodeBackend:
             )
         return RunOutcome(
             "error",
-            error=redact(self._failure(finished)),
+            error=self._redact(self._failure(finished)),
             usage=verdict.usage,
             request_id=verdict.request_id,
             fatal=verdict.fatal,
@@ -358,19 +370,20 @@ class ClaudeCodeBackend:
                     check=False,
                 )
             except OSError as exc:  # the CLI did not start: nothing was sent
-                raise AskError(redact(f"claude failed: {exc}")) from None
+                raise AskError(self._redact(f"claude failed: {exc}")) from None
             except subprocess.TimeoutExpired as exc:  # it was waiting on its request
-                raise AskError(redact(f"claude failed: {exc}"), requests=1) from None
+                raise AskError(self._redact(f"claude failed: {exc}"), requests=1) from None
             try:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             except (ValueError, IndexError):
                 tail = (done.stderr or done.stdout).strip()[-500:]
                 message = f"claude gave no result (exit {done.returncode}): {tail}"
-                raise AskError(redact(message)) from None
+                raise AskError(self._redact(message)) from None
             turns = int(result.get("num_turns") or 1)  # the CLI's requests for the answer
             if result.get("is_error") or done.returncode:
                 raise AskError(
-                    redact(f"claude reported an error: {result.get('result')}"), requests=turns
+                    self._redact(f"claude reported an error: {result.get('result')}"),
+                    requests=turns,
                 )
             return Answer(
                 str(result.get("result") or ""), Usage.from_dict(result.get("usage")), turns

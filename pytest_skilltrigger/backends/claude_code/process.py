@@ -25,10 +25,6 @@ KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
 SETTLE_TIMEOUT = 15.0  # how long a decided query's turn may take to end and rewind
 STDERR_LINES = 20
 
-#: the peak memory of the CLI processes this Python process ran, read after each query: what
-#: the governor of the runs in flight counts one more CLI process at
-cli_memory = PeakMemory()
-
 
 @dataclass(frozen=True)
 class CliCall:
@@ -69,10 +65,13 @@ class WarmCli:
     would carry a record of the command.
 
     The process runs in its own process group, so a kill takes everything it started.
+    ``memory`` is told its peak memory after each query (what the governor of the runs in
+    flight counts one more CLI process at).
     """
 
-    def __init__(self, call: CliCall) -> None:
+    def __init__(self, call: CliCall, *, memory: PeakMemory) -> None:
         self.call = call
+        self.memory = memory
         self.proc = subprocess.Popen(
             call.command,
             cwd=call.cwd,
@@ -121,7 +120,7 @@ class WarmCli:
             self.reusable = decided and self._settle(message_id, verdict)
         # read while it runs: once reaped, its pid may name another process
         peak = peak_rss(self.proc.pid) if self.proc.poll() is None else None
-        cli_memory.record(peak)
+        self.memory.record(peak)
         if not self.reusable:
             self.stop()
         stderr_tail = "\n".join(line.rstrip() for line in self._tail if line.strip())

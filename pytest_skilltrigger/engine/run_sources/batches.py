@@ -107,12 +107,28 @@ class _Wave:
     answered: set[str] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class BatchListeners:
+    """Who a lane's batches tell what they read (to store it at once: an interrupt in a
+    later wave must not lose paid runs) and how they progress (to show it)."""
+
+    record: Recorder | None = None
+    progress: Callable[[BatchProgress], None] | None = None
+
+
 class BatchRuns:
     """One lane's runs as message batches (see the module)."""
 
     def __init__(
-        self, backend: BatchingBackend, timing: BatchTiming, *, guard: CostGuard | None, stop: Stop
+        self,
+        backend: BatchingBackend,
+        timing: BatchTiming,
+        *,
+        guard: CostGuard | None,
+        stop: Stop,
+        listeners: BatchListeners | None = None,
     ) -> None:
+        listeners = listeners or BatchListeners()
         self.client: BatchClient = backend.batches()
         self.estimate: Callable[[TriggerContext, str], Usage] = backend.estimate
         self.model: str | None = backend.model  # whose prices the budget reserves at
@@ -120,9 +136,11 @@ class BatchRuns:
         self.guard = guard
         self.stop = stop
         #: told every poll worth showing
-        self.progress: Callable[[BatchProgress], None] | None = None
+        self.progress = listeners.progress
         #: told the runs of each wave worth storing, as soon as they are read
-        self.record: Recorder | None = None
+        self.record = listeners.record
+        # the thread its last drain ran in, when it ran in one of its own (drain_lanes)
+        self._thread: threading.Thread | None = None
         # set from another thread, it stops the drain as Ctrl-C would: at its next pause the
         # batches in flight are cancelled, what was read is recorded, and KeyboardInterrupt
         # is raised (cleared when a drain starts)
@@ -132,6 +150,38 @@ class BatchRuns:
         self._lock = threading.Lock()
         self._started = 0.0  # this drain's start (the elapsed time progress shows)
         self._first: float | None = None  # when the first batch was sent (the deadline's start)
+
+    def ready(self) -> None:
+        """Ready to drain: the thread of an interrupted earlier drain that is still
+        cancelling is waited for (a lane never has two), then the stop is over."""
+        earlier = self._thread
+        if earlier is not None and earlier.is_alive():
+            earlier.join(STOP_WAIT)
+            if earlier.is_alive():
+                self.stop.set("an interrupted batch run is still cancelling")
+        self.stopping.clear()
+
+    def drain_in_thread(self, done: Callable[[], None] | None = None) -> threading.Thread:
+        """Drain in a daemon thread of its own (started, and returned). A stop ends the
+        thread quietly (the calling thread raises the interrupt); any other failure stops
+        the lane, which its items report, as the exception cannot reach the caller from
+        there. ``done`` is called as the thread ends."""
+
+        def run() -> None:
+            try:
+                self.drain()
+            except KeyboardInterrupt:
+                pass
+            except Exception as exc:
+                if not isinstance(exc.__context__, KeyboardInterrupt):  # not while stopping
+                    self.stop.set(f"the message batches failed: {exc}")
+            finally:
+                if done is not None:
+                    done()
+
+        self._thread = threading.Thread(target=run, daemon=True, name=f"batches-{self.model}")
+        self._thread.start()
+        return self._thread
 
     def request(self, job: RunJob, runs: int) -> None:
         with self._lock:
@@ -384,9 +434,6 @@ def _fail_all(asked: Sequence[tuple[_JobState, int]], error: RunOutcome) -> None
 
 # -- every lane's batches at once -----------------------------------------------------------
 
-# the thread each lane's batches last ran in (a lane is kept for the session, a thread is not)
-_THREADS: weakref.WeakKeyDictionary[BatchRuns, threading.Thread] = weakref.WeakKeyDictionary()
-
 
 def drain_lanes(lanes: Sequence[BatchRuns], thread_done: Callable[[], None] | None = None) -> None:
     """Drain every lane's batches at once, so that a matrix's models do not wait for each
@@ -397,20 +444,14 @@ def drain_lanes(lanes: Sequence[BatchRuns], thread_done: Callable[[], None] | No
     that cannot be written) stops its own lane only. ``thread_done`` is called by each lane's
     thread as it ends (to close what it opened: its store connection)."""
     for lane in lanes:
-        _ready(lane)
+        lane.ready()
     if len(lanes) == 1:
         lanes[0].drain()
         return
     started: list[threading.Thread] = []
     try:
         for lane in lanes:
-            name = f"batches-{lane.model}"
-            thread = threading.Thread(
-                target=_drain_in_thread, args=(lane, thread_done), daemon=True, name=name
-            )
-            _THREADS[lane] = thread
-            thread.start()
-            started.append(thread)
+            started.append(lane.drain_in_thread(thread_done))
         for thread in started:
             while thread.is_alive():
                 thread.join(0.5)
@@ -421,30 +462,3 @@ def drain_lanes(lanes: Sequence[BatchRuns], thread_done: Callable[[], None] | No
         for thread in started:
             thread.join(max(0.0, deadline - time.monotonic()))
         raise
-
-
-def _ready(lane: BatchRuns) -> None:
-    """Make a lane ready to drain: a thread of an interrupted earlier drain that is still
-    cancelling is waited for (a lane never has two), then the stop is over."""
-    earlier = _THREADS.get(lane)
-    if earlier is not None and earlier.is_alive():
-        earlier.join(STOP_WAIT)
-        if earlier.is_alive():
-            lane.stop.set("an interrupted batch run is still cancelling")
-    lane.stopping.clear()
-
-
-def _drain_in_thread(lane: BatchRuns, done: Callable[[], None] | None = None) -> None:
-    """One lane's batches in a thread of its own. A stop ends the thread quietly (the calling
-    thread raises the interrupt); any other failure stops the lane, which its items report,
-    as the exception cannot reach the caller from here."""
-    try:
-        lane.drain()
-    except KeyboardInterrupt:
-        pass
-    except Exception as exc:
-        if not isinstance(exc.__context__, KeyboardInterrupt):  # not failed while stopping
-            lane.stop.set(f"the message batches failed: {exc}")
-    finally:
-        if done is not None:
-            done()
