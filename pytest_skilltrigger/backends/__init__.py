@@ -1,19 +1,27 @@
-"""Trigger backends and the one factory that chooses and makes them.
+"""Trigger backends, and the one factory that chooses one by name and makes it.
 
 Every backend has ``run()`` (one trigger run) and ``ask()`` (a plain question); the factory
 makes the one for trigger runs and the one that answers the optimizer's questions by one rule
 (:func:`backend_choice`). ``auto`` picks the Messages API when credentials are configured,
 else the Claude Code CLI when ``claude`` is on PATH; with neither, :class:`BackendUnavailable`
 says what to set.
+
+Which code makes a backend of a name is a :data:`BackendMaker`: :func:`builtin_backend`
+knows the two built in. The pytest layer asks its hook instead
+(``pytest_skilltrigger_make_backend``), where the built-in ones are one implementation and a
+plugin or a conftest adds its own without editing this package.
 """
 
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from pytest_skilltrigger.backends.base import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL, Settings
+from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
@@ -23,6 +31,7 @@ if TYPE_CHECKING:
 #: what a backend is made for: trigger runs, or asking a plain question (proposals)
 Purpose = Literal["trigger", "ask"]
 
+BUILTIN_BACKENDS = ("anthropic", "claude-code")
 NO_BACKEND = (
     "no trigger backend: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) for the Messages API, "
     "or install the `claude` CLI (Claude Code)"
@@ -57,39 +66,67 @@ def backend_choice(settings: Settings, purpose: Purpose = "trigger") -> str:
     raise BackendUnavailable(NO_BACKEND)
 
 
+@dataclass(frozen=True)
+class BackendParts:
+    """What a backend is made with besides the settings: what for, where captured CLI
+    requests are kept between sessions (the engine's store, written where this process may
+    write; the asker never captures), and the session's pacing to the rate limits."""
+
+    purpose: Purpose = "trigger"
+    captures: CaptureStore | None = None
+    limiter: RateLimiter | None = None
+
+
+#: makes the backend of a name for these settings, or says (None) that it knows no such name
+BackendMaker = Callable[[str, Settings, BackendParts], "TriggerBackend | None"]
+
+
+def builtin_backend(name: str, settings: Settings, parts: BackendParts) -> TriggerBackend | None:
+    """The backends built in: the Messages API (``anthropic``) and the Claude Code CLI
+    (``claude-code``); None for another name."""
+    if name == "anthropic":
+        from pytest_skilltrigger.backends.api.backend import AnthropicBackend  # the SDK
+
+        captures = _captures(settings, parts.captures) if parts.purpose == "trigger" else None
+        return AnthropicBackend(
+            settings.resolved_model(DEFAULT_MODEL),
+            timeout=settings.timeout,
+            captures=captures,
+            limiter=parts.limiter,
+        )
+    if name == "claude-code":
+        return _cli(settings)
+    return None
+
+
 def make_backend(
     settings: Settings,
+    parts: BackendParts = BackendParts(),
     *,
-    purpose: Purpose = "trigger",
-    captures: CaptureStore | None = None,
     reuse: TriggerBackend | None = None,
-    limiter: RateLimiter | None = None,
+    maker: BackendMaker = builtin_backend,
 ) -> TriggerBackend:
-    """Create the backend :func:`backend_choice` names for ``purpose``, or raise
-    :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger backend,
-    when asking): returned as it is when it is the one chosen. ``captures`` keeps captured CLI
-    requests between sessions (the engine's session, which writes them to its store where
-    this process may write); the asker never captures."""
-    if purpose == "ask" and reuse is not None:
+    """Make the backend :func:`backend_choice` names for ``parts.purpose`` with ``maker``, or
+    raise :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger
+    backend, when asking): returned as it is when it is the one chosen."""
+    if parts.purpose == "ask" and reuse is not None:
         from pytest_skilltrigger.backends.api.sdk_client import credentials_configured
 
         # the trigger backend answers, whatever it is (a caller's own too), unless a plain
         # API request is to be had
         if reuse.name == "anthropic" or not credentials_configured():
             return reuse
-    choice = backend_choice(settings, purpose)
+    choice = backend_choice(settings, parts.purpose)
     if reuse is not None and reuse.name == choice:
         return reuse
-    if choice == "anthropic":
-        from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-
-        return AnthropicBackend(
-            settings.resolved_model(DEFAULT_MODEL),
-            timeout=settings.timeout,
-            captures=_captures(settings, captures) if purpose == "trigger" else None,
-            limiter=limiter,
+    made = maker(choice, settings, parts)
+    if made is None:  # a typo, or a plugin not installed: bad input, not a missing backend
+        raise InputError(
+            "--trigger-backend",
+            f"no backend named {choice!r}: built in are {', '.join(BUILTIN_BACKENDS)}; a "
+            "plugin or a conftest adds one with the pytest_skilltrigger_make_backend hook",
         )
-    return _cli(settings)
+    return made
 
 
 def _cli(settings: Settings) -> ClaudeCodeBackend:
@@ -121,4 +158,14 @@ def _captures(settings: Settings, store: CaptureStore | None) -> Captures | None
     return Captures(lambda: _cli(settings), store)
 
 
-__all__ = ["NO_BACKEND", "BackendUnavailable", "TriggerBackend", "backend_choice", "make_backend"]
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "NO_BACKEND",
+    "BackendMaker",
+    "BackendParts",
+    "BackendUnavailable",
+    "TriggerBackend",
+    "backend_choice",
+    "builtin_backend",
+    "make_backend",
+]

@@ -10,37 +10,36 @@ flight (drafts ask several at once), so the machine's limit holds for both.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
-from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend, make_backend
-from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
+from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import Calls
-from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.support.errors import AskError
 
 
 class Asker:
-    """Asks on the backend :func:`~pytest_skilltrigger.backends.make_backend` chooses for
-    asking, made on first use (drafts ask from several threads at once)."""
+    """Asks on the backend ``make`` makes for asking (the session's factory chooses it by
+    :func:`~pytest_skilltrigger.backends.backend_choice`), made on first use (drafts ask from
+    several threads at once)."""
 
     def __init__(
         self,
-        settings: Settings,
         guard: CostGuard,
         trigger_backend: TriggerBackend,
-        limiter: RateLimiter,
+        *,
+        make: Callable[[], TriggerBackend],
         cli_slots: Concurrency | None = None,
     ) -> None:
-        self.settings = settings
         self.guard = guard
         self.trigger_backend = trigger_backend
-        self.limiter = limiter
-        # the claude-code lanes' limit: a question the trigger backend's CLI answers is a
-        # CLI process like a run, and takes one of its slots
+        self.make = make
+        # the lanes' one limit when their runs are processes: a question the trigger
+        # backend's CLI answers is a process like a run, and takes one of its slots
         self.cli_slots = cli_slots
         self._backend: TriggerBackend | None = None
         self._lock = threading.Lock()
@@ -48,9 +47,7 @@ class Asker:
     def backend(self) -> TriggerBackend:
         with self._lock:
             if self._backend is None:
-                self._backend = make_backend(
-                    self.settings, purpose="ask", reuse=self.trigger_backend, limiter=self.limiter
-                )
+                self._backend = self.make()
             return self._backend
 
     def ask(self, prompt: str, model: str | None, phase: str) -> tuple[str, Usage]:

@@ -19,10 +19,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, TypeVar
 
-from pytest_skilltrigger.backends import TriggerBackend, make_backend
-from pytest_skilltrigger.backends.api.rate_limit import RateLimiter
+from pytest_skilltrigger.backends import BackendMaker, BackendParts, TriggerBackend, make_backend
 from pytest_skilltrigger.backends.base import BatchingBackend, ProcessBackend
-from pytest_skilltrigger.backends.capture import CaptureStore
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.load_governor import (
@@ -189,18 +187,19 @@ def _named(
 def lane_backends(
     settings: Settings,
     backend: TriggerBackend | None,
-    captures: CaptureStore | None,
-    limiter: RateLimiter,
+    parts: BackendParts,
+    maker: BackendMaker,
 ) -> list[tuple[str | None, TriggerBackend]]:
-    """A backend per model of the settings (``backend`` given: it is the first), all paced
-    by the one limiter. Raises BackendUnavailable."""
+    """A backend per model of the settings (``backend`` given: it is the first), each made
+    by ``maker`` with ``parts`` (the captures, the one limiter that paces them all). Raises
+    BackendUnavailable."""
     made: list[tuple[str | None, TriggerBackend]] = []
     for model in settings.lane_models:
         if backend is not None and not made:
             made.append((model, backend))
             continue
         lane_settings = replace(settings, model=model)
-        made.append((model, make_backend(lane_settings, captures=captures, limiter=limiter)))
+        made.append((model, make_backend(lane_settings, parts, maker=maker)))
     return made
 
 

@@ -15,9 +15,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from pytest_skilltrigger.backends import BackendUnavailable, TriggerBackend
+from pytest_skilltrigger.backends import (
+    BackendMaker,
+    BackendParts,
+    BackendUnavailable,
+    TriggerBackend,
+    builtin_backend,
+    make_backend,
+)
 from pytest_skilltrigger.backends.api.rate_limit import FileLimits, MemoryLimits, RateLimiter
 from pytest_skilltrigger.engine.asker import Asker, unavailable
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
@@ -29,7 +37,7 @@ from pytest_skilltrigger.engine.store import ResultStore, StoredCaptures
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import QueryResult, RunOutcome, Usage
 from pytest_skilltrigger.model.plan import SamplingPlan
-from pytest_skilltrigger.model.prices import Price, Spend, load_prices
+from pytest_skilltrigger.model.prices import Spend, load_prices
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry
@@ -66,14 +74,17 @@ def _limiter(
 class TriggerSession:
     """Everything one process needs to sample trigger runs.
 
-    ``backend`` may be passed in (tests, custom backends); otherwise one per model is made
-    from the settings. When none can be made, :attr:`no_backend` says why and nothing runs.
-    ``share`` is this process's part of a session several processes run (an xdist worker):
-    the budget and the runs in flight are split, and the runs are handed to the process that
-    stores them instead of being stored here. ``notices`` is told what a person waiting on
-    the session should know: each poll of a message batch worth showing, the rate limits
-    learnt and runs waiting on them. ``prices`` is the table ``--trigger-prices`` gives, when
-    the caller has read it already.
+    Its collaborators are handed in, keyword only: ``backend`` a backend already made (the
+    first model's), else ``maker`` makes one per model by its name in the settings (the
+    built-in ones; the pytest layer passes its hook). When none can be made,
+    :attr:`no_backend` says why and nothing runs. ``share`` is this process's part of a
+    session several processes run (an xdist worker): the budget and the runs in flight are
+    split, and the runs are handed to the process that stores them instead of being stored
+    here. ``notices`` is told what a person waiting on the session should know: each poll of
+    a message batch worth showing, the rate limits learnt and runs waiting on them.
+
+    A context manager: ``with TriggerSession(settings) as session:`` closes it on the way
+    out, waiting for the runs in flight (an exception abandons them).
     """
 
     def __init__(
@@ -81,9 +92,9 @@ class TriggerSession:
         settings: Settings | None = None,
         *,
         backend: TriggerBackend | None = None,
+        maker: BackendMaker = builtin_backend,
         share: ProcessShare | None = None,
         notices: Callable[[Notice], None] | None = None,
-        prices: dict[str, Price] | None = None,
     ) -> None:
         settings = (settings or Settings()).validated()
         if share is not None and settings.budget_usd is not None:
@@ -92,14 +103,15 @@ class TriggerSession:
         self.plan = SamplingPlan(settings.rule)
         self.writes_store = share is None
         self.store = ResultStore(settings.active_store) if settings.active_store else None
-        self.prices = prices if prices is not None else load_prices(settings.prices_path)
+        self.prices = load_prices(settings.prices_path)
         #: why no backend could be made (then nothing runs and items skip), or None
         self.no_backend: str | None = None
         self.limiter = _limiter(settings, share, notices)
         backends: list[tuple[str | None, TriggerBackend]] = []
         try:
             captures = StoredCaptures(self.store, self.writes_store) if self.store else None
-            backends = lane_backends(settings, backend, captures, self.limiter)
+            made = BackendParts(captures=captures, limiter=self.limiter)
+            backends = lane_backends(settings, backend, made, maker)
         except BackendUnavailable as exc:
             self.no_backend = str(exc)
         first = backends[0][1] if backends else None
@@ -117,7 +129,13 @@ class TriggerSession:
                 share=share,
             )
             self.lanes = Lanes.build(settings, backends, parts)
-            self.asker = Asker(settings, self.guard, first, self.limiter, self.lanes.shared_limit)
+            asking = BackendParts("ask", limiter=self.limiter)
+            self.asker = Asker(
+                self.guard,
+                first,
+                make=partial(make_backend, settings, asking, reuse=first, maker=maker),
+                cli_slots=self.lanes.shared_limit,
+            )
 
     # -- what the session runs on ------------------------------------------------------------
     @property

@@ -25,7 +25,6 @@ Check = Callable[[object], str | None]
 
 GROUP_TITLE = "skill trigger tests"
 
-BACKENDS = ("auto", "anthropic", "claude-code")
 # which context API runs send: the installed CLI's captured request, our builtin one, or the
 # captured one when a claude binary is found
 CONTEXTS = ("auto", "claude-code", "builtin")
@@ -64,6 +63,12 @@ def not_negative(value: object) -> str | None:
     """A finite number of 0 or more (a budget)."""
     number = _number(value)
     return None if math.isfinite(number) and number >= 0 else "must be a number >= 0"
+
+
+def backend_name(value: object) -> str | None:
+    """A backend's name: one word (auto, a built-in one, or one a plugin adds)."""
+    text = str(value)
+    return None if text and not any(c.isspace() for c in text) else "must be a backend's name"
 
 
 def _rate_limit_problem(value: object) -> str | None:
@@ -234,11 +239,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--trigger-backend",
-        "choice",
+        "str",
         "auto",
-        "the Messages API, the Claude Code CLI, or auto: the API when credentials are set",
+        "anthropic (the Messages API), claude-code (the Claude Code CLI), auto (the API when "
+        "credentials are set), or a backend a plugin or conftest adds through the "
+        "pytest_skilltrigger_make_backend hook",
         field="backend",
-        choices=BACKENDS,
+        check=backend_name,
     ),
     Option(
         "--trigger-model",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from pytest_skilltrigger.model.options import Holder, default, of_holder
+from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule
 from pytest_skilltrigger.support.errors import InputError
@@ -104,6 +105,8 @@ class Settings:
             raise InputError(
                 "--trigger-batch", "needs the API backend (message batches are an API feature)"
             )
+        if self.prices_path:
+            load_prices(self.prices_path)  # a bad price file is bad input, said now
         return self
 
     def _check_sequential(self) -> None:

@@ -15,13 +15,33 @@ import pytest
 from pytest_skilltrigger.plugin import options
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.backends import BackendParts, TriggerBackend
+    from pytest_skilltrigger.model.settings import Settings
     from pytest_skilltrigger.plugin.role import Role
 
 ROLE_PLUGIN = "skilltrigger-role"
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_skilltrigger.plugin import hookspecs  # only pytest: as cheap as this module
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     options.add_options(parser)
+
+
+@pytest.hookimpl(trylast=True)  # a conftest's or another plugin's answer comes first
+def pytest_skilltrigger_make_backend(
+    name: str, settings: Settings, parts: BackendParts
+) -> TriggerBackend | None:
+    """The built-in backends, made through the hook as any other."""
+    # the backends layer is imported only when a backend is made: a run without skills
+    # never pays for it
+    from pytest_skilltrigger.backends import builtin_backend
+
+    return builtin_backend(name, settings, parts)
 
 
 @pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there

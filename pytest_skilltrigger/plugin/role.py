@@ -21,6 +21,7 @@ from pytest_skilltrigger.plugin import options, pytest_internals
 from pytest_skilltrigger.plugin.selection import adjust_args, select
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.backends import BackendParts, TriggerBackend
     from pytest_skilltrigger.engine.session import Notice, TriggerSession
     from pytest_skilltrigger.engine.share import ProcessShare
     from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
@@ -93,16 +94,10 @@ class Role:
 
     @cached_property
     def settings(self) -> Settings:
-        """The engine's settings, checked. Built at configure when an option of ours is given
-        or a skill is in play, else on first use: the defaults need no check, and a project
-        without skills then loads none of the engine."""
-        settings = options.settings_from_config(self.config)
-        if settings.prices_path:
-            from pytest_skilltrigger.model.prices import load_prices
-
-            # a bad price file is bad input: fail now (and read it once, for the engine too)
-            self.prices = load_prices(settings.prices_path)
-        return settings
+        """The engine's settings, checked (a bad price file too). Built at configure when an
+        option of ours is given or a skill is in play, else on first use: the defaults need
+        no check, and a project without skills then loads none of the engine."""
+        return options.settings_from_config(self.config)
 
     def routing_contexts(self, routing: RoutingSet) -> dict[str, TriggerContext]:
         """The contexts of the skills a routing set chooses among (its folder's)."""
@@ -113,9 +108,6 @@ class Role:
             t.name: t.context() for t in self.targets if os.path.dirname(t.skill.path) == folder
         }
 
-    #: the price table read from ``--trigger-prices`` (None: the engine's own table)
-    prices: dict[str, dict[str, float]] | None = None
-
     #: this process's part when it is one of several running the session
     share: ProcessShare | None = None
 
@@ -124,13 +116,18 @@ class Role:
         """The engine's front door for this process, made on first use."""
         from pytest_skilltrigger.engine.session import TriggerSession
 
-        settings = self.settings  # read first: it reads the price file
         return TriggerSession(
-            settings,
-            share=self.share,
-            notices=self.notice,
-            prices=self.prices,
+            self.settings, maker=self.make_backend, share=self.share, notices=self.notice
         )
+
+    def make_backend(
+        self, name: str, settings: Settings, parts: BackendParts
+    ) -> TriggerBackend | None:
+        """A backend of the name, as the ``pytest_skilltrigger_make_backend`` hook makes it
+        (the built-in ones are this plugin's own implementation of it)."""
+        hook = self.config.hook.pytest_skilltrigger_make_backend
+        made: TriggerBackend | None = hook(name=name, settings=settings, parts=parts)
+        return made
 
     def notice(self, notice: Notice) -> None:
         """Show what a person waiting on the session should know (a controller does)."""
@@ -146,7 +143,12 @@ class Role:
         backend, ``--trigger-require-backend`` ends the session here with one line, instead
         of an error for every item."""
         if self.targets and not self.config.option.collectonly:
-            reason = self.engine.no_backend
+            from pytest_skilltrigger.support.errors import InputError  # with the engine
+
+            try:
+                reason = self.engine.no_backend
+            except InputError as exc:  # a backend nobody makes: bad input, before any call
+                raise pytest.UsageError(str(exc)) from None
             if reason and self.gates.require_backend:
                 raise pytest.UsageError(
                     f"no backend can run the trigger tests: {reason} "

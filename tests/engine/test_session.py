@@ -49,9 +49,9 @@ def test_with_credentials_a_plain_api_request_answers_ask(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     session = TriggerSession(Settings(cache_mode="off"), backend=AskingBackend())
     try:
-        from pytest_skilltrigger.backends import make_backend
+        from pytest_skilltrigger.backends import BackendParts, make_backend
 
-        asker = make_backend(session.settings, purpose="ask", reuse=session.backend)
+        asker = make_backend(session.settings, BackendParts("ask"), reuse=session.backend)
     finally:
         session.close()
     assert asker.name == "anthropic" and asker is not session.backend

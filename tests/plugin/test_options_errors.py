@@ -34,7 +34,7 @@ def test_bad_options_are_usage_errors(
     ("args", "message"),
     [
         (["--runs-per-query=0"], "*--runs-per-query: must be at least 1, got 0*"),
-        (["--trigger-backend=bogus"], "*--trigger-backend: must be one of auto, anthropic,*"),
+        (["--trigger-backend=two words"], "*--trigger-backend: must be a backend's name*"),
         (["--trigger-cache=bogus"], "*--trigger-cache: must be one of use, refresh, off*"),
     ],
 )
