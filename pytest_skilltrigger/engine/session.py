@@ -341,18 +341,23 @@ class TriggerSession:
         if self.store is not None:
             self.store.close()
 
+    def __enter__(self) -> TriggerSession:
+        return self
+
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
+        """Closed on the way out: the runs in flight are waited for, unless an exception
+        (Ctrl-C) left the block, which abandons them."""
+        self.close(wait=error is None)
+
 
 def evaluate_skill(
     path: str, settings: Settings | None = None, eval_set: str | None = None
 ) -> list[tuple[Target, list[QueryResult]]]:
     """Evaluate every skill under ``path`` with its eval set; a library entry point."""
-    session = TriggerSession(settings)
-    try:
+    with TriggerSession(settings) as session:
         if session.no_backend:
             raise BackendUnavailable(session.no_backend)
         return [
             (target, session.evaluate(target.context(), target.eval_set.entries))
             for target in load_targets([path], eval_set)
         ]
-    finally:
-        session.close()

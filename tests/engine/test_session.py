@@ -57,3 +57,16 @@ def test_with_credentials_a_plain_api_request_answers_ask(
     assert asker.name == "anthropic" and asker is not session.backend
     assert getattr(asker, "captures", "missing") is None
     asker.close()
+
+
+def test_a_session_is_a_context_manager_that_closes_on_the_way_out(no_credentials: None) -> None:
+    """``with TriggerSession(...) as session``: the store and the threads are released
+    when the block ends, as the engine-without-pytest how-to shows."""
+    from pytest_skilltrigger.model.context import TriggerContext
+    from pytest_skilltrigger.skills.evalset import EvalEntry
+
+    with TriggerSession(Settings(cache_mode="off"), backend=AskingBackend()) as session:
+        assert session.lanes is not None
+        result = session.submit(TriggerContext("a", "A."), EvalEntry(0, "q", True, {})).result()
+        assert result.runs_made > 0
+    assert all(lane.sampler._closed for lane in session.lanes)
