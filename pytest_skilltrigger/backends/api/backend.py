@@ -41,7 +41,9 @@ from pytest_skilltrigger.model.settings import DEFAULT_MODEL
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the SDK is imported on the first call (a second of CPU)
+    from anthropic import APIStatusError
+
     from pytest_skilltrigger.backends.api.message_batches import MessageBatches
 
 STREAM_RETRIES = 4
@@ -236,7 +238,7 @@ class AnthropicBackend:
             # tried again here unless the endpoint has answered before (a passing blip)
             return self._unreachable(exc), self.connection.answered.is_set()
 
-    def _refused(self, exc: Any, state: RunState) -> RunOutcome:
+    def _refused(self, exc: APIStatusError, state: RunState) -> RunOutcome:
         """An error status, after the SDK's own retries (with back-off, honouring
         retry-after). Bad credentials, no access or an unknown model stop the session."""
         sdk = self.connection.sdk()

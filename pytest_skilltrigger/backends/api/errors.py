@@ -7,12 +7,15 @@ lost.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.support.redact import redact
 
+if TYPE_CHECKING:  # the SDK is imported on the first call
+    from anthropic import APIStatusError
 
-def describe_error(exc: Any) -> str:
+
+def describe_error(exc: APIStatusError) -> str:
     """One line for an SDK ``APIStatusError``: status, error type and message."""
     message = exc.api_message or str(exc)
     return with_request_id(

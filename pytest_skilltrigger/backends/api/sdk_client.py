@@ -22,9 +22,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.request import ApiRequest
+
+if TYPE_CHECKING:  # the SDK itself is imported on the first call (a second of CPU)
+    import httpx2
+    from anthropic import Anthropic
 
 #: told the model, headers and status of every response of a run or a question (the rate
 #: limiter reads them; a message batch's calls have their own limits and are not told)
@@ -47,7 +52,7 @@ def credentials_configured() -> bool:
         client.close()
 
 
-def _import_sdk() -> Any:
+def _import_sdk() -> ModuleType:
     """``import anthropic`` with the garbage collector paused, then its objects moved out of
     the collector's generations (``gc.freeze``).
 
@@ -111,14 +116,14 @@ class SdkClient:
         self.watcher = watcher
         #: whether the rate limiter waits out a 429 (then the SDK does not retry it itself)
         self.paced = paced
-        self._client: Any = None
-        self._sdk: Any = None
-        self._by_retries: dict[int, Any] = {}
+        self._client: Anthropic | None = None
+        self._sdk: ModuleType | None = None
+        self._by_retries: dict[int, Anthropic] = {}
         self._known: dict[bool, frozenset[str]] = {}
         self._lock = threading.Lock()
         self._local = threading.local()  # the run in progress on this thread
 
-    def client(self, max_retries: int | None = None) -> Any:
+    def client(self, max_retries: int | None = None) -> Anthropic:
         """The shared client (with ``max_retries`` retries: a copy sharing its pool, made
         once per count), created on first use."""
         with self._lock:
@@ -137,9 +142,10 @@ class SdkClient:
                 self._by_retries[max_retries] = self._client.with_options(max_retries=max_retries)
             return self._by_retries[max_retries]
 
-    def sdk(self) -> Any:
+    def sdk(self) -> ModuleType:
         """The ``anthropic`` module (imported with the client, on first need)."""
         self.client()
+        assert self._sdk is not None  # the client's first use imported it
         return self._sdk
 
     @property
@@ -194,7 +200,7 @@ class SdkClient:
             retries += 1
         return retries if self.answered.is_set() else min(retries, 1)
 
-    def _on_request(self, request: Any) -> None:
+    def _on_request(self, request: httpx2.Request) -> None:
         state: RunState | None = getattr(self._local, "run", None)
         if state is None:
             return
@@ -206,7 +212,7 @@ class SdkClient:
             for k, v in {**dict.fromkeys(("connect", "read", "write", "pool")), **timeout}.items()
         }
 
-    def _on_response(self, response: Any) -> None:
+    def _on_response(self, response: httpx2.Response) -> None:
         self.answered.set()
         state: RunState | None = getattr(self._local, "run", None)
         if state is not None and self.watcher is not None:
