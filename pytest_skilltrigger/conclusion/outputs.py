@@ -107,7 +107,7 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
     ``folder``, each skill's checked before the first file is written; what was written, in
     a line."""
     from pytest_skilltrigger.model.formatting import display_path
-    from pytest_skilltrigger.skills.plugin_eval import check_plugin_eval, write_plugin_eval
+    from pytest_skilltrigger.skills.plugin_eval.write import check_plugin_eval, write_plugin_eval
 
     check_plugin_eval(folder, [(target.name, target.eval_set) for target in targets])
     written = [

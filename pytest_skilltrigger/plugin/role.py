@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, Settings
     from pytest_skilltrigger.skills.catalog import Found, Target
-    from pytest_skilltrigger.skills.plugin_eval import NotCollected
+    from pytest_skilltrigger.skills.plugin_eval.read import NotCollected
     from pytest_skilltrigger.skills.routing_set import RoutingSet
     from pytest_skilltrigger.skills.skill import Skill
 

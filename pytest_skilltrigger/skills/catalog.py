@@ -31,7 +31,7 @@ from pytest_skilltrigger.skills.evalset import (
     is_valid_unicode,
     load_eval_set,
 )
-from pytest_skilltrigger.skills.plugin_eval import (
+from pytest_skilltrigger.skills.plugin_eval.read import (
     NotCollected,
     TriggerCase,
     eval_set_of,

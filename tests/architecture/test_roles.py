@@ -18,7 +18,7 @@ FILE_WRITERS = {
     "conclusion.outputs": "the pages and the step summary",
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
-    "skills.plugin_eval": "the claude plugin eval cases --export-plugin-eval writes",
+    "skills.plugin_eval.write": "the claude plugin eval cases --export-plugin-eval writes",
     "plugin.xdist_exchange": "the runs made ahead in batches, for the workers (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",
@@ -116,15 +116,15 @@ def test_the_session_is_the_stores_only_writer() -> None:
 
 def test_backends_are_made_only_by_the_factory() -> None:
     """The backend classes are built in ``backends/__init__.py`` alone, and the factory is
-    called by the session's collaborators alone: its lanes (one backend per model) and its
-    asker (the backend that answers plain questions)."""
+    called by the session alone: for its lanes (one backend per model) and, handed to its
+    asker, for the backend that answers plain questions."""
     classes = {"AnthropicBackend", "ClaudeCodeBackend"}
     builders = {short(n) for n in MODULES if any(callee(c) in classes for c in calls(n))}
     assert builders == {"backends"}
     factory_callers = {
         short(n) for n in MODULES if any(callee(c) == "make_backend" for c in calls(n))
     }
-    assert factory_callers == {"engine.lanes", "engine.asker"}
+    assert factory_callers == {"engine.lanes", "engine.session"}
 
 
 def test_the_reports_make_json_in_one_place() -> None:

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
-from pytest_skilltrigger.skills.plugin_eval import read_plugin_eval, write_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.read import read_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.write import write_plugin_eval
 from tests.backends import test_claude_code_cli as cli_tests
 from tests.fake_messages_api import FakeMessagesAPI, decide, extract_query, parse_listing
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.skills.plugin_eval import read_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.read import read_plugin_eval
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import plugin_args
 

@@ -17,14 +17,11 @@ import yaml
 
 from pytest_skilltrigger.skills.catalog import find_targets
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
-from pytest_skilltrigger.skills.plugin_eval import (
+from pytest_skilltrigger.skills.plugin_eval.classify import NotCollected, TriggerCase, skill_of
+from pytest_skilltrigger.skills.plugin_eval.read import eval_set_of, read_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.write import (
     MARKER,
-    NotCollected,
-    TriggerCase,
-    eval_set_of,
     input_match_for,
-    read_plugin_eval,
-    skill_of,
     write_plugin_eval,
 )
 from pytest_skilltrigger.support.errors import InputError
@@ -659,7 +656,7 @@ def test_two_skills_whose_cases_would_share_folders_are_refused_before_writing(
 ) -> None:
     """``acme:alpha`` and ``acme-alpha`` export under the same folder names: the check of
     the whole export says so, and nothing is written."""
-    from pytest_skilltrigger.skills.plugin_eval import check_plugin_eval
+    from pytest_skilltrigger.skills.plugin_eval.write import check_plugin_eval
 
     out = tmp_path / "exported"
     queries = EvalSet(str(tmp_path / "e.json"), (EvalEntry(0, "convert my zebras", True),))
