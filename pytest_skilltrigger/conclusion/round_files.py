@@ -12,17 +12,17 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from pytest_skilltrigger.conclusion.outputs import stamped_folder, write_json
+from pytest_skilltrigger.conclusion.outputs import stamped_folder
 from pytest_skilltrigger.model.formatting import display_path
-from pytest_skilltrigger.reports.html_pages import render_rounds_page, routing_view
-from pytest_skilltrigger.reports.json_report import dumps, rounds_json
-from pytest_skilltrigger.reports.rounds_view import skill_view
+from pytest_skilltrigger.reports.html_pages import routing_view
+from pytest_skilltrigger.reports.json_report import dumps
+from pytest_skilltrigger.reports.rounds_view import rounds_outputs
 from pytest_skilltrigger.support.atomic import atomic_write_text
 from pytest_skilltrigger.support.redact import redact
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.optimizer.proposer import Proposal
-    from pytest_skilltrigger.optimizer.rounds import Optimization
+    from pytest_skilltrigger.optimizer.record import RoundsRecord
     from pytest_skilltrigger.reports.routing_table import RoutingTable
 
 
@@ -43,29 +43,14 @@ class RoundFiles:
         self.routing = [routing_view(t, display_path(t.folder, base)) for t in routing]
         self.results_dir = stamped_folder(results_dir) if results_dir else None
 
-    def publish(self, runs: list[Optimization]) -> None:
+    def publish(self, records: Sequence[RoundsRecord]) -> None:
         """Rewrite the HTML report and the results folder's report and JSON."""
-        running = not all(run.exit_reason for run in runs)
-        page = render_rounds_page(
-            [skill_view(run, self.base) for run in runs],
-            running=running,
-            routing=self.routing,
-            confidence=runs[0].confidence if runs else 0.95,
-        )
+        outputs = rounds_outputs(records, base=self.base, routing=self.routing)
         if self.report_path:
-            atomic_write_text(self.report_path, page)
+            atomic_write_text(self.report_path, outputs.page)
         if self.results_dir:
-            skills = [
-                {
-                    "skill_name": run.target.name,
-                    "skill_path": run.target.skill.path,
-                    "listed_as": run.target.context().tested.line,
-                    **rounds_json(run),
-                }
-                for run in runs
-            ]
-            atomic_write_text(os.path.join(self.results_dir, "report.html"), page)
-            write_json(os.path.join(self.results_dir, "results.json"), {"skills": skills})
+            atomic_write_text(os.path.join(self.results_dir, "report.html"), outputs.page)
+            atomic_write_text(os.path.join(self.results_dir, "results.json"), outputs.json_text)
 
     def save_proposal(self, skill_name: str, number: int, proposal: Proposal) -> None:
         """One iteration's prompt, answer and counts, under ``<skill>/iteration-N``."""

@@ -34,7 +34,7 @@ from pytest_skilltrigger.support.errors import InputError
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import TriggerSession
-    from pytest_skilltrigger.optimizer.rounds import Optimization
+    from pytest_skilltrigger.optimizer.record import RoundsRecord
 
 Log = Callable[[str], None]
 
@@ -142,7 +142,7 @@ class SessionEnd:
 
     def finish(self, engine: TriggerSession | None, *, interrupted: bool, log: Log) -> Conclusion:
         """Rounds (unless the session was interrupted), the report, its files and the gates."""
-        rounds: dict[str, Optimization] | None = None
+        rounds: dict[str, RoundsRecord] | None = None
         stopped = False
         if self.optimizer is not None and not interrupted and engine is not None:
             rounds, stopped = self._improve(engine, log)
@@ -161,7 +161,7 @@ class SessionEnd:
 
     def _improve(
         self, engine: TriggerSession, log: Log
-    ) -> tuple[dict[str, Optimization] | None, bool]:
+    ) -> tuple[dict[str, RoundsRecord] | None, bool]:
         """The improvement rounds after every item is done; SKILL.md files are written from
         their outcomes once all rounds are over. Whether they were interrupted."""
         from pytest_skilltrigger.conclusion.round_files import RoundFiles
@@ -185,14 +185,14 @@ class SessionEnd:
         driver = OptimizationDriver(engine, self.optimizer, log, files)
         runs = driver.run(self.targets, self.gathered.starting_results(), self.routing_sets)
         if driver.interrupted:
-            return runs, True
+            return driver.records(), True
         with sigterm_as_interrupt():
             try:
                 accept_all(runs.values(), log)
             except KeyboardInterrupt:  # each write is atomic: a file is old or new
                 log("interrupted while writing: some SKILL.md files may be rewritten")
-                return runs, True
-        return runs, False
+                return driver.records(), True
+        return driver.records(), False
 
     def load(self, engine: TriggerSession | None) -> LoadReport | None:
         """How many claude-code runs were in flight: this process's if it made any, else its

@@ -5,6 +5,8 @@ The driver knows neither the SDK nor where files go: it asks through the session
 report and the results folder follow the run, and returns each skill's typed
 :class:`~pytest_skilltrigger.optimizer.loop.Optimization`. What becomes of SKILL.md is decided
 afterwards, from those outcomes, by :func:`~pytest_skilltrigger.optimizer.accept.accept_all`.
+Each round is frozen into its record (:mod:`.record`) as it ends; the terminal line, the
+files and the session's report are made from the records.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pytest_skilltrigger.optimizer.folder import (
 )
 from pytest_skilltrigger.optimizer.loop import RoundsStart, optimize
 from pytest_skilltrigger.optimizer.proposer import DescriptionProposer, Proposal
+from pytest_skilltrigger.optimizer.record import RoundRecord, RoundsRecord, freeze, freeze_round
 from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
@@ -36,7 +39,7 @@ class RoundsObserver(Protocol):
 
     def save_proposal(self, skill_name: str, number: int, proposal: Proposal) -> None: ...
 
-    def publish(self, runs: list[Optimization]) -> None: ...
+    def publish(self, records: Sequence[RoundsRecord]) -> None: ...
 
 
 class OptimizationDriver:
@@ -54,6 +57,8 @@ class OptimizationDriver:
         self.log = log
         self.files = files
         self.runs: dict[str, Optimization] = {}
+        # each skill's rounds frozen as they ended, by skill path and round number
+        self.frozen: dict[str, dict[int, RoundRecord]] = {}
         self.started = time.monotonic()
 
     def run(
@@ -77,6 +82,10 @@ class OptimizationDriver:
         if self.interrupted:
             self.log("interrupted: every SKILL.md is left unchanged")
         return self.runs
+
+    def records(self) -> dict[str, RoundsRecord]:
+        """Every skill's rounds so far, frozen, by skill path."""
+        return {path: freeze(run, self.frozen.get(path, {})) for path, run in self.runs.items()}
 
     def _ask(self, prompt: str) -> tuple[str, Usage]:
         return self.session.ask(prompt, model=self.options.improve_model)
@@ -124,31 +133,33 @@ class OptimizationDriver:
                 improved.append(replace(target, description=run.best().description))
 
     def _on_iteration(self, run: Optimization, it: Iteration) -> None:
-        self.runs[run.target.skill.path] = run
-        total = self.options.max_iterations
-        elapsed = time.monotonic() - self.started
-        tokens = it.usage.input_tokens + it.usage.output_tokens
-        if it.evaluated:
-            c = run.confidence
-            race = ""
-            if it.race is not None:
-                outcome = "the new best" if it.became_best else "kept the best so far"
-                race = f"; against the best so far {it.race.gain.text()}: {outcome}"
-            candidates = f" ({len(it.candidates)} candidates)" if len(it.candidates) > 1 else ""
-            self.log(
-                f"{run.target.name} iteration {it.iteration}/{total}{candidates}: "
-                f"train {it.train_score(c).text()}, test {it.test_score(c).text()}{race}, "
-                f"{elapsed:.1f}s, {tokens:,} tokens"
-            )
-            if it.note:
-                self.log(f"  {it.note}")
-        else:
-            note = it.note or "proposal dropped"
-            self.log(f"{run.target.name} iteration {it.iteration}/{total}: {note}")
-        if self.files is not None and it.proposal is not None:
-            self.files.save_proposal(run.target.name, it.iteration, it.proposal)
+        path = run.target.skill.path
+        self.runs[path] = run
+        record = self.frozen.setdefault(path, {})[it.iteration] = freeze_round(run, it)
+        self.log(self._line(run.target.name, record))
+        if record.evaluated and record.note:
+            self.log(f"  {record.note}")
+        if self.files is not None and record.proposal is not None:
+            self.files.save_proposal(run.target.name, record.iteration, record.proposal)
         self._publish()
+
+    def _line(self, name: str, record: RoundRecord) -> str:
+        """The terminal's line for a round that ended."""
+        total = self.options.max_iterations
+        if not record.evaluated:
+            return (
+                f"{name} iteration {record.iteration}/{total}: {record.note or 'proposal dropped'}"
+            )
+        elapsed = time.monotonic() - self.started
+        tokens = record.usage.input_tokens + record.usage.output_tokens
+        race = f"; against the best so far {record.race.sentence}" if record.race else ""
+        several = len(record.candidates) > 1
+        candidates = f" ({len(record.candidates)} candidates)" if several else ""
+        return (
+            f"{name} iteration {record.iteration}/{total}{candidates}: train "
+            f"{record.train_text}, test {record.test_text}{race}, {elapsed:.1f}s, {tokens:,} tokens"
+        )
 
     def _publish(self) -> None:
         if self.files is not None:
-            self.files.publish(list(self.runs.values()))
+            self.files.publish(list(self.records().values()))

@@ -1,9 +1,8 @@
 """The improvement rounds of one skill, typed: each iteration's candidates, the one that went on
 to race the best so far, and the fresh race that decides whether SKILL.md is rewritten.
 
-The loop (:mod:`.loop`) fills these; the reports read them as they are, and only the JSON
-writer (:mod:`pytest_skilltrigger.reports.json_report`) turns them into the reference
-scripts' format.
+The loop (:mod:`.loop`) fills these as it goes; the reports read the frozen records
+:mod:`.record` makes of them, never these.
 """
 
 from __future__ import annotations
@@ -49,11 +48,6 @@ class Iteration:
     candidates: list[Candidate] = field(default_factory=list)
     race: Race | None = None  # against the best so far, on train
     became_best: bool = False  # the race found it better: later rounds improve from it
-    # its scores, computed once: an iteration's results do not change once it is published,
-    # and every report of every later round shows them again
-    _scores: dict[tuple[str, float], Score] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
 
     @property
     def evaluated(self) -> bool:
@@ -69,15 +63,12 @@ class Iteration:
         return self.test + self.cross_test
 
     def train_score(self, confidence: float) -> Score:
-        return self._score("train", self.train_side, confidence)
+        """Its score on its train side (computed each time: the record of a round that
+        ended keeps it, see :mod:`.record`)."""
+        return score(self.train_side, confidence)
 
     def test_score(self, confidence: float) -> Score:
-        return self._score("test", self.test_side, confidence)
-
-    def _score(self, side: str, results: list[QueryResult], confidence: float) -> Score:
-        if (side, confidence) not in self._scores:
-            self._scores[side, confidence] = score(results, confidence)
-        return self._scores[side, confidence]
+        return score(self.test_side, confidence)
 
     @property
     def note(self) -> str | None:

@@ -7,7 +7,7 @@ written by a model). Each page is self-contained: inline CSS, no scripts, nothin
 it works offline. This module only turns the typed results into what the templates show.
 
 Three pages and two fragments: a plain run's results (:func:`render_results_page`), the
-improvement rounds' (:func:`render_rounds_page`), a folder's routing table under
+improvement rounds' (:mod:`.rounds_view`), a folder's routing table under
 pytest-html's summary (:func:`render_routing_section`) and a trigger item's expanded row on
 pytest-html's page (:func:`render_extra`).
 """
@@ -267,25 +267,6 @@ def render_extra(rows: Sequence[tuple[str, Any]], data: str = "") -> str:
     """A small table of (label, value) rows for a trigger item's expanded row, and ``data``
     (the row as JSON text) folded below it."""
     return render("pytest_html_extra.html.j2", rows=rows, data=data).strip()
-
-
-def render_rounds_page(
-    skills: Sequence[dict[str, Any]],
-    *,
-    running: bool,
-    routing: Sequence[dict[str, Any]] = (),
-    title: str = "Skill trigger report",
-    confidence: float = 0.95,
-) -> str:
-    """The improvement rounds' page from each skill's view (:mod:`.rounds_view`); its
-    intervals are at ``confidence``."""
-    page = {
-        "skills": list(skills),
-        "running": running,
-        "routing": list(routing),
-        "confidence": f"{confidence:.0%}",
-    }
-    return render("rounds.html.j2", title=title, refresh=running, page=page)
 
 
 def rate_cell(result: QueryResult) -> str:

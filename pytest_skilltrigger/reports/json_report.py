@@ -6,11 +6,11 @@ working, with our additions (errors, chosen, tokens, cost) alongside.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from pytest_skilltrigger.model.outcome import format_score, passed
-from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
-from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
+from pytest_skilltrigger.model.outcome import passed
+from pytest_skilltrigger.optimizer.record import AcceptanceRecord, RoundRecord, RoundsRecord
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
 from pytest_skilltrigger.reports.analysis import disagreements
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
@@ -68,33 +68,43 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
     return entry
 
 
-def rounds_json(run: Optimization) -> dict[str, Any]:
+def rounds_document(records: Sequence[RoundsRecord]) -> str:
+    """The rounds' results JSON (``results.json`` of the results folder), as text: each
+    skill's rounds with its name, path and listing line."""
+    skills = [
+        {
+            "skill_name": record.name,
+            "skill_path": record.skill_path,
+            "listed_as": record.listed_as,
+            **rounds_json(record),
+        }
+        for record in records
+    ]
+    return dumps({"skills": skills}) + "\n"
+
+
+def rounds_json(run: RoundsRecord) -> dict[str, Any]:
     """One skill's improvement rounds in the reference scripts' keys (``best_description``,
     ``history``...), plus ours: each iteration's scores with intervals, its candidates and
     its race against the best so far, and the fresh race that decided acceptance."""
-    evaluated = run.evaluated()
-    best = run.best() if evaluated else None
-    last = evaluated[-1] if evaluated else None
     return {
         "exit_reason": run.exit_reason,
-        "original_description": run.target.description,
-        "best_description": best.description if best else run.target.description,
-        "best_iteration": best.iteration if best else None,
-        "best_score": (
-            format_score(best.test if run.test_entries else best.train) if best else None
-        ),
-        "best_train_score": format_score(best.train) if best else None,
-        "best_test_score": format_score(best.test) if best else None,
-        "final_description": last.description if last else run.target.description,
-        "iterations_run": len(run.iterations),
+        "original_description": run.original,
+        "best_description": run.best_description,
+        "best_iteration": run.best_iteration,
+        "best_score": run.best_score,
+        "best_train_score": run.best_train_score,
+        "best_test_score": run.best_test_score,
+        "final_description": run.final_description,
+        "iterations_run": len(run.rounds),
         "holdout": run.holdout,
         "train_size": len(run.train_entries),
         "test_size": len(run.test_entries),
         "confidence": run.confidence,
         "improved": run.improved,
-        "acceptance": acceptance_json(run.acceptance) if run.acceptance else None,
+        "acceptance": _acceptance_json(run.acceptance) if run.acceptance else None,
         "interrupted": run.interrupted,
-        "history": [history_entry(run, it) for it in run.iterations],
+        "history": [_history_entry(it) for it in run.rounds],
     }
 
 
@@ -117,7 +127,7 @@ def _gain_json(gain: Gain) -> dict[str, Any]:
     }
 
 
-def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
+def _history_entry(it: RoundRecord) -> dict[str, Any]:
     """An iteration's reference history entry, plus ours: its status and proposal notes,
     scores with intervals (expected queries right, own and the folder's), its candidates and
     its race; in a folder of skills also each skill's pass counts and the folder's."""
@@ -145,33 +155,28 @@ def history_entry(run: Optimization, it: Iteration) -> dict[str, Any]:
     }
     if it.note is not None:
         entry["note"] = it.note
-    if not it.evaluated:
+    if it.train_score is None or it.test_score is None:
         return entry
-    entry["train_score"] = _score_json(it.train_score(run.confidence))
-    entry["test_score"] = _score_json(it.test_score(run.confidence))
+    entry["train_score"] = _score_json(it.train_score)
+    entry["test_score"] = _score_json(it.test_score)
     entry["candidates"] = [
         {"description": c.description, "screened_runs": c.screened_runs, "survived": c.survived}
         for c in it.candidates
     ]
-    entry["race"] = (
-        {**_gain_json(it.race.gain), "extra_runs": it.race.extra_runs} if it.race else None
-    )
-    entry["became_best"] = it.became_best
-    if run.folder:
-        name, cross = run.target.name, run.folder.train + run.folder.test
-        cross_results = it.cross_train + it.cross_test
-        scores = skill_scores(name, it.train + it.test, cross, cross_results)
-        entry["skill_scores"] = {skill: f"{p}/{t}" for skill, (p, t) in scores.items()}
-        done, total = (sum(v[i] for v in scores.values()) for i in (0, 1))
-        entry["folder_score"] = f"{done}/{total}"
-        entry["folder_taken"] = taken_lines(name, cross, cross_results)
+    race = it.race
+    entry["race"] = {**_gain_json(race.gain), "extra_runs": race.extra_runs} if race else None
+    entry["became_best"] = race.became_best if race else False
+    if it.folder is not None:
+        entry["skill_scores"] = {skill: f"{p}/{t}" for skill, p, t in it.folder.skill_scores}
+        entry["folder_score"] = f"{it.folder.passed}/{it.folder.total}"
+        entry["folder_taken"] = list(it.folder.taken)
     return entry
 
 
-def acceptance_json(acceptance: Acceptance) -> dict[str, Any]:
+def _acceptance_json(record: AcceptanceRecord) -> dict[str, Any]:
     """The fresh race of the best against the start on the held-out queries."""
+    acceptance = record.acceptance
     race = acceptance.race
-    own = acceptance.own
     return {
         "best_iteration": acceptance.best_iteration,
         "on": acceptance.on,
@@ -181,11 +186,11 @@ def acceptance_json(acceptance: Acceptance) -> dict[str, Any]:
         "extra_runs": race.extra_runs,
         "accepted": acceptance.accepted,
         "complete": acceptance.complete,
-        "verdict": acceptance.verdict(),
-        "start_score": format_score(race.incumbent[:own]),
-        "best_score": format_score(race.challenger[:own]),
-        "folder_start_score": format_score(race.incumbent),
-        "folder_best_score": format_score(race.challenger),
+        "verdict": record.verdict,
+        "start_score": record.start_score,
+        "best_score": record.best_score,
+        "folder_start_score": record.folder_start_score,
+        "folder_best_score": record.folder_best_score,
         # with a model matrix: the race on each other model (the best may lose on none)
         "models": {
             str(model): {"gain": _gain_json(other.gain), "verdict": other.verdict}

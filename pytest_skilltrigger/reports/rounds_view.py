@@ -1,135 +1,127 @@
-"""What the rounds' page shows of one skill's typed rounds (the template is ``rounds.html.j2``).
+"""What the rounds' files show of each skill's frozen rounds: the page (the template is
+``rounds.html.j2``) and the results JSON.
 
 Per skill: a header (path, exit reason, the line Claude Code lists, the fresh race that
 decided acceptance), a chart of the rounds, the original and best descriptions, one row per
 iteration (its candidates, scores with intervals, its race against the best so far), and a
 grid of queries by iteration. The grid grows downwards, one row per query, so that it stays
 in view at the width of a laptop screen however many queries the set holds.
+
+Everything here formats :class:`~pytest_skilltrigger.optimizer.record.RoundsRecord` values:
+the figures were computed once, when each round ended.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.model.formatting import display_path
-from pytest_skilltrigger.model.outcome import QueryResult
-from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
-from pytest_skilltrigger.optimizer.rounds import Candidate, Iteration, Optimization
-from pytest_skilltrigger.reports.html_pages import cell_of
+from pytest_skilltrigger.optimizer.record import RoundRecord, RoundsRecord
+from pytest_skilltrigger.reports.html_pages import cell_of, render
+from pytest_skilltrigger.reports.json_report import rounds_document
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 CHART = {"width": 560, "height": 220, "left": 44, "right": 16, "top": 14, "bottom": 34}
+TITLE = "Skill trigger report"
 
 
-def skill_view(run: Optimization, base: str | None = None) -> dict[str, Any]:
-    """One skill's section of the rounds' page (its folder shown relative to ``base``, where
-    pytest started)."""
-    evaluated = run.evaluated()
-    best = run.best() if evaluated else None
-    original = run.target.description
-    best_text = best.description if best else original
+@dataclass(frozen=True)
+class RoundsOutputs:
+    """What the rounds' files hold: the page, and the results JSON's text."""
+
+    page: str
+    json_text: str
+
+
+def rounds_outputs(
+    records: Sequence[RoundsRecord],
+    *,
+    base: str | None = None,
+    routing: Sequence[dict[str, Any]] = (),
+    title: str = TITLE,
+) -> RoundsOutputs:
+    """The page (skill folders shown relative to ``base``, where pytest started; under them
+    the session's routing tables) and the results JSON of the rounds so far."""
+    page = {
+        "skills": [skill_view(record, base) for record in records],
+        "running": any(record.running for record in records),
+        "routing": list(routing),
+        "confidence": f"{records[0].confidence if records else 0.95:.0%}",
+    }
+    html = render("rounds.html.j2", title=title, refresh=page["running"], page=page)
+    return RoundsOutputs(html, rounds_document(records))
+
+
+def skill_view(record: RoundsRecord, base: str | None = None) -> dict[str, Any]:
+    """One skill's section of the rounds' page."""
+    best = next((r for r in record.rounds if r.iteration == record.best_iteration), None)
     return {
-        "name": run.target.name,
-        "anchor": "skill-" + "".join(c if c.isalnum() else "-" for c in run.target.name),
-        "meta": _meta(run, base),
-        "original": original,
-        "best": best_text,
-        "unchanged": best_text == original,
-        "folder": bool(run.folder),
-        "chart": _chart(run),
-        "rows": [_row(run, it, best) for it in run.iterations],
-        "columns": [it.iteration for it in run.iterations],
-        "grid": _grid(run),
+        "name": record.name,
+        "anchor": "skill-" + "".join(c if c.isalnum() else "-" for c in record.name),
+        "meta": _meta(record, base),
+        "original": record.original,
+        "best": record.best_description,
+        "unchanged": record.best_description == record.original,
+        "folder": bool(record.folder_train or record.folder_test),
+        "chart": _chart(record),
+        "rows": [_row(it, it is best) for it in record.rounds],
+        "columns": [it.iteration for it in record.rounds],
+        "grid": _grid(record),
     }
 
 
-def _meta(run: Optimization, base: str | None = None) -> list[tuple[str, str]]:
-    sizes = f"train {len(run.train_entries)}, test {len(run.test_entries)}"
-    sizes += f" (holdout {run.holdout:g})"
-    if not run.test_entries and not run.holdout:
-        sizes += " — no test set: acceptance is on the queries the improver saw"
-    if run.folder:
-        sizes += f"; the folder's: train {len(run.folder.train)}, test {len(run.folder.test)}"
+def _meta(record: RoundsRecord, base: str | None) -> list[tuple[str, str]]:
     meta = [
-        ("Path", display_path(run.target.skill.path, base)),
-        ("Exit reason", run.exit_text),
-        ("Queries", sizes),
-        ("Listed as", run.target.context().tested.line),
+        ("Path", display_path(record.skill_path, base)),
+        ("Exit reason", record.exit_text),
+        ("Queries", record.sizes),
+        ("Listed as", record.listed_as),
     ]
-    if run.acceptance is not None:
-        a = run.acceptance
-        written = "accepted for SKILL.md" if run.improved else "SKILL.md unchanged"
-        meta.append(
-            (
-                "Acceptance",
-                f"iteration {a.best_iteration} raced against the start on "
-                f"fresh runs ({a.on}): {a.verdict()}; {written}",
-            )
-        )
-    elif run.evaluated() and not run.beats_start and not run.interrupted:
-        meta.append(("Acceptance", "no candidate beat the start on train: SKILL.md unchanged"))
-    if run.interrupted:
+    if record.acceptance_text is not None:
+        meta.append(("Acceptance", record.acceptance_text))
+    if record.interrupted:
         meta.append(("Interrupted", "yes: the run stopped before it finished"))
     return meta
 
 
-def _row(run: Optimization, it: Iteration, best: Iteration | None) -> dict[str, Any]:
+def _row(it: RoundRecord, best: bool) -> dict[str, Any]:
     """One iteration: its description and candidates, scores, race, and the folder's."""
-    c = run.confidence
     row: dict[str, Any] = {
         "number": it.iteration,
-        "classes": " ".join(x for x in ("best" if it is best else "", it.status) if x),
-        "best": it is best,
+        "classes": " ".join(x for x in ("best" if best else "", it.status) if x),
+        "best": best,
         "status": it.status if it.status != "evaluated" else "",
         "description": it.description,
         "note": it.note,
-        "candidates": [_candidate(cand) for cand in it.candidates]
-        if len(it.candidates) > 1
-        else [],
-        "train": it.train_score(c).text() if it.evaluated else "—",
-        "test": it.test_score(c).text() if it.evaluated else "—",
-        "race": "",
+        "candidates": list(it.candidate_lines),
+        "train": it.train_text,
+        "test": it.test_text,
+        "race": it.race_text,
         "folder_score": None,
     }
-    if it.race is not None:
-        outcome = "new best" if it.became_best else "kept the best so far"
-        row["race"] = f"{it.race.gain.text()}: {outcome}"
-    elif it.iteration == 1 and it.evaluated:
-        row["race"] = "the start"
-    if run.folder and it.evaluated:
-        name, cross = run.target.name, run.folder.train + run.folder.test
-        cross_results = it.cross_train + it.cross_test
-        scores = skill_scores(name, it.train + it.test, cross, cross_results)
-        done, total = (sum(v[i] for v in scores.values()) for i in (0, 1))
-        row["folder_score"] = f"{done}/{total}"
-        row["skill_scores"] = [f"{skill} {p}/{t}" for skill, (p, t) in scores.items()]
-        row["taken"] = taken_lines(name, cross, cross_results)
+    if it.folder is not None:
+        row["folder_score"] = f"{it.folder.passed}/{it.folder.total}"
+        row["skill_scores"] = [f"{skill} {p}/{t}" for skill, p, t in it.folder.skill_scores]
+        row["taken"] = list(it.folder.taken)
     return row
 
 
-def _candidate(candidate: Candidate) -> str:
-    how = (
-        "survived the screening"
-        if candidate.survived
-        else (f"dropped after {candidate.screened_runs} run(s) a query")
-    )
-    return f"{how}: {candidate.description}"
-
-
-def _grid(run: Optimization) -> list[dict[str, Any]]:
+def _grid(record: RoundsRecord) -> list[dict[str, Any]]:
     """One row per query (train, then test; the skill's own, then the folder's), one cell
     per iteration."""
-    sides: list[tuple[str, Sequence[EvalEntry], Callable[[Iteration], list[QueryResult]]]] = [
-        ("train", run.train_entries, lambda it: it.train),
-        ("test", run.test_entries, lambda it: it.test),
-        ("train", [x.entry for x in run.folder.train], lambda it: it.cross_train),
-        ("test", [x.entry for x in run.folder.test], lambda it: it.cross_test),
+    sides: list[tuple[str, Sequence[EvalEntry], str]] = [
+        ("train", record.train_entries, "train"),
+        ("test", record.test_entries, "test"),
+        ("train", record.folder_train, "cross_train"),
+        ("test", record.folder_test, "cross_test"),
     ]
     rows = []
-    for split, entries, pick in sides:
+    for split, entries, side in sides:
         for position, entry in enumerate(entries):
-            cells = [cell_of(_at(pick(it), position)) for it in run.iterations]
+            results = [getattr(it, side) for it in record.rounds]
+            cells = [cell_of(r[position] if position < len(r) else None) for r in results]
             rows.append(
                 {
                     "split": split,
@@ -143,27 +135,25 @@ def _grid(run: Optimization) -> list[dict[str, Any]]:
     return rows
 
 
-def _at(results: Sequence[QueryResult], position: int) -> QueryResult | None:
-    return results[position] if position < len(results) else None
-
-
 def _tip(entry: EvalEntry, split: str) -> str:
     tip = ["should trigger" if entry.should_trigger else "should not trigger", f"set: {split}"]
     tip += [f"{k}: {v}" for k, v in entry.extra.items()]
     return "\n".join(tip)
 
 
-def _chart(run: Optimization) -> dict[str, Any] | None:
+def _chart(record: RoundsRecord) -> dict[str, Any] | None:
     """The rounds as an inline SVG: each iteration's expected train and test queries right
     with their intervals, the start's level, the best so far ringed, the one written marked."""
-    evaluated = run.evaluated()
+    evaluated = [it for it in record.rounds if it.train_score and it.test_score]
     if not evaluated:
         return None
-    c, box = run.confidence, CHART
-    total = max(len(evaluated[0].train_side), len(evaluated[0].test_side), 1)
+    box = CHART
+    first = evaluated[0]
+    sides = (len(first.train) + len(first.cross_train), len(first.test) + len(first.cross_test))
+    total = max(*sides, 1)
     inner_w = box["width"] - box["left"] - box["right"]
     inner_h = box["height"] - box["top"] - box["bottom"]
-    last = max(it.iteration for it in run.iterations)
+    last = max(it.iteration for it in record.rounds)
 
     def x(n: float) -> float:
         return round(box["left"] + inner_w * (n - 0.5) / max(last, 1), 1)
@@ -171,11 +161,13 @@ def _chart(run: Optimization) -> dict[str, Any] | None:
     def y(value: float, of: int) -> float:
         return round(box["top"] + inner_h * (1 - value / max(of, 1)), 1)
 
-    best = run.best()
     points = []
     for it in evaluated:
-        sides = (("train", it.train_score(c), -6), ("test", it.test_score(c), 6))
-        for side, value, offset in sides:
+        for side, value, text, offset in (
+            ("train", it.train_score, it.train_text, -6),
+            ("test", it.test_score, it.test_text, 6),
+        ):
+            assert value is not None  # evaluated rounds have both
             low, high = value.interval
             points.append(
                 {
@@ -184,17 +176,18 @@ def _chart(run: Optimization) -> dict[str, Any] | None:
                     "y": y(value.expected, value.total),
                     "low": y(low, value.total),
                     "high": y(high, value.total),
-                    "label": f"iteration {it.iteration}, {side}: {value.text()}",
+                    "label": f"iteration {it.iteration}, {side}: {text}",
                 }
             )
-    start = evaluated[0].train_score(c)
-    written = best if run.improved else None
+    start = first.train_score
+    assert start is not None
+    best = record.best_iteration or first.iteration
     return {
         **box,
         "points": points,
         "start_y": y(start.expected, start.total),
-        "best_x": x(best.iteration),
-        "written_x": x(written.iteration) if written is not None else None,
-        "ticks": [{"x": x(it.iteration), "label": it.iteration} for it in run.iterations],
+        "best_x": x(best),
+        "written_x": x(best) if record.improved else None,
+        "ticks": [{"x": x(it.iteration), "label": it.iteration} for it in record.rounds],
         "levels": [{"y": y(v * total / 4, total), "label": f"{v * 25}%"} for v in range(5)],
     }

@@ -26,7 +26,7 @@ from pytest_skilltrigger.skills.catalog import Target
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
-    from pytest_skilltrigger.optimizer.rounds import Optimization
+    from pytest_skilltrigger.optimizer.record import RoundsRecord
 
 
 @dataclass
@@ -35,7 +35,7 @@ class SkillReport:
 
     results: SkillResults
     summary: Summary
-    optimization: Optimization | None = None
+    optimization: RoundsRecord | None = None
     # how the skill's listing fits its model's listing budget (None: not worked out)
     fit: ListingFit | None = None
 
@@ -168,7 +168,7 @@ class ReportContext:
 def build_report(
     results: SessionResults,
     context: ReportContext,
-    optimizations: Mapping[str, Optimization] | None = None,
+    optimizations: Mapping[str, RoundsRecord] | None = None,
 ) -> SessionReport:
     """The session's report. ``optimizations`` are the improvement rounds by skill folder;
     the model named is the one that really answered, when the runs say so."""

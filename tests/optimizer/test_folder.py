@@ -283,7 +283,7 @@ def test_a_greedier_candidate_loses_its_race_and_the_modest_one_is_written(
     result.stdout.fnmatch_lines(
         [
             "*sheets iteration 2/3: *: kept the best so far*",
-            "*sheets iteration 3/3: *: the new best*",
+            "*sheets iteration 3/3: *: new best*",
             f"  wrote the new description to *{folder.name}/sheets/SKILL.md",
         ]
     )

@@ -10,7 +10,9 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.settings import OptimizerSettings, Settings
 from pytest_skilltrigger.optimizer.loop import RoundsStart, optimize
 from pytest_skilltrigger.optimizer.proposer import Proposal
+from pytest_skilltrigger.optimizer.record import RoundRecord, freeze_round
 from pytest_skilltrigger.optimizer.rounds import Iteration, Optimization
+from pytest_skilltrigger.optimizer.scoring import score
 from pytest_skilltrigger.skills.catalog import load_targets
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
@@ -40,9 +42,11 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
     entries = [entry(q, True) for q in WANTED] + [entry(q, False) for q in UNWANTED]
     (target,) = load_targets([str(make_skill(tmp_path, "alpha", entries, "Tidy csv."))])
     published: dict[int, list[tuple[str, int]]] = {}
+    frozen: dict[int, RoundRecord] = {}
 
     def on_iteration(run: Optimization, it: Iteration) -> None:
         published[it.iteration] = [(r.query, r.runs_made) for r in it.train_side]
+        frozen[it.iteration] = freeze_round(run, it)
 
     session = TriggerSession(Settings(cache_mode="off"))
     try:
@@ -65,4 +69,6 @@ def test_a_published_iteration_keeps_its_results_while_races_extend_the_best(
     assert sum(r.runs_made for r in third.race.incumbent) > sum(
         r.runs_made for r in second.race.incumbent
     )
-    assert start.train_score(0.95) is start.train_score(0.95)  # computed once
+    # the record frozen as the round ended keeps its figures, whatever raced it later
+    assert frozen[1].train_score == score(start.train_side, 0.95)
+    assert [(r.query, r.runs_made) for r in frozen[1].train] == published[1][: len(start.train)]

@@ -24,10 +24,10 @@ from pytest_skilltrigger.model.verdict import FixedRule
 from pytest_skilltrigger.optimizer.folder import CrossEntry, Folder
 from pytest_skilltrigger.optimizer.proposer import Proposal
 from pytest_skilltrigger.optimizer.racing import Race
+from pytest_skilltrigger.optimizer.record import freeze
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import paired_gain
-from pytest_skilltrigger.reports.html_pages import render_rounds_page
-from pytest_skilltrigger.reports.rounds_view import skill_view
+from pytest_skilltrigger.reports.rounds_view import rounds_outputs
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
 from pytest_skilltrigger.skills.skill import Skill
@@ -118,7 +118,9 @@ def render_html(
     running: bool,
     title: str = "Skill trigger report",
 ) -> str:
-    return render_rounds_page([skill_view(r) for r in runs], running=running, title=title)
+    for run in runs:  # a run goes on until its exit reason is set
+        run.exit_reason = "" if running else (run.exit_reason or "max_iterations (2)")
+    return rounds_outputs([freeze(r, {}) for r in runs], title=title).page
 
 
 class Tags(HTMLParser):
