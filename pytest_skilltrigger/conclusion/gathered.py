@@ -47,6 +47,12 @@ class Gathered:
         #: how many CLI runs each xdist worker kept in flight (none where this process ran them)
         self.worker_loads: list[LoadReport] = []
 
+    def add_worker_load(self, data: dict[str, Any]) -> None:
+        """An xdist worker's report of the CLI runs it kept in flight, as it crossed."""
+        from pytest_skilltrigger.engine.load_governor import LoadReport
+
+        self.worker_loads.append(LoadReport.from_dict(data))
+
     def add_item(
         self,
         nodeid: str,

@@ -75,6 +75,14 @@ class EndOptions:
     base: str | None = None
 
 
+def check_before_drafts(outputs: Outputs, gates: Gates) -> None:
+    """Raise :class:`InputError` for an output path or baseline that would fail the session
+    after its drafts were paid for (the checks that need every eval set come later)."""
+    outputs.check()
+    if gates.baseline_path:
+        load_baseline(gates.baseline_path)
+
+
 class SessionEnd:
     """The controller's end-of-session work, with the inputs it needs checked up front."""
 

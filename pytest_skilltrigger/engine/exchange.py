@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_skilltrigger.backends.api.rate_limit import FileLimits, RateLimitNotice, limits_known
 from pytest_skilltrigger.engine.sampler import RunsAhead
 from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult
@@ -23,6 +24,17 @@ class SessionExchange:
 
     def __init__(self, session: TriggerSession) -> None:
         self.session = session
+        self._announced: set[str] = set()  # the model classes whose limits were said
+
+    def new_limits(self, path: str) -> list[RateLimitNotice]:
+        """The rate limits the workers learnt since last asked (they have no terminal), a
+        notice each, read from the file they share."""
+        notices = []
+        for cls, limits in limits_known(FileLimits(path)).items():
+            if cls not in self._announced:
+                self._announced.add(cls)
+                notices.append(RateLimitNotice(cls, limits))
+        return notices
 
     def take_worker_result(
         self, context_key: str | None, result: QueryResult, phase: str = "items"

@@ -1,9 +1,10 @@
 """The pytest layer of pytest-skilltrigger, and its entry point (``pytest11``).
 
 Every module that imports pytest lives in this subpackage. The configure hook registers one
-role object for the process, whose methods are the hooks (see :mod:`.role`); the functions
-here are only the hooks that must exist before a role does. (The ``skill_trigger`` fixture is
-a method of the roles that run tests.)
+plugin object for the session (:mod:`.session`), which hands each hook to this process's
+strategy (:mod:`.strategies`), and the plugins the strategy needs beside it: the terminal
+reporter, pytest-html's columns, xdist's controller hooks. The functions here are only the
+hooks that must exist before those do.
 """
 
 from __future__ import annotations
@@ -17,9 +18,8 @@ from pytest_skilltrigger.plugin import options
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends import BackendParts, TriggerBackend
     from pytest_skilltrigger.model.settings import Settings
-    from pytest_skilltrigger.plugin.role import Role
 
-ROLE_PLUGIN = "skilltrigger-role"
+PLUGIN = "skilltrigger-session"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -37,42 +37,34 @@ def pytest_skilltrigger_make_backend(
     name: str, settings: Settings, parts: BackendParts
 ) -> TriggerBackend | None:
     """The built-in backends, made through the hook as any other."""
-    # the backends layer is imported only when a backend is made: a run without skills
-    # never pays for it
+    # deferred: the backends layer is imported only when a backend is made, which a run
+    # without skills never does
     from pytest_skilltrigger.backends import builtin_backend
 
     return builtin_backend(name, settings, parts)
 
 
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    """``--export-plugin-eval`` is a command of its own, as ``--markers`` is: it writes the
+    cases and ends, with no session, no worker and no call."""
+    if not options.value(config, "--export-plugin-eval"):
+        return None
+    from pytest_skilltrigger.plugin.control import export_cases  # only this command's
+
+    return export_cases(config)
+
+
 @pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_skilltrigger.plugin.control import strategy_for
+    from pytest_skilltrigger.plugin.session import SkillTriggerPlugin
     from pytest_skilltrigger.support.errors import InputError
 
     config.addinivalue_line("markers", "skill_trigger: a skill trigger test (pytest-skilltrigger)")
     try:
-        role = _role_class(config)(config)
+        strategy = strategy_for(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.pluginmanager.register(role, ROLE_PLUGIN)
-
-
-def _role_class(config: pytest.Config) -> type[Role]:
-    """The worker's role on an xdist worker, the distributing controller's when xdist will
-    distribute (its own test, read the same way), else the plain run's."""
-    if hasattr(config, "workerinput"):
-        from pytest_skilltrigger.plugin.worker import DistWorker
-
-        return DistWorker
-    distributing = (
-        config.pluginmanager.hasplugin("xdist")
-        and config.getoption("dist", "no") != "no"
-        and bool(config.getoption("tx", None))
-        and not config.getoption("collectonly")
-    )
-    if distributing:
-        from pytest_skilltrigger.plugin.dist_controller import DistController
-
-        return DistController
-    from pytest_skilltrigger.plugin.controller import LocalController
-
-    return LocalController
+    config.pluginmanager.register(SkillTriggerPlugin(strategy), PLUGIN)
+    for plugin, name in strategy.plugins():
+        config.pluginmanager.register(plugin, name)

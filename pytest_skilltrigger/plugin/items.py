@@ -1,15 +1,22 @@
-"""Pytest nodes: one collector per skill (its SKILL.md) and one item per eval entry.
+"""Pytest nodes: one collector per skill (its SKILL.md) and one item per eval entry, and what
+they will sample.
 
 An item is given what it needs when it is built: its target, its entry, and a
-:class:`ResultSource` to wait on; it never reaches for the process's role. It waits for its
+:class:`ResultSource` to wait on; it never reaches for the process's strategy. It waits for its
 query's result in ``setup`` (so a failed API call is an *error*, a budget stop a *skip*) and
 checks the verdict in ``runtest`` (a wrong trigger rate is a *failure* that explains itself).
+
+What the items will sample is known before they are collected: the header's cost estimate
+sizes every item of the session then; message batches make the items' runs ahead (in a plain
+run from the items, on the xdist controller from the node ids the workers collected, as it
+has the skills but no items).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -17,10 +24,13 @@ import pytest
 from pytest_skilltrigger.plugin import wire
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.model.plan import SamplingPlan
     from pytest_skilltrigger.plugin.pytest_internals import TerminalRepr, TracebackStyle
+    from pytest_skilltrigger.plugin.setup import SkillsInPlay
     from pytest_skilltrigger.skills.catalog import Target
     from pytest_skilltrigger.skills.evalset import EvalEntry
     from pytest_skilltrigger.skills.routing_set import RoutingEntry, RoutingSet
@@ -29,7 +39,7 @@ MARKER = "skill_trigger"
 
 
 class ResultSource(Protocol):
-    """Where an item gets its result: the process's role, seen through this one method."""
+    """Where an item gets its result: the process's item runner, seen through this one method."""
 
     def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result; skip or raise when no backend can run."""
@@ -385,3 +395,63 @@ class RoutingItem(SamplingItem):
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"
+
+
+# -- what the items will sample -----------------------------------------------------------
+
+Request = tuple["TriggerContext", "EvalEntry", "SamplingPlan"]
+
+
+def requests_of_items(items: Iterable[pytest.Item], plan: SamplingPlan) -> list[Request]:
+    """What the collected items will sample (a plain run's)."""
+    return [item.request(plan) for item in items if isinstance(item, SamplingItem)]
+
+
+class SessionRequests:
+    """What the items of the session's skills will sample, found by the item names the
+    collected items are given (once per model of a matrix)."""
+
+    def __init__(self, skills: SkillsInPlay, models: Sequence[str | None] | None) -> None:
+        self.skills = skills
+        self.models: Sequence[str | None] = models or (None,)
+
+    def of_ids(self, ids: Sequence[str], root: Path, plan: SamplingPlan) -> list[Request]:
+        """What the items with these node ids will sample (the xdist controller's, which has
+        the skills but no items): each id's file is a skill's SKILL.md or a routing eval set,
+        read from ``root``, and its name the item name built from the same entry."""
+        by_file: dict[str, dict[str, Request]] = {}
+        requests: list[Request] = []
+        for nodeid in ids:
+            file, _, name = nodeid.partition("::")
+            path = os.path.abspath(os.path.join(root, file))
+            if path not in by_file:
+                by_file[path] = self._named(path, plan)
+            request = by_file[path].get(name)
+            if request is not None:
+                requests.append(request)
+        return requests
+
+    def of_session(self, plan: SamplingPlan) -> list[Request]:
+        """What every item of the session will sample, known before collection (the
+        header's estimate): each skill's entries and each routing entry."""
+        paths = [*self.skills.by_skill_md, *self.skills.by_routing_path]
+        return [request for path in paths for request in self._named(path, plan).values()]
+
+    def _named(self, path: str, plan: SamplingPlan) -> dict[str, Request]:
+        target = self.skills.by_skill_md.get(path)
+        if target is not None:
+            context = target.context()
+            return {
+                trigger_item_name(target, e, m): (context.on_model(m), e, plan)
+                for e in target.eval_set.entries
+                for m in self.models
+            }
+        routing = self.skills.by_routing_path.get(path)
+        if routing is None:
+            return {}
+        contexts = self.skills.routing_contexts(routing)
+        return {
+            routing_item_name(e, m): routing_request(routing, contexts, e, plan, m)
+            for e in routing.entries
+            for m in self.models
+        }

@@ -1,6 +1,6 @@
 """Running trigger items in a process: collecting them, feeding their queries to the engine
-ahead of time, and putting each result on its report. Shared by the plain run's controller
-and the xdist worker.
+ahead of time, and putting each result on its report. The plain run and each xdist worker
+have one :class:`ItemRunner`; the xdist controller, which runs no item, has none.
 """
 
 from __future__ import annotations
@@ -21,44 +21,73 @@ from pytest_skilltrigger.plugin.items import (
     SkillFile,
     TriggerRunError,
 )
-from pytest_skilltrigger.plugin.role import Role
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.outcome import QueryResult, TriggerCheck
+    from pytest_skilltrigger.plugin.setup import SessionEngine, Setup, SkillsInPlay
+
+#: the items this process will run after one, whose runs may start now
+Upcoming = Callable[[SamplingItem], "list[pytest.Item]"]
 
 
-class ItemRunner(Role):
-    """Hooks of a process that runs items; it is also their :class:`ResultSource`."""
+def nothing_upcoming(item: SamplingItem) -> list[pytest.Item]:
+    """A plain run's: every item's runs started with the run loop."""
+    return []
 
-    def __init__(self, config: pytest.Config) -> None:
-        super().__init__(config)
+
+class ItemRunner:
+    """Collects a process's trigger items, samples their queries and the ``skill_trigger``
+    fixture's, and puts each result on its report; it is the items' :class:`ResultSource`.
+
+    ``before_runs`` is called before each submission (an xdist worker takes the runs its
+    controller made ahead there); ``upcoming`` names the items whose runs may start with an
+    item's own.
+    """
+
+    def __init__(
+        self,
+        setup: Setup,
+        skills: SkillsInPlay,
+        engine: SessionEngine,
+        *,
+        upcoming: Upcoming = nothing_upcoming,
+        before_runs: Callable[[TriggerSession], None] | None = None,
+    ) -> None:
+        self.setup = setup
+        self.skills = skills
+        self.sessions = engine
+        self.upcoming = upcoming
+        self.before_runs = before_runs
         self._submitted: dict[str, Future[QueryResult]] = {}
         self._keys: dict[str, str | None] = {}  # each item's context key, for its record
         # the skill_trigger fixture's results per test, until its report carries them
         self._checks: dict[str, list[wire.CheckRecord]] = {}
         self._contexts: dict[str, TriggerContext] = {}  # the fixture's skills, by path
 
-    def upcoming(self, item: SamplingItem) -> list[pytest.Item]:
-        """Items this process will run after ``item``, whose runs can start now."""
-        raise NotImplementedError
+    @property
+    def engine(self) -> TriggerSession:
+        return self.sessions.engine
 
-    def pytest_collect_file(
+    def collect_file(
         self, file_path: Any, parent: pytest.Collector
     ) -> SkillFile | RoutingFile | None:
+        """A skill's SKILL.md or a folder's routing eval set, as a file of items."""
         path = os.path.abspath(str(file_path))
-        routing = self.by_routing_path.get(path)
+        gates, models = self.setup.gates, self.setup.settings.models
+        routing = self.skills.by_routing_path.get(path)
         if routing is not None:
             return RoutingFile.from_parent(
                 parent,
                 path=file_path,
                 routing=routing,
-                contexts=self.routing_contexts(routing),
+                contexts=self.skills.routing_contexts(routing),
                 source=self,
-                soft_misses=self.gates.min_routing_accuracy is not None,
-                models=self.settings.models,
+                soft_misses=gates.min_routing_accuracy is not None,
+                models=models,
             )
-        target = self.by_skill_md.get(path)
+        target = self.skills.by_skill_md.get(path)
         if target is None:
             return None
         return SkillFile.from_parent(
@@ -66,8 +95,8 @@ class ItemRunner(Role):
             path=file_path,
             target=target,
             source=self,
-            soft_misses=self.gates.min_accuracy is not None,
-            models=self.settings.models,
+            soft_misses=gates.min_accuracy is not None,
+            models=models,
         )
 
     def start_runs(self, items: list[pytest.Item]) -> None:
@@ -75,6 +104,8 @@ class ItemRunner(Role):
         sampling = [i for i in items if isinstance(i, SamplingItem)]
         if not sampling or self.engine.no_backend:
             return
+        if self.before_runs is not None:
+            self.before_runs(self.engine)
         for item in sampling:
             if item.nodeid not in self._submitted:
                 context, entry, plan = item.request(self.engine.plan)
@@ -86,7 +117,7 @@ class ItemRunner(Role):
         reason = self.engine.no_backend
         if not reason:
             return
-        if self.gates.require_backend:
+        if self.setup.gates.require_backend:
             raise BackendRequiredError(f"{reason} (--trigger-require-backend is set)")
         pytest.skip(reason)
 
@@ -99,11 +130,11 @@ class ItemRunner(Role):
             item.session.shouldstop = f"stopping: {self.engine.stopped}"
         return result
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    def attach(
+        self, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
+    ) -> None:
         """Put the item's result on its report (call, or a setup that did not pass), and a
         test's fixture results on the report of the phase that made them."""
-        report = yield
         if isinstance(item, SamplingItem) and report.when == "setup" and call.excinfo:
             # pytest renders a setup error as a traceback: keep ours as short as a failure
             short = item.short_failure(call.excinfo)
@@ -116,14 +147,6 @@ class ItemRunner(Role):
             records.append(item.record(self._keys.get(item.nodeid)))
         if records:
             wire.attach(report, records)
-        return report
-
-    @pytest.fixture
-    def skill_trigger(self, request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:
-        """``skill_trigger(path, query, runs=None, threshold=None)`` -> rate, triggers, runs,
-        triggered, chosen; shares the session's backend, store, concurrency and budget."""
-        nodeid = request.node.nodeid
-        return lambda *args, **kwargs: self.check(*args, nodeid=nodeid, **kwargs)
 
     def check(
         self,
@@ -153,11 +176,13 @@ class ItemRunner(Role):
                 "name the runs too (runs=...)"
             )
         plan = replace(self.engine.plan, rule=rule, phase="checks")
-        full = os.path.join(self.config.rootpath, path)  # the project's, wherever pytest started
+        full = os.path.join(
+            self.setup.config.rootpath, path
+        )  # the project's, wherever pytest started
         context = self._contexts.get(full)
         if context is None:  # read once a session: a suite may check many queries of a skill
             try:
-                context = self._contexts[full] = load_context(full, self.installed)
+                context = self._contexts[full] = load_context(full, self.setup.installed)
             except InputError as exc:
                 raise ValueError(str(exc)) from None
         entry = EvalEntry(index=-1, query=query, should_trigger=True, extra={})

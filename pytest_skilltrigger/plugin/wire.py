@@ -63,6 +63,12 @@ def attach(report: Any, records: list[Record]) -> None:
     setattr(report, ATTRIBUTE, payload)
 
 
+def carries(report: Any) -> bool:
+    """Whether a report carries records (a project's own test's report carries none, unless
+    it used the ``skill_trigger`` fixture)."""
+    return bool(getattr(report, ATTRIBUTE, None))
+
+
 def decode(report: Any) -> list[Record]:
     """The records a report carries (none for reports of other tests)."""
     data = getattr(report, ATTRIBUTE, None)

@@ -19,7 +19,7 @@ FILE_WRITERS = {
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
     "skills.plugin_eval.write": "the claude plugin eval cases --export-plugin-eval writes",
-    "plugin.xdist_exchange": "the runs made ahead in batches, for the workers (controller)",
+    "plugin.xdist": "the runs made ahead in batches, for the workers (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",
     "backends.capture": "the throw-away project a capture runs the CLI in",
@@ -79,7 +79,7 @@ def test_only_the_listed_modules_write_files() -> None:
 def test_a_worker_role_reaches_no_report_or_skill_writer() -> None:
     """An xdist worker hands its results to the controller: nothing it imports, now or
     lazily, writes the reports, the round files or SKILL.md."""
-    seen, todo = set(), [f"{NAME}.plugin.worker"]
+    seen, todo = set(), [f"{NAME}.plugin.strategy"]
     while todo:
         name = todo.pop()
         if name in seen or name not in MODULES:

@@ -41,7 +41,7 @@ def test_every_option_with_a_field_names_a_real_field() -> None:
     [
         (Settings(min_runs=0), "--runs-per-query"),
         (Settings(threshold=1.5), "--trigger-threshold"),
-        (Settings(backend="nope"), "--trigger-backend"),
+        (Settings(backend="no such"), "--trigger-backend"),  # a name is one word
         (Settings(timeout=0), "--trigger-timeout"),
         (Settings(budget_usd=-1), "--trigger-budget-usd"),
         (Settings(max_runs=101), "--max-runs-per-query"),

@@ -16,7 +16,7 @@ import xdist
 from xdist import remote as xdist_remote  # (its TestQueue is no test class of ours)
 
 from pytest_skilltrigger.plugin import pytest_internals
-from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
+from pytest_skilltrigger.plugin.xdist import upcoming_items
 
 
 def real_queue(entries: Iterable[object]) -> xdist_remote.TestQueue:
@@ -150,7 +150,7 @@ import time
 
 import pytest
 
-from pytest_skilltrigger.plugin.xdist_queue import upcoming_items
+from pytest_skilltrigger.plugin.xdist import upcoming_items
 
 
 def worker_queue(config):

@@ -1,0 +1,295 @@
+"""The controllers: the strategies of the process that has the terminal and the files.
+
+:class:`LocalRun` runs every item and reports on them; :class:`DistControl` is the xdist
+controller, which runs no item and takes in what the workers' reports carry. Both draft
+missing eval sets, take in the results, end the session and register the reporter. Also
+here: which strategy a process gets, and ``--export-plugin-eval``, a controller's command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_skilltrigger.plugin import options, pytest_internals
+from pytest_skilltrigger.plugin.reporter import SkillTriggerReporter, TerminalLines
+from pytest_skilltrigger.plugin.setup import SessionEngine, Setup
+from pytest_skilltrigger.plugin.strategy import DistWork, Strategy
+from pytest_skilltrigger.plugin.xdist import (
+    DIST_KEY,
+    LIMITS_KEY,
+    LOAD_KEY,
+    RUNS_AHEAD_KEY,
+    RunsAheadFile,
+    SharedLimitsFile,
+)
+from pytest_skilltrigger.support.errors import InputError
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.conclusion.outputs import Outputs
+    from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
+    from pytest_skilltrigger.engine.exchange import SessionExchange
+    from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.optimizer.drafting import Draft
+    from pytest_skilltrigger.plugin.html import HtmlColumns
+    from pytest_skilltrigger.plugin.results import ResultTaker, TakeWorkerResult
+    from pytest_skilltrigger.skills.catalog import Found
+
+HTML_PLUGIN = "skilltrigger-html"
+REPORTER_PLUGIN = "skilltrigger-reporter"
+XDIST_PLUGIN = "skilltrigger-xdist"
+
+
+class Controlling(Strategy):
+    """A process with the terminal and the files: it drafts missing eval sets, takes in the
+    results, ends the session and reports."""
+
+    #: the eval sets drafted this session (``--draft-eval-set``), as written
+    drafted: tuple[Draft, ...] = ()
+
+    def __init__(self, setup: Setup, lines: TerminalLines) -> None:
+        self.lines = lines
+        super().__init__(setup, SessionEngine(setup.config, setup, notices=lines.notice))
+        if self.skills.targets:
+            self.end.check_inputs()
+            for target in self.skills.targets:  # shown in the warnings summary, also with -q
+                for warning in target.warnings:
+                    pytest_internals.warn_at_file(self.config, target.skill.skill_md, warning)
+
+    def _found(self) -> Found | None:
+        """The skills in play; with ``--draft-eval-set`` first drafts (and writes) an eval
+        set for each that has none, so they are collected and run in this session. Drafting
+        is a controller's work, done once, before xdist starts any worker."""
+        found = super()._found()
+        if found is None or not self.setup.draft or self.config.option.collectonly:
+            return found
+        # deferred: drafting loads the optimizer, which only a drafting session needs
+        from pytest_skilltrigger.optimizer.drafting import draft_and_write, draft_jobs
+
+        jobs = draft_jobs(self.setup.draft, found.missing, found.targets, self.setup.installed)
+        if not jobs:
+            return found
+        # a bad output path or baseline is an error before any draft is paid for (the
+        # checks that need every skill's eval set come after, in check_inputs)
+        from pytest_skilltrigger.conclusion.session_end import check_before_drafts
+
+        check_before_drafts(self.outputs, self.setup.gates)
+        model = options.improve_model(self.config)
+        self.drafted = tuple(draft_and_write(self.sessions.engine, jobs, model))
+        return super()._found()
+
+    @cached_property
+    def outputs(self) -> Outputs:
+        """The files this session writes (only a controller writes)."""
+        from pytest_skilltrigger.conclusion.outputs import Outputs  # with the skills
+
+        return Outputs(
+            **options.outputs_fields(self.config),
+            step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
+            store_path=self.setup.settings.active_store,
+        )
+
+    @cached_property
+    def end(self) -> SessionEnd:
+        """The end of the session, made with the skills (or when the fixture first reports)."""
+        from pytest_skilltrigger.conclusion.session_end import EndOptions, SessionEnd
+
+        setup, skills = self.setup, self.skills
+        base = str(self.config.invocation_params.dir)
+        end_options = EndOptions(setup.optimize, setup.gates, self.outputs, base)
+        return SessionEnd(skills.targets, skills.routing_sets, setup.settings, end_options)
+
+    @cached_property
+    def html(self) -> HtmlColumns | None:
+        """pytest-html's columns, when it writes a report."""
+        manager = self.config.pluginmanager
+        if not (manager.hasplugin("html") and self.config.getoption("htmlpath", None)):
+            return None
+        from pytest_skilltrigger.plugin.html import HtmlColumns
+
+        gathered = self.end.gathered
+        base = str(self.config.invocation_params.dir)
+        return HtmlColumns(gathered.result_of, lambda: gathered.routing_tables, base)
+
+    @cached_property
+    def taker(self) -> ResultTaker:
+        from pytest_skilltrigger.plugin.results import ResultTaker  # with the skills
+
+        return ResultTaker(
+            self.end, self.sessions, html=self.html, take_worker_result=self._worker_results()
+        )
+
+    def result_taker(self) -> ResultTaker:
+        return self.taker
+
+    def _worker_results(self) -> TakeWorkerResult | None:
+        """Where results other processes sampled are paid for and stored (nowhere: this
+        process samples them all)."""
+        return None
+
+    @property
+    def conclusion(self) -> Conclusion | None:
+        """What the session's end concluded, once it has."""
+        taken: ResultTaker | None = self.__dict__.get("taker")
+        return taken.conclusion if taken is not None else None
+
+    def plugins(self) -> list[tuple[object, str]]:
+        plugins: list[tuple[object, str]] = [
+            (SkillTriggerReporter(self, self.lines), REPORTER_PLUGIN)
+        ]
+        if self.skills.targets and self.html is not None:
+            plugins.append((self.html, HTML_PLUGIN))
+        return plugins
+
+    def finish(self, session: pytest.Session) -> None:
+        """The end of the session (the report also when only the ``skill_trigger`` fixture
+        made calls: its totals say what they cost)."""
+        if self.skills.targets or self.sessions.started is not None:
+            self.taker.finish(session, log=self.lines.write)
+
+
+class LocalRun(Controlling):
+    """A plain run: runs every item in this process and reports on them."""
+
+    def before_items(self, session: pytest.Session) -> None:
+        """Before any item: make the items' runs as message batches (``--trigger-batch``),
+        or start them live, so many are in flight at once."""
+        if self.config.option.collectonly or not self.skills.targets:
+            return  # (the skill_trigger fixture's checks start when a test makes them)
+        engine = self.sessions.engine
+        if self.setup.settings.batch:
+            from pytest_skilltrigger.plugin.items import requests_of_items
+
+            engine.sample_ahead(requests_of_items(session.items, engine.plan))
+        self.runner.start_runs(session.items)
+
+
+class DistControl(Controlling):
+    """The xdist controller: runs no item; counts and stores what the workers sampled, and
+    with ``--trigger-batch`` makes the collected items' runs ahead, as message batches,
+    before xdist hands out the first item."""
+
+    runs_items = False
+
+    def __init__(self, setup: Setup, lines: TerminalLines) -> None:
+        super().__init__(setup, lines)
+        running = bool(self.skills.targets) and not self.config.option.collectonly
+        settings = setup.settings
+        self.runs_ahead_file: RunsAheadFile | None = None
+        self.limits_file: SharedLimitsFile | None = None
+        if running and settings.batch:
+            self.runs_ahead_file = RunsAheadFile()
+        if running and settings.rate_limits.enabled:
+            self.limits_file = SharedLimitsFile()  # the workers keep one rate limit
+        self._made_ahead = False
+
+    def plugins(self) -> list[tuple[object, str]]:
+        from pytest_skilltrigger.plugin.xdist import XdistControlHooks
+
+        return [*super().plugins(), (XdistControlHooks(self), XDIST_PLUGIN)]
+
+    @cached_property
+    def exchange(self) -> SessionExchange:
+        """The engine's side of what crosses between this controller and its workers."""
+        from pytest_skilltrigger.engine.exchange import SessionExchange
+
+        return SessionExchange(self.sessions.engine)
+
+    def start(self, session: pytest.Session) -> None:
+        """Make the engine, and with it each skill's request (a captured Claude Code
+        context is captured and stored here once), before any worker needs it."""
+        super().start(session)
+        engine = self.sessions.started
+        if engine is not None and not engine.no_backend:
+            engine.prepare([t.context() for t in self.skills.targets])
+
+    def worker_input(self) -> dict[str, Any]:
+        """What each worker is told: how xdist distributes (a worker's own ``--dist`` reads
+        "no": the queue peek must know about ``worksteal``), where the shared rate limits
+        and the runs made ahead (``--trigger-batch``) will be."""
+        told: dict[str, Any] = {DIST_KEY: self.config.getoption("dist", "load")}
+        if self.limits_file is not None:
+            told[LIMITS_KEY] = self.limits_file.path
+        if self.runs_ahead_file is not None:
+            told[RUNS_AHEAD_KEY] = self.runs_ahead_file.path
+        return told
+
+    def collected(self, ids: list[str]) -> None:
+        """Once the first worker has collected, and before xdist hands out any item: make
+        the collected items' runs as message batches, for every worker to read."""
+        if self.runs_ahead_file is None or self._made_ahead:
+            return
+        self._made_ahead = True
+        from pytest_skilltrigger.plugin.items import SessionRequests
+
+        engine = self.sessions.engine
+        requests = SessionRequests(self.skills, self.setup.settings.models).of_ids(
+            ids, self.config.rootpath, engine.plan
+        )
+        made = engine.sample_ahead(requests)
+        self.runs_ahead_file.write(self.exchange.export_runs_ahead(made))
+
+    def worker_down(self, output: dict[str, Any]) -> None:
+        """Take a worker's report of the CLI runs it kept in flight (a crashed worker has
+        none)."""
+        data = output.get(LOAD_KEY)
+        if data:
+            self.end.gathered.add_worker_load(data)
+
+    def finish(self, session: pytest.Session) -> None:
+        try:
+            super().finish(session)
+        finally:
+            for shared in (self.runs_ahead_file, self.limits_file):
+                if shared is not None:
+                    shared.remove()
+
+    def _worker_results(self) -> TakeWorkerResult:
+        return self._take_worker_result
+
+    def _take_worker_result(self, context_key: str | None, result: QueryResult, phase: str) -> None:
+        self.exchange.take_worker_result(context_key, result, phase)
+        if self.limits_file is not None:
+            for notice in self.exchange.new_limits(self.limits_file.path):
+                self.lines.notice(notice)
+
+
+def strategy_for(config: pytest.Config) -> Strategy:
+    """The worker's strategy on an xdist worker, the distributing controller's when xdist
+    will distribute (its own test, read the same way), else the plain run's."""
+    if hasattr(config, "workerinput"):
+        return DistWork(Setup(config))
+    # (workers run with the arguments and rootdir the controller settled: checked here)
+    options.check_values_not_taken_for_paths(config)
+    distributing = (
+        config.pluginmanager.hasplugin("xdist")
+        and config.getoption("dist", "no") != "no"
+        and bool(config.getoption("tx", None))
+        and not config.getoption("collectonly")
+    )
+    kind = DistControl if distributing else LocalRun
+    return kind(Setup(config), TerminalLines(config))
+
+
+def export_cases(config: pytest.Config) -> int:
+    """Write every selected skill's cases (each checked before the first is written) and
+    say in one line what was written; a bad input is a one-line usage error."""
+    from pytest_skilltrigger.conclusion.outputs import export_plugin_eval
+
+    try:
+        folder = options.export_plugin_eval(config)
+        options.check_values_not_taken_for_paths(config)
+        setup = Setup(config)
+        paths = setup.selection.paths
+        targets = setup.find(paths).targets if paths else []
+        if folder is None or not targets:
+            raise InputError("--export-plugin-eval", "no skill with an eval set was selected")
+        message = export_plugin_eval(targets, folder)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    sys.stdout.write(message + "\n")
+    return 0

@@ -1,0 +1,212 @@
+"""Everything the plugin shows in pytest's terminal: the header, the engine's notices, the
+progress lines while items run, and the summary.
+
+Registered on the process that has the terminal (a plain run, or the xdist controller), as
+xdist registers its ``TerminalDistReporter``: the control logic computes and decides, and
+writes no terminal text; this plugin reads what it found and formats it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Protocol
+
+import pytest
+
+from pytest_skilltrigger.plugin import pytest_internals
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
+    from pytest_skilltrigger.engine.estimate import Estimate
+    from pytest_skilltrigger.engine.session import Notice, TriggerSession
+    from pytest_skilltrigger.optimizer.drafting import Draft
+    from pytest_skilltrigger.plugin.setup import SessionEngine, Setup, SkillsInPlay
+    from pytest_skilltrigger.reports.terminal import TerminalLine
+
+GATE_FAILED = "gate failed"  # the word pytest's last line counts a failed gate under
+WAITING_EVERY = 30.0  # seconds between two lines on how long runs waited for the rate limit
+
+
+class TerminalLines:
+    """The plugin's lines in pytest's terminal, from any thread.
+
+    A line from another thread while an item runs waits for the item's end: the item's
+    output is captured until then, and the line would be lost.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self._lock = threading.Lock()  # a matrix's batches report from a thread each
+        self._held: list[str] = []
+        self._item_running = False
+        #: the header's estimate of the session's calls (the rate limit's notice times them)
+        self._planned: Estimate | None = None
+
+    def expect(self, planned: Estimate | None) -> None:
+        """The session's estimate, once the header has it."""
+        self._planned = planned
+
+    def notice(self, notice: Notice) -> None:
+        """A notice from the engine, as its line."""
+        from pytest_skilltrigger.reports.terminal import notice_line
+
+        line = notice_line(notice, self._planned)
+        if self._item_running and threading.current_thread() is not threading.main_thread():
+            with self._lock:
+                self._held.append(line)
+        else:
+            self.write(line)
+
+    def item_started(self) -> None:
+        self._item_running = True
+
+    def item_finished(self) -> None:
+        """Write the lines held while the item ran."""
+        self._item_running = False
+        with self._lock:
+            lines, self._held = self._held, []
+        for line in lines:
+            self.write(line)
+
+    def write(self, line: str) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        with self._lock:
+            # after the last progress mark (``[100%]``) the cursor is still on that line,
+            # which write_line does not know under -q: start a line of our own
+            if pytest_internals.line_in_progress(reporter):
+                reporter.write("\n")
+            reporter.write_line(line)
+
+
+class ReportSource(Protocol):
+    """What the reporter reads: a controller's strategy."""
+
+    @property
+    def setup(self) -> Setup: ...
+    @property
+    def skills(self) -> SkillsInPlay: ...
+    @property
+    def sessions(self) -> SessionEngine: ...
+    @property
+    def end(self) -> SessionEnd: ...
+    @property
+    def conclusion(self) -> Conclusion | None: ...
+    @property
+    def drafted(self) -> tuple[Draft, ...]: ...
+
+
+class SkillTriggerReporter:
+    """The header, the progress lines and the summary of the trigger tests."""
+
+    def __init__(self, source: ReportSource, lines: TerminalLines) -> None:
+        self.source = source
+        self.lines = lines
+        self._waited = 0.0  # what the items' runs waited for the rate limit, so far
+        self._waiting_said = float("-inf")
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        skills = self.source.skills
+        if not skills.targets:
+            return []
+        from pytest_skilltrigger.reports.terminal import (
+            not_collected_lines,
+            reading_lines,
+            untested_lines,
+        )
+        from pytest_skilltrigger.skills.skill import reading_note
+
+        not_collected = [(n.folder, n.reason) for n in skills.not_collected]
+        listed = [t.skill for t in skills.targets] + list(skills.untested)
+        notes = [(s.skill_md, note) for s in listed if (note := reading_note(s))]
+        return (
+            self._header_lines()
+            + reading_lines(notes)
+            + untested_lines([s.id for s in skills.untested])
+            + not_collected_lines(not_collected, str(config.invocation_params.dir))
+        )
+
+    def _header_lines(self) -> list[str]:
+        from pytest_skilltrigger.reports.terminal import header_lines
+
+        engine = self.source.sessions.started  # made at session start (not when collecting)
+        settings, count = self.source.setup.settings, len(self.source.skills.targets)
+        if engine is None or engine.no_backend:
+            return header_lines(count, settings, None)
+        estimate = self._estimate(engine)
+        self.lines.expect(estimate)
+        lines = header_lines(count, settings, engine.context_label, estimate, self.source.drafted)
+        load = engine.load()
+        if load is not None:
+            from pytest_skilltrigger.reports.terminal import load_header_line
+
+            lines.append(load_header_line(load))
+        return lines
+
+    def _estimate(self, engine: TriggerSession) -> Estimate | None:
+        """What the session's items (and its improvement rounds, at most) may cost."""
+        from pytest_skilltrigger.plugin.items import SessionRequests
+
+        setup, skills = self.source.setup, self.source.skills
+        requests = SessionRequests(skills, setup.settings.models).of_session(engine.plan)
+        estimate = engine.estimate(requests)
+        if estimate is not None and setup.optimize is not None:
+            from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
+
+            bound = rounds_bound(
+                skills.targets, skills.routing_sets, setup.settings, setup.optimize
+            )
+            estimate = estimate.with_rounds(*bound)
+        return estimate
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.lines.item_started()
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
+        self.lines.item_finished()
+        if self.source.skills.targets:
+            found = self.source.end.gathered.result_of(nodeid)
+            if found is not None:
+                self._say_waiting(sum(o.waited for o in found[1].outcomes))
+
+    def _say_waiting(self, waited: float) -> None:
+        """Every half a minute or so, how long the runs have waited for the rate limit."""
+        self._waited += waited
+        now = time.monotonic()
+        if self._waited >= 1.0 and now - self._waiting_said >= WAITING_EVERY:
+            self._waiting_said = now
+            self.lines.write(
+                f"skilltrigger: runs are waiting on the rate limit: {self._waited:.0f}s so far"
+            )
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        source = self.source
+        conclusion = source.conclusion
+        if source.setup.config.option.collectonly:
+            return
+        if not source.skills.targets and conclusion is None:
+            return
+        lines = source.end.status_lines(source.sessions.started)
+        if conclusion is not None:
+            lines += conclusion.terminal_lines()
+            if conclusion.gate_failures:
+                # pytest's last line counts what its stats hold: "10 passed, 1 gate failed",
+                # not a green "10 passed" on a session that exits 1
+                terminalreporter.stats.setdefault(GATE_FAILED, []).append(conclusion)
+        lines += self._load_summary()
+        for line in lines:
+            if line.separator:
+                terminalreporter.write_sep("=", line.text)
+            else:
+                terminalreporter.write_line(line.text, **({line.style: True} if line.style else {}))
+
+    def _load_summary(self) -> list[TerminalLine]:
+        """How many CLI runs were in flight, here or in the xdist workers (none: no line)."""
+        from pytest_skilltrigger.reports.terminal import TerminalLine, load_summary_line
+
+        load = self.source.end.load(self.source.sessions.started)
+        if load is None or not load.most_in_flight:
+            return []
+        return [TerminalLine(load_summary_line(load))]

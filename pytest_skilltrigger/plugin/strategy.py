@@ -1,0 +1,125 @@
+"""A pytest process's part in the session: the base of the three strategies, and the xdist
+worker's.
+
+The plugin object (:mod:`.session`) holds one strategy per process and hands each hook to
+it, as pytest-cov's plugin hands its hooks to one controller per role: :class:`DistWork` on
+an xdist worker, which runs the items handed to it and stores nothing; on the process with
+the terminal, a controller (:mod:`.control`). A strategy's collaborators (the item runner,
+the result taker, the session's end) are made by it on first use: a project that collects no
+skill makes none of them.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property, partial
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_skilltrigger.plugin.setup import SessionEngine, Setup
+from pytest_skilltrigger.plugin.xdist import LOAD_KEY, RunsAheadReader, share_of, upcoming_items
+
+if TYPE_CHECKING:
+    from pytest_skilltrigger.plugin.results import ResultTaker
+    from pytest_skilltrigger.plugin.running import ItemRunner
+    from pytest_skilltrigger.plugin.setup import SkillsInPlay
+    from pytest_skilltrigger.skills.catalog import Found
+
+
+class Strategy:
+    """A process's part in the session: its skills in play and its engine."""
+
+    def __init__(self, setup: Setup, sessions: SessionEngine) -> None:
+        self.setup = setup
+        self.sessions = sessions
+        self.skills: SkillsInPlay = setup.in_play(self._found())
+
+    @property
+    def config(self) -> pytest.Config:
+        return self.setup.config
+
+    def _found(self) -> Found | None:
+        paths = self.setup.selection.paths
+        return self.setup.find(paths) if paths else None
+
+    #: whether this process runs items (the xdist controller runs none)
+    runs_items = True
+
+    def item_runner(self, *, made_only: bool = False) -> ItemRunner | None:
+        """What runs this process's items (None: it runs none; with ``made_only``, none was
+        needed yet: a project's own test's report then costs nothing)."""
+        if not self.runs_items or (made_only and "runner" not in self.__dict__):
+            return None
+        return self.runner
+
+    @cached_property
+    def runner(self) -> ItemRunner:
+        """This process's item runner, made on first use."""
+        return item_runner_for(self)
+
+    def result_taker(self) -> ResultTaker | None:
+        """What takes in the items' results (None: the reports carry them elsewhere)."""
+        return None
+
+    def plugins(self) -> list[tuple[object, str]]:
+        """The plugins this strategy needs beside the plugin object, with their names."""
+        return []
+
+    def start(self, session: pytest.Session) -> None:
+        """With skills in play the engine is made now, before collection and the run loop:
+        every later hook finds it ready (a run that only collects does without). Without a
+        backend, ``--trigger-require-backend`` ends the session here with one line, instead
+        of an error for every item."""
+        if not self.skills.targets or self.config.option.collectonly:
+            return
+        # the engine's module is loaded by now: its error type costs nothing more
+        from pytest_skilltrigger.support.errors import InputError
+
+        try:
+            reason = self.sessions.engine.no_backend
+        except InputError as exc:  # a backend nobody makes: bad input, before any call
+            raise pytest.UsageError(str(exc)) from None
+        if reason and self.setup.gates.require_backend:
+            raise pytest.UsageError(
+                f"no backend can run the trigger tests: {reason} (--trigger-require-backend is set)"
+            )
+
+    def before_items(self, session: pytest.Session) -> None:
+        """Before the first item: nothing, but where this process runs every item."""
+
+    def finish(self, session: pytest.Session) -> None:
+        """The end of this process's part of the session."""
+
+
+def item_runner_for(strategy: Strategy, **how: Any) -> ItemRunner:
+    """An item runner for the strategy's skills and engine (``how``: its keywords)."""
+    # deferred: the items' module loads the model layer, which a project without skills
+    # never needs
+    from pytest_skilltrigger.plugin.running import ItemRunner
+
+    return ItemRunner(strategy.setup, strategy.skills, strategy.sessions, **how)
+
+
+class DistWork(Strategy):
+    """An xdist worker: runs the items handed to it and stores nothing (the controller
+    stores what the reports carry); starts the runs of the items queued behind the current
+    one, and keeps only its share of the session's runs in flight and of its budget."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.workerinput: dict[str, Any] = getattr(setup.config, "workerinput", {})
+        share = partial(share_of, self.workerinput)
+        super().__init__(setup, SessionEngine(setup.config, setup, share=share))
+
+    @cached_property
+    def runner(self) -> ItemRunner:
+        reader = RunsAheadReader(self.workerinput)
+        return item_runner_for(self, upcoming=upcoming_items, before_runs=reader.take)
+
+    def finish(self, session: pytest.Session) -> None:
+        """Tell the controller how many CLI runs were in flight here (it has the terminal
+        and writes the JSON)."""
+        engine = self.sessions.started
+        load = engine.load() if engine is not None else None
+        output = getattr(self.config, "workeroutput", None)
+        if load is not None and load.most_in_flight and output is not None:
+            output[LOAD_KEY] = load.to_dict()
