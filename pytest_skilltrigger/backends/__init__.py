@@ -48,6 +48,7 @@ def backend_choice(settings: Settings, purpose: Purpose = "trigger") -> str:
     plain request being cheaper and faster there than a CLI process, else the trigger
     backend: a user with only a Claude Code login still gets proposals, through the CLI.
     """
+    # deferred: the SDK client loads anthropic, only when a run is made
     from pytest_skilltrigger.backends.api.sdk_client import credentials_configured
 
     if purpose == "ask" and credentials_configured():
@@ -85,7 +86,7 @@ def builtin_backend(name: str, settings: Settings, parts: BackendParts) -> Trigg
     """The backends built in: the Messages API (``anthropic``) and the Claude Code CLI
     (``claude-code``); None for another name."""
     if name == "anthropic":
-        from pytest_skilltrigger.backends.api.backend import AnthropicBackend  # the SDK
+        from pytest_skilltrigger.backends.api.backend import AnthropicBackend  # deferred: the SDK
 
         captures = _captures(settings, parts.captures) if parts.purpose == "trigger" else None
         return AnthropicBackend(
@@ -110,6 +111,7 @@ def make_backend(
     raise :class:`BackendUnavailable`. ``reuse`` is a backend already made (the trigger
     backend, when asking): returned as it is when it is the one chosen."""
     if parts.purpose == "ask" and reuse is not None:
+        # deferred: the SDK client loads anthropic, only when a run is made
         from pytest_skilltrigger.backends.api.sdk_client import credentials_configured
 
         # the trigger backend answers, whatever it is (a caller's own too), unless a plain
@@ -131,6 +133,7 @@ def make_backend(
 
 def _cli(settings: Settings) -> ClaudeCodeBackend:
     """The Claude Code backend the settings describe (it also captures requests)."""
+    # deferred: the CLI backend's modules, only when it is the one made
     from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 
     return ClaudeCodeBackend(
@@ -153,6 +156,7 @@ def _captures(settings: Settings, store: CaptureStore | None) -> Captures | None
             f"--trigger-context claude-code: no claude CLI found ({wanted_bin} on PATH or "
             "--claude-bin)"
         )
+    # deferred: the capture runs the CLI, only for a captured context
     from pytest_skilltrigger.backends.capture import Captures
 
     return Captures(lambda: _cli(settings), store)

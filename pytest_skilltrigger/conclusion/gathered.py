@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.engine.load_governor import LoadReport
 from pytest_skilltrigger.model.outcome import QueryResult, routing_verdict
 from pytest_skilltrigger.reports.json_report import compact
 from pytest_skilltrigger.reports.routing_table import (
@@ -49,7 +50,6 @@ class Gathered:
 
     def add_worker_load(self, data: dict[str, Any]) -> None:
         """An xdist worker's report of the CLI runs it kept in flight, as it crossed."""
-        from pytest_skilltrigger.engine.load_governor import LoadReport
 
         self.worker_loads.append(LoadReport.from_dict(data))
 

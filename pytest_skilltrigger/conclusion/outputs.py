@@ -16,8 +16,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.reports.json_report import dumps
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.plugin_eval.write import check_plugin_eval, write_plugin_eval
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
 from pytest_skilltrigger.support.errors import InputError
 
@@ -106,8 +108,6 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
     """``--export-plugin-eval``: every target's eval set as ``claude plugin eval`` cases in
     ``folder``, each skill's checked before the first file is written; what was written, in
     a line."""
-    from pytest_skilltrigger.model.formatting import display_path
-    from pytest_skilltrigger.skills.plugin_eval.write import check_plugin_eval, write_plugin_eval
 
     check_plugin_eval(folder, [(target.name, target.eval_set) for target in targets])
     written = [

@@ -14,8 +14,12 @@ from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.conclusion.gathered import Gathered
 from pytest_skilltrigger.conclusion.outputs import Outputs
+from pytest_skilltrigger.engine.load_governor import side_by_side
 from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
+from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
+from pytest_skilltrigger.optimizer.accept import accept_all
+from pytest_skilltrigger.optimizer.split import split_problem
 from pytest_skilltrigger.reports.analysis import (
     Baseline,
     Comparison,
@@ -25,11 +29,13 @@ from pytest_skilltrigger.reports.analysis import (
     verdicts_of,
 )
 from pytest_skilltrigger.reports.json_report import report_json
+from pytest_skilltrigger.reports.markdown import render_markdown
 from pytest_skilltrigger.reports.session_report import ReportContext, SessionReport, build_report
-from pytest_skilltrigger.reports.terminal import TerminalLine, comparison_lines
+from pytest_skilltrigger.reports.terminal import TerminalLine, comparison_lines, summary_lines
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.errors import InputError
+from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
@@ -52,7 +58,6 @@ class Conclusion:
 
     def terminal_lines(self) -> list[TerminalLine]:
         """The summary, the changes against the baseline and the failed gates."""
-        from pytest_skilltrigger.reports.terminal import summary_lines
 
         lines = []
         if self.report.has_results:
@@ -110,8 +115,6 @@ class SessionEnd:
         be used, a baseline that is not a report."""
         self.outputs.check(rewritten=self.targets if self.optimizer else ())
         if self.optimizer is not None:
-            from pytest_skilltrigger.optimizer.split import split_problem
-
             for target in self.targets:
                 problem = split_problem(
                     target.eval_set.entries, self.optimizer.holdout, self.optimizer.seed
@@ -121,13 +124,13 @@ class SessionEnd:
         if self.gates.baseline_path:
             self.baseline = load_baseline(self.gates.baseline_path)
         if self.settings.active_store:  # once every other input is known good
+            # deferred: sqlite3, only when a store is used
             from pytest_skilltrigger.engine.store import prepare_store
 
             prepare_store(self.settings.active_store)
 
     def status_lines(self, engine: TriggerSession | None) -> list[TerminalLine]:
         """What kept the trigger tests from running, and queries the budget skipped."""
-        from pytest_skilltrigger.model.prices import format_usd
 
         lines: list[TerminalLine] = []
         if not self.targets:
@@ -162,8 +165,6 @@ class SessionEnd:
             self._write_results_page(report)
         self._gate(conclusion)
         if report.has_results:
-            from pytest_skilltrigger.reports.markdown import render_markdown
-
             self.outputs.append_step_summary(render_markdown(report, self.gates.min_accuracy))
         return conclusion
 
@@ -172,10 +173,9 @@ class SessionEnd:
     ) -> tuple[dict[str, RoundsRecord] | None, bool]:
         """The improvement rounds after every item is done; SKILL.md files are written from
         their outcomes once all rounds are over. Whether they were interrupted."""
+        # deferred: the optimizer, only for --optimize-description
         from pytest_skilltrigger.conclusion.round_files import RoundFiles
-        from pytest_skilltrigger.optimizer.accept import accept_all
         from pytest_skilltrigger.optimizer.driver import OptimizationDriver
-        from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
         assert self.optimizer is not None  # the caller checked
         if engine.no_backend:
@@ -205,7 +205,6 @@ class SessionEnd:
     def load(self, engine: TriggerSession | None) -> LoadReport | None:
         """How many claude-code runs were in flight: this process's if it made any, else its
         xdist workers' together (None: no CLI run was made)."""
-        from pytest_skilltrigger.engine.load_governor import side_by_side
 
         here = engine.load() if engine is not None else None
         if here is not None and here.most_in_flight:
@@ -232,6 +231,7 @@ class SessionEnd:
         ``--trigger-results-dir`` a time-stamped folder holding it and the JSON."""
         if not (self.outputs.report_path or self.outputs.results_dir):
             return
+        # deferred: jinja2, only when a page is written
         from pytest_skilltrigger.reports.html_pages import render_results_page
 
         page = render_results_page(report)

@@ -29,6 +29,7 @@ from pytest_skilltrigger.backends import (
 from pytest_skilltrigger.backends.api.rate_limit import FileLimits, MemoryLimits, RateLimiter
 from pytest_skilltrigger.engine.asker import Asker, unavailable
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
+from pytest_skilltrigger.engine.estimate import combined, estimate_session
 from pytest_skilltrigger.engine.lanes import Lane, LaneParts, Lanes, lane_backends
 from pytest_skilltrigger.engine.run_sources.batches import BatchRuns, drain_lanes
 from pytest_skilltrigger.engine.sampler import Ahead, RunsAhead
@@ -196,7 +197,6 @@ class TriggerSession:
         """What these samplings may cost, each in its model's lane, before any call: the runs
         each still needs after the stored runs it starts from (none for a rerun of unchanged
         skills); None without a backend or when a request cannot be sized."""
-        from pytest_skilltrigger.engine.estimate import combined, estimate_session
 
         if self.lanes is None:
             return None

@@ -72,6 +72,8 @@ def backend_name(value: object) -> str | None:
 
 
 def _rate_limit_problem(value: object) -> str | None:
+    # deferred: only a given --trigger-rate-limit is checked, and a run without one (every
+    # project without skills) never loads the limits' model
     from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 
     try:

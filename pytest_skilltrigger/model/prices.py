@@ -18,6 +18,7 @@ above 100k prompt tokens, and claude-sonnet-5-5's cache read of $0.10, down from
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Iterable
@@ -137,7 +138,6 @@ def did_you_mean(model: str | None) -> str:
     one it knows is close to (a typo, a dot for a dash); empty otherwise."""
     if not model or price_of(model) is not None:
         return ""
-    import difflib  # only when a model id is wrong
 
     close = difflib.get_close_matches(model.replace(".", "-"), PRICES_PER_MTOK, n=1, cutoff=0.75)
     return f"did you mean {close[0]}?" if close else ""

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from pytest_skilltrigger.model.context import ListedSkill
+from pytest_skilltrigger.model.formatting import describe_chosen
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.optimizer.proposer import Competition
 from pytest_skilltrigger.optimizer.split import split_entries
@@ -165,7 +166,6 @@ def taken_lines(
     """What a description gets wrong among the folder's queries, one sentence each: a
     sibling's request it takes, a routed request it takes or leaves (for the proposer, the
     JSON history and the HTML report)."""
-    from pytest_skilltrigger.model.formatting import describe_chosen
 
     lines = []
     for item, result in zip(cross, results, strict=True):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.plugin import options
+from pytest_skilltrigger.plugin import hookspecs, options
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.backends import BackendParts, TriggerBackend
@@ -23,7 +23,8 @@ PLUGIN = "skilltrigger-session"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_skilltrigger.plugin import hookspecs  # only pytest: as cheap as this module
+    # deferred: the entry point loads in every pytest run, before any option is known; the
+    # rest of the plugin loads in the hooks that need it
 
     pluginmanager.add_hookspecs(hookspecs)
 
@@ -49,13 +50,14 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     cases and ends, with no session, no worker and no call."""
     if not options.value(config, "--export-plugin-eval"):
         return None
-    from pytest_skilltrigger.plugin.control import export_cases  # only this command's
+    from pytest_skilltrigger.plugin.control import export_cases  # deferred: this command's
 
     return export_cases(config)
 
 
 @pytest.hookimpl(trylast=True)  # after the cache plugin: the store's default lives there
 def pytest_configure(config: pytest.Config) -> None:
+    # deferred: the entry point loads for every pytest command (--version, --help too)
     from pytest_skilltrigger.plugin.control import strategy_for
     from pytest_skilltrigger.plugin.session import SkillTriggerPlugin
     from pytest_skilltrigger.support.errors import InputError

@@ -85,7 +85,7 @@ class Controlling(Strategy):
     @cached_property
     def outputs(self) -> Outputs:
         """The files this session writes (only a controller writes)."""
-        from pytest_skilltrigger.conclusion.outputs import Outputs  # with the skills
+        from pytest_skilltrigger.conclusion.outputs import Outputs  # deferred: with the skills
 
         return Outputs(
             **options.outputs_fields(self.config),
@@ -96,6 +96,7 @@ class Controlling(Strategy):
     @cached_property
     def end(self) -> SessionEnd:
         """The end of the session, made with the skills (or when the fixture first reports)."""
+        # deferred: the conclusion layer, only with a skill in play
         from pytest_skilltrigger.conclusion.session_end import EndOptions, SessionEnd
 
         setup, skills = self.setup, self.skills
@@ -109,6 +110,7 @@ class Controlling(Strategy):
         manager = self.config.pluginmanager
         if not (manager.hasplugin("html") and self.config.getoption("htmlpath", None)):
             return None
+        # optional: pytest-html's columns, only when it writes a report
         from pytest_skilltrigger.plugin.html import HtmlColumns
 
         gathered = self.end.gathered
@@ -117,7 +119,7 @@ class Controlling(Strategy):
 
     @cached_property
     def taker(self) -> ResultTaker:
-        from pytest_skilltrigger.plugin.results import ResultTaker  # with the skills
+        from pytest_skilltrigger.plugin.results import ResultTaker  # deferred: with the skills
 
         return ResultTaker(
             self.end, self.sessions, html=self.html, take_worker_result=self._worker_results()
@@ -162,6 +164,7 @@ class LocalRun(Controlling):
             return  # (the skill_trigger fixture's checks start when a test makes them)
         engine = self.sessions.engine
         if self.setup.settings.batch:
+            # deferred: the items load the model layer, only with a skill in play
             from pytest_skilltrigger.plugin.items import requests_of_items
 
             engine.sample_ahead(requests_of_items(session.items, engine.plan))
@@ -188,6 +191,7 @@ class DistControl(Controlling):
         self._made_ahead = False
 
     def plugins(self) -> list[tuple[object, str]]:
+        # deferred: xdist's part, only under xdist
         from pytest_skilltrigger.plugin.xdist import XdistControlHooks
 
         return [*super().plugins(), (XdistControlHooks(self), XDIST_PLUGIN)]
@@ -195,6 +199,7 @@ class DistControl(Controlling):
     @cached_property
     def exchange(self) -> SessionExchange:
         """The engine's side of what crosses between this controller and its workers."""
+        # deferred: the engine, only with a skill in play
         from pytest_skilltrigger.engine.exchange import SessionExchange
 
         return SessionExchange(self.sessions.engine)
@@ -224,6 +229,7 @@ class DistControl(Controlling):
         if self.runs_ahead_file is None or self._made_ahead:
             return
         self._made_ahead = True
+        # deferred: the items load the model layer, only with a skill in play
         from pytest_skilltrigger.plugin.items import SessionRequests
 
         engine = self.sessions.engine
@@ -278,6 +284,7 @@ def strategy_for(config: pytest.Config) -> Strategy:
 def export_cases(config: pytest.Config) -> int:
     """Write every selected skill's cases (each checked before the first is written) and
     say in one line what was written; a bad input is a one-line usage error."""
+    # deferred: the conclusion layer, only with a skill in play
     from pytest_skilltrigger.conclusion.outputs import export_plugin_eval
 
     try:

@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.model.formatting import (
     describe_chosen,
+    display_path,
     escape_html,
     format_interval,
     format_ratio,
 )
+from pytest_skilltrigger.reports.html_pages import render_extra, render_routing_section
+from pytest_skilltrigger.reports.json_report import dumps
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import QueryResult
@@ -78,8 +81,6 @@ def extra_html(payload: dict[str, Any]) -> str:
         rows.append(("Skipped", payload["skipped"]))
     for key, value in payload["extra"].items():
         rows.append((f"extra: {key}", value))
-    from pytest_skilltrigger.reports.html_pages import render_extra
-    from pytest_skilltrigger.reports.json_report import dumps
 
     return render_extra(rows, dumps(payload))
 
@@ -103,8 +104,6 @@ class HtmlColumns:
     ) -> None:
         """The routing tables under the summary (the report is built by then: the
         controller's sessionfinish runs before pytest-html's)."""
-        from pytest_skilltrigger.model.formatting import display_path
-        from pytest_skilltrigger.reports.html_pages import render_routing_section
 
         postfix.extend(
             render_routing_section(
@@ -122,6 +121,7 @@ class HtmlColumns:
         Appends rather than replaces so extras from the user's own hooks or the ``extras``
         fixture are kept.
         """
+        # optional: pytest-html, importable only when installed
         from pytest_html import extras
 
         payload = extra_payload(target, index, result)

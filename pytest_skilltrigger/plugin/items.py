@@ -17,11 +17,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
+from pytest_skilltrigger.model.formatting import describe_chosen, format_interval
+from pytest_skilltrigger.model.outcome import routing_verdict
 from pytest_skilltrigger.plugin import wire
+from pytest_skilltrigger.skills.evalset import EvalEntry
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -64,7 +68,6 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     """What a failing item prints: query, expectation, what the runs settled (or that chance
     decides it: borderline), the rate with its interval, what was chosen, and the exact
     listing line the model saw for the skill."""
-    from pytest_skilltrigger.model.formatting import describe_chosen
 
     expected = "trigger" if result.should_trigger else "not trigger"
     if result.unlisted:
@@ -97,7 +100,6 @@ def invoked_lines(result: QueryResult, context: TriggerContext) -> str:
 def verdict_text(result: QueryResult) -> str:
     """What the runs say, with the rate's interval: settled on one side of the threshold, or
     borderline (sampled to the end without settling: chance decides each run)."""
-    from pytest_skilltrigger.model.formatting import format_interval
 
     interval = format_interval(result.interval, result.rule.confidence)
     if result.borderline:
@@ -143,9 +145,6 @@ def routing_request(
 ) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
     """What a routing entry samples on ``model`` (its item's, and a batch's before the items
     run)."""
-    from dataclasses import replace
-
-    from pytest_skilltrigger.skills.evalset import EvalEntry
 
     # a context of a skill the model is shown (the listing is the folder's in every one)
     listed = [c for c in contexts.values() if c.model_invocable]
@@ -371,9 +370,6 @@ class RoutingItem(SamplingItem):
         return routing_request(self.routing, self.contexts, self.routing_entry, plan, self.model)
 
     def failure(self, result: QueryResult) -> str | None:
-        from pytest_skilltrigger.model.formatting import describe_chosen
-        from pytest_skilltrigger.model.outcome import routing_verdict
-
         expected = self.routing_entry.expected_skill
         if routing_verdict(expected, result):
             return None

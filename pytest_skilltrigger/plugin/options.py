@@ -105,6 +105,7 @@ def _fields(config: pytest.Config, holder: Holder) -> dict[str, Any]:
 
 def settings_from_config(config: pytest.Config) -> Settings:
     """Build and validate the engine settings; InputError names the bad option."""
+    # deferred: the settings' checks load the price table, only when an option is read
     from pytest_skilltrigger.model.settings import Settings, default_store_path
 
     fields = _fields(config, "settings")
@@ -175,6 +176,7 @@ def outputs_fields(config: pytest.Config) -> dict[str, Any]:
 
 def gates(config: pytest.Config) -> Gates:
     """Read and check the gating options; InputError names the bad one."""
+    # deferred: the settings' checks load the price table, only when an option is read
     from pytest_skilltrigger.model.settings import Gates
 
     return Gates(**_fields(config, "gates")).validated()
@@ -219,6 +221,7 @@ def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
     """The optimizer's options when ``--optimize-description`` is given, validated."""
     if not value(config, "--optimize-description"):
         return None
+    # deferred: the settings' checks load the price table, only when an option is read
     from pytest_skilltrigger.model.settings import OptimizerSettings
 
     return OptimizerSettings(**_fields(config, "optimizer")).validated()

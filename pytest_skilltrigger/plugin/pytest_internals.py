@@ -53,6 +53,7 @@ def warn_at_file(config: pytest.Config, path: str, text: str) -> None:
     ``-W`` values of the parsed arguments.
     """
     try:
+        # private: may be missing in another pytest (then the fallback)
         from _pytest.config import apply_warning_filters
     except ImportError:  # another pytest: the warning is located at this module instead
         config.issue_config_time_warning(pytest.PytestConfigWarning(f"{path}: {text}"), 2)
@@ -83,6 +84,7 @@ def setup_from_args(config: pytest.Config) -> tuple[Path, Path | None] | None:
     ``determine_setup`` says what it would have chosen from the same arguments.
     """
     try:
+        # private: may be missing in another pytest (then the fallback)
         from _pytest.config.findpaths import determine_setup
 
         rootpath, inipath, *_ = determine_setup(
@@ -101,6 +103,7 @@ def xdist_supported() -> bool:
     """Whether the installed xdist is one whose worker queue :func:`xdist_worker_queue`
     was written for."""
     try:
+        # optional: pytest-xdist may not be installed
         import xdist
     except ImportError:  # pragma: no cover - xdist is a dependency
         return False

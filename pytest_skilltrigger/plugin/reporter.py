@@ -49,6 +49,7 @@ class TerminalLines:
 
     def notice(self, notice: Notice) -> None:
         """A notice from the engine, as its line."""
+        # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import notice_line
 
         line = notice_line(notice, self._planned)
@@ -111,11 +112,14 @@ class SkillTriggerReporter:
         skills = self.source.skills
         if not skills.targets:
             return []
+        # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import (
             not_collected_lines,
             reading_lines,
             untested_lines,
         )
+
+        # deferred: the skills layer, only with a skill in play
         from pytest_skilltrigger.skills.skill import reading_note
 
         not_collected = [(n.folder, n.reason) for n in skills.not_collected]
@@ -129,6 +133,7 @@ class SkillTriggerReporter:
         )
 
     def _header_lines(self) -> list[str]:
+        # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import header_lines
 
         engine = self.source.sessions.started  # made at session start (not when collecting)
@@ -140,6 +145,7 @@ class SkillTriggerReporter:
         lines = header_lines(count, settings, engine.context_label, estimate, self.source.drafted)
         load = engine.load()
         if load is not None:
+            # deferred: the reports layer, only with a skill in play
             from pytest_skilltrigger.reports.terminal import load_header_line
 
             lines.append(load_header_line(load))
@@ -147,12 +153,14 @@ class SkillTriggerReporter:
 
     def _estimate(self, engine: TriggerSession) -> Estimate | None:
         """What the session's items (and its improvement rounds, at most) may cost."""
+        # deferred: the items load the model layer, only with a skill in play
         from pytest_skilltrigger.plugin.items import SessionRequests
 
         setup, skills = self.source.setup, self.source.skills
         requests = SessionRequests(skills, setup.settings.models).of_session(engine.plan)
         estimate = engine.estimate(requests)
         if estimate is not None and setup.optimize is not None:
+            # deferred: the optimizer, only for --optimize-description
             from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
 
             bound = rounds_bound(
@@ -204,6 +212,7 @@ class SkillTriggerReporter:
 
     def _load_summary(self) -> list[TerminalLine]:
         """How many CLI runs were in flight, here or in the xdist workers (none: no line)."""
+        # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import TerminalLine, load_summary_line
 
         load = self.source.end.load(self.source.sessions.started)

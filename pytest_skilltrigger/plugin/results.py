@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilltrigger.conclusion.gathered import junit_properties
 from pytest_skilltrigger.plugin import wire
 
 if TYPE_CHECKING:
@@ -90,6 +91,4 @@ class ResultTaker:
 
 
 def _properties(result: QueryResult) -> list[tuple[str, Any]]:
-    from pytest_skilltrigger.conclusion.gathered import junit_properties
-
     return junit_properties(result)

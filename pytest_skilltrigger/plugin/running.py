@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilltrigger.model.outcome import TriggerCheck
+from pytest_skilltrigger.model.verdict import with_runs
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
@@ -21,6 +23,9 @@ from pytest_skilltrigger.plugin.items import (
     SkillFile,
     TriggerRunError,
 )
+from pytest_skilltrigger.skills.catalog import load_context
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
@@ -159,11 +164,6 @@ class ItemRunner:
     ) -> TriggerCheck:
         """The ``skill_trigger`` fixture's work: sample one query for one skill. A relative
         ``path`` is read from rootdir (where the ``skill_paths`` ini key's are read from)."""
-        from pytest_skilltrigger.model.outcome import TriggerCheck
-        from pytest_skilltrigger.model.verdict import with_runs
-        from pytest_skilltrigger.skills.catalog import load_context
-        from pytest_skilltrigger.skills.evalset import EvalEntry
-        from pytest_skilltrigger.support.errors import InputError
 
         self._check_available()
         if (runs is not None and runs < 1) or (threshold is not None and not 0 <= threshold <= 1):

@@ -59,13 +59,14 @@ class Setup:
     def installed(self) -> tuple[ListedSkill, ...]:
         """The ``--trigger-extra-skills`` skills, listed before the project's in every
         context: the items', the fixture's and a draft's."""
-        from pytest_skilltrigger.skills.catalog import load_installed  # the skills layer
+        from pytest_skilltrigger.skills.catalog import load_installed  # deferred: yaml
 
         return load_installed(options.extra_skill_paths(self.config))
 
     def find(self, paths: list[str]) -> Found:
         """The skills under ``paths`` with their eval sets, and those without one (with
         ``--draft-eval-set`` a controller drafts theirs)."""
+        # deferred: the skills layer loads yaml, only when skills are read
         from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
         target_options = TargetOptions(
@@ -81,6 +82,7 @@ class Setup:
         with the routing sets of their folders; pytest's arguments then reach them."""
         skills = SkillsInPlay()
         if found is not None:
+            # deferred: the skills layer loads yaml, only when skills are read
             from pytest_skilltrigger.skills.catalog import load_routing_sets
 
             routing = load_routing_sets(found.targets, self.selection.paths, found.missing)

@@ -18,6 +18,7 @@ import pytest
 
 from pytest_skilltrigger.plugin.setup import SessionEngine, Setup
 from pytest_skilltrigger.plugin.xdist import LOAD_KEY, RunsAheadReader, share_of, upcoming_items
+from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.plugin.results import ResultTaker
@@ -73,7 +74,6 @@ class Strategy:
         if not self.skills.targets or self.config.option.collectonly:
             return
         # the engine's module is loaded by now: its error type costs nothing more
-        from pytest_skilltrigger.support.errors import InputError
 
         try:
             reason = self.sessions.engine.no_backend

@@ -74,7 +74,7 @@ def decode(report: Any) -> list[Record]:
     data = getattr(report, ATTRIBUTE, None)
     if not data or not isinstance(data, list):
         return []
-    from pytest_skilltrigger.model.outcome import QueryResult  # only once a skill ran
+    from pytest_skilltrigger.model.outcome import QueryResult  # deferred: once a skill ran
 
     records: list[Record] = []
     for item in data:

@@ -47,6 +47,7 @@ class RunsAheadFile:
 
     def write(self, exported: dict[str, Any]) -> None:
         """Write the exported runs (``SessionExchange.export_runs_ahead``)."""
+        # deferred: the atomic writer loads the interrupt guard, which a worker never needs
         from pytest_skilltrigger.support.atomic import atomic_write_text
 
         atomic_write_text(self.path, json.dumps(exported))
@@ -72,6 +73,7 @@ class RunsAheadReader:
             if self.path:
                 self._take(engine, str(self.path))
         if self._missing:
+            # deferred: the items load the model layer, only with a skill in play
             from pytest_skilltrigger.plugin.items import TriggerRunError
 
             raise TriggerRunError(self._missing)
@@ -85,6 +87,7 @@ class RunsAheadReader:
                 "--trigger-batch needs workers on the controller's host"
             )
             return
+        # deferred: the engine, only when a worker samples
         from pytest_skilltrigger.engine.exchange import SessionExchange
 
         with open(path, encoding="utf-8") as handle:
@@ -96,6 +99,7 @@ class SharedLimitsFile:
     """The rate limits the workers share, in a file of a private temporary folder."""
 
     def __init__(self) -> None:
+        # deferred: the API backend, only when rate limits are shared
         from pytest_skilltrigger.backends.api.rate_limit import shared_limits_file
 
         self.folder = tempfile.mkdtemp(prefix="skilltrigger-limits-")
@@ -108,6 +112,7 @@ class SharedLimitsFile:
 def share_of(workerinput: dict[str, Any]) -> ProcessShare:
     """A worker's place among the session's workers (``gw3`` of 4 is ``(3, 4)``), with the
     file of the rate limits they share."""
+    # deferred: the engine, only when a worker samples
     from pytest_skilltrigger.engine.share import ProcessShare
 
     workerid = str(workerinput.get("workerid", "gw0"))

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
     """The templates shipped in the package, autoescaped, undefined names an error."""
+    # deferred: jinja2, only when a page is rendered
     import jinja2
 
     return jinja2.Environment(

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.model.listing_budget import BARE, ListingFit, fit_of
 from pytest_skilltrigger.model.prices import PHASES, Price, Spend, total_of
 from pytest_skilltrigger.model.verdict import Rule
@@ -121,7 +122,6 @@ class SessionReport:
 
     def folder_label(self, folder: str) -> str:
         """A folder as the person who ran pytest reads it."""
-        from pytest_skilltrigger.model.formatting import display_path
 
         return display_path(folder, self.base)
 

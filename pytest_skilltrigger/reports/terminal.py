@@ -287,7 +287,6 @@ def comparison_lines(comparison: Comparison, path: str) -> list[TerminalLine]:
     """What the baseline held and what was compared, each query whose settled verdict
     changed, each change within the noise, then each skill's verdict against the baseline (a
     paired test on its changed queries)."""
-    from pytest_skilltrigger.model.formatting import display_path
 
     lines: list[TerminalLine] = [TerminalLine(comparison.line(display_path(path)))]
     for label, changes in (
@@ -344,7 +343,6 @@ def untested_lines(names: Sequence[str]) -> list[str]:
 def reading_lines(notes: Sequence[tuple[str, str]]) -> list[str]:
     """What Claude Code reads differently from what a SKILL.md means (``(path, note)``),
     before any call: the text tested, and how to fix the file."""
-    from pytest_skilltrigger.model.formatting import display_path
 
     return [f"skilltrigger: {display_path(path)}: {note}" for path, note in notes]
 
@@ -354,7 +352,6 @@ def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = Non
     then one per case with why (its folder as the person running pytest reads it)."""
     if not cases:
         return []
-    from pytest_skilltrigger.model.formatting import display_path
 
     lines = [f"skilltrigger: {len(cases)} claude plugin eval case(s) not collected:"]
     lines += [f"  {display_path(folder, base)}: {reason}" for folder, reason in cases]

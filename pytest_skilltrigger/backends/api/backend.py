@@ -207,6 +207,7 @@ class AnthropicBackend:
 
     def batches(self) -> MessageBatches:
         """Trigger runs as message batches on this backend's client (``--trigger-batch``)."""
+        # deferred: the batches' module, only with --trigger-batch
         from pytest_skilltrigger.backends.api.message_batches import MessageBatches
 
         return MessageBatches(self)

@@ -159,7 +159,7 @@ class MessageBatches:
         batch); retried here only when the API answered that it did not take it (429, 529).
         Any other failure fails the wave (its queries error); a 401, 403 or 404 stops the
         session, as a live run's does."""
-        from anthropic.types.messages import MessageBatch  # the SDK is loaded by now
+        from anthropic.types.messages import MessageBatch  # deferred: the SDK, loaded by now
 
         connection = self.backend.connection
         client = connection.client().with_options(max_retries=0, timeout=CREATE_TIMEOUT)

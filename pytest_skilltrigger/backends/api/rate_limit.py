@@ -142,6 +142,7 @@ def _locked(path: str) -> Iterator[Any]:
     """The file, open for reading and writing, locked against the other processes."""
     with open(path, "a+", encoding="utf-8") as handle:
         try:
+            # optional: POSIX only, and only for limits shared between processes
             import fcntl
         except ImportError:  # pragma: no cover - Windows: the processes pace apart
             yield handle

@@ -16,6 +16,7 @@ the run has left.
 from __future__ import annotations
 
 import contextlib
+import gc
 import inspect
 import os
 import threading
@@ -40,6 +41,7 @@ def credentials_configured() -> bool:
     """True when the SDK would find credentials (env key or token, or a configured profile)."""
     if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"):
         return True  # the common case, decided without importing the SDK
+    # deferred: the SDK is heavy to import, and loads with the first call
     import anthropic
 
     try:
@@ -61,11 +63,11 @@ def _import_sdk() -> ModuleType:
     live as long as the process; left in the generations, every later full collection (in the
     run loop, pytest's at unconfigure, the interpreter's at exit) walks them again. Measured by
     ``benchmarks/bench_client_cpu.py``."""
-    import gc
 
     enabled = gc.isenabled()
     gc.disable()
     try:
+        # deferred: the SDK is heavy to import, and loads with the first call
         import anthropic
     finally:
         if enabled:
