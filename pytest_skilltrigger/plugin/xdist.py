@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
 
@@ -28,7 +28,6 @@ from pytest_skilltrigger.plugin import pytest_internals
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.engine.share import ProcessShare
-    from pytest_skilltrigger.plugin.control import DistControl
 
 # workerinput keys
 DIST_KEY = "skilltrigger_dist"  # the controller's --dist (xdist sets a worker's own to "no")
@@ -161,10 +160,18 @@ def _dist(config: pytest.Config) -> str:
 # are unknown to pytest without xdist.
 
 
+class Distributing(Protocol):
+    """What the controller's hooks hand their work to (the controller's strategy)."""
+
+    def worker_input(self) -> dict[str, Any]: ...
+    def collected(self, ids: list[str]) -> None: ...
+    def worker_down(self, output: dict[str, Any]) -> None: ...
+
+
 class XdistControlHooks:
     """Hands xdist's controller hooks to the controller's strategy."""
 
-    def __init__(self, control: DistControl) -> None:
+    def __init__(self, control: Distributing) -> None:
         self.control = control
 
     @pytest.hookimpl(optionalhook=True)
