@@ -57,8 +57,10 @@ def cut_point(description: str, when_to_use: str | None = None) -> tuple[int, st
 
 
 # Where Claude Code lists a skill (observed with the pinned CLI): the user's skills, then the
-# project's, then each plugin's in the order the plugins were loaded (a skill's ``group`` is
-# FIRST_PLUGIN + that position); each group sorted by id; the built-ins last.
+# project's, then the project's and the user's commands together, then each plugin's commands
+# and skills in the order the plugins were loaded (a skill's ``group`` is FIRST_PLUGIN + that
+# position); each part sorted by name, as JavaScript's ``localeCompare`` sorts (see
+# :func:`listing_order`); the built-ins last. Of two items of one name, the first listed wins.
 USER, PROJECT, FIRST_PLUGIN = 0, 1, 2
 
 
@@ -85,6 +87,9 @@ class ListedSkill:
     cli_sizes: tuple[int, int] | None = field(default=None, compare=False, repr=False)
     alias: str | None = None
     group: int = PROJECT
+    # a command (a ``commands/*.md`` file): listed as a skill is, after the skills of the
+    # project and before those of its plugin
+    command: bool = False
 
     @property
     def listed(self) -> str:
@@ -120,6 +125,25 @@ class ListedSkill:
     def frontmatter_name(self) -> str:
         """The name SKILL.md gives (the folder's when it gives none or the same)."""
         return self.alias.rpartition(":")[2] if self.alias else self.folder
+
+
+def _collation(name: str) -> tuple[tuple[int, str], ...]:
+    """A name's order as ``localeCompare`` gives it for the names the CLI lists: punctuation
+    before digits before letters, letters without regard to case."""
+    return tuple((2, c.lower()) if c.isalpha() else (1, c) if c.isdigit() else (0, c) for c in name)
+
+
+def listing_order(skill: ListedSkill) -> tuple[int, int, tuple[tuple[int, str], ...], str]:
+    """Where an item stands in Claude Code's listing (see :data:`FIRST_PLUGIN`): a user's or
+    the project's command after the project's skills, a plugin's commands before its
+    skills."""
+    if skill.group >= FIRST_PLUGIN:
+        part = (skill.group, 1 - int(skill.command))
+    elif skill.command:
+        part = (PROJECT, 1)
+    else:
+        part = (skill.group, 0)
+    return (*part, _collation(skill.name), skill.name)
 
 
 def resolve_call(listing: Sequence[ListedSkill], called: str) -> str | None:
@@ -268,17 +292,19 @@ class TriggerContext:
         return own + [s for s in self.generic_competitors if s.name not in names]
 
     def own_listing(self) -> list[ListedSkill]:
-        """The listed skills that are not Claude Code's built-ins, in the listing's order:
-        those that must exist as files for the CLI to list them."""
-        listed = {s.name: s for s in self.siblings if s.name != self.skill_name}
+        """The listed skills and commands that are not Claude Code's built-ins, in the
+        listing's order: those that must exist as files for the CLI to list them. Of two of
+        one name the first in that order is listed (a user's skill before the project's, a
+        project skill before a command, a plugin's command before its skill); of two in the
+        same place, the tested skill, then its siblings, then the session's others."""
+        candidates = [s for s in self.siblings if s.name != self.skill_name]
         if self.model_invocable:
-            listed[self.skill_name] = self.tested
-        for skill in self.installed:
-            if skill.group == USER and skill.name != self.skill_name:
-                listed[skill.name] = skill  # the same in every context of the session
-            else:
-                listed.setdefault(skill.name, skill)
-        return sorted(listed.values(), key=lambda s: (s.group, s.name))
+            candidates.insert(0, self.tested)
+        candidates += [s for s in self.installed if s.command or s.name != self.skill_name]
+        listed: dict[str, ListedSkill] = {}
+        for skill in sorted(candidates, key=listing_order):  # stable: ties keep that order
+            listed.setdefault(skill.name, skill)
+        return list(listed.values())
 
     def resolve(self, called: str) -> str | None:
         """The id of the listed skill a ``Skill`` call naming ``called`` loads (see

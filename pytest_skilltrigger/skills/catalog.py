@@ -8,7 +8,7 @@ fails fast with one line and nothing is written.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -21,6 +21,12 @@ from pytest_skilltrigger.model.context import (
     TriggerContext,
     cut_point,
     resolve_call,
+)
+from pytest_skilltrigger.skills.commands import (
+    COMMANDS_FOLDER,
+    PROJECT_COMMANDS,
+    project_of,
+    read_commands,
 )
 from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
@@ -38,7 +44,7 @@ from pytest_skilltrigger.skills.plugin_eval.read import (
     pinned_models,
     read_plugin_eval,
 )
-from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin
+from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin, read_plugin
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
@@ -148,7 +154,14 @@ def load_installed(paths: Sequence[str]) -> tuple[ListedSkill, ...]:
                 group = EXTRA_PLUGINS_FROM + plugins.index(skill.plugin.root)
             if skill.model_invocable:
                 found.setdefault(skill.id, listed_skill(skill, group))
-    return tuple(found.values())
+    commands = [
+        command
+        for index, root in enumerate(plugins)
+        for command in read_commands(
+            os.path.join(root, COMMANDS_FOLDER), EXTRA_PLUGINS_FROM + index, read_plugin(root).name
+        )
+    ]
+    return tuple(found.values()) + tuple(commands)
 
 
 def listing_warnings(skill: Skill, description: str) -> list[str]:
@@ -353,13 +366,15 @@ def _check_clash(installed: Sequence[ListedSkill], targets: Sequence[Target]) ->
 
 @dataclass(frozen=True)
 class _SessionSkills:
-    """The session's skills as every listing shows them: its plugins in order, each with
-    its skills, and the project's skills (those of the folders that hold a collected
-    project skill)."""
+    """The session's skills and commands as every listing shows them: its plugins in order,
+    each with its skills and commands; the project's skills (those of the folders that hold a
+    collected project skill) and the commands of the projects those folders are in
+    (``<project>/.claude/skills`` beside ``<project>/.claude/commands``)."""
 
     plugins: tuple[str, ...]
     plugin_skills: tuple[ListedSkill, ...]
     project_skills: tuple[ListedSkill, ...]
+    commands: tuple[ListedSkill, ...] = ()
 
     def skills_of(self, plugin_root: str) -> list[ListedSkill]:
         """A plugin's listed skills."""
@@ -376,15 +391,36 @@ class _SessionSkills:
             plugins,
             tuple(s for folder in plugin_folders for s in _folder_skills(folder, read, plugins)),
             tuple(s for folder in folders for s in _folder_skills(folder, read, plugins)),
+            _commands(plugins, folders, [s.plugin for s in skills if s.plugin]),
         )
 
     def neighbours(self, skill: Skill) -> tuple[ListedSkill, ...]:
         """What ``skill``'s listing shows beside its siblings: the other plugins' skills,
         and for a plugin's skill the project's."""
         if skill.plugin is None:
-            return self.plugin_skills
+            return self.plugin_skills + self.commands
         own = group_of(skill, self.plugins)
-        return self.project_skills + tuple(s for s in self.plugin_skills if s.group != own)
+        others = tuple(s for s in self.plugin_skills if s.group != own)
+        return self.project_skills + others + self.commands
+
+
+def _commands(
+    plugins: Sequence[str], folders: Iterable[str], known: Sequence[Plugin]
+) -> tuple[ListedSkill, ...]:
+    """The commands of the session's plugins and of the projects its skill folders are in
+    (a folder ``<project>/.claude/skills``)."""
+    names = {plugin.root: plugin.name for plugin in known}
+    found = [
+        command
+        for index, root in enumerate(plugins)
+        for command in read_commands(
+            os.path.join(root, COMMANDS_FOLDER), FIRST_PLUGIN + index, names[root]
+        )
+    ]
+    projects = dict.fromkeys(project_of(folder) for folder in folders)
+    for project in filter(None, projects):
+        found += read_commands(os.path.join(project, PROJECT_COMMANDS))
+    return tuple(found)
 
 
 def _check_plugin_names(plugins: Sequence[Plugin]) -> None:

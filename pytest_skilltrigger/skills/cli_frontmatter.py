@@ -103,6 +103,16 @@ class CliFrontmatter:
         return None
 
 
+# the values of ``disable-model-invocation`` that keep a skill or command out of the listing
+_TRUE = frozenset({"true", "yes", "1"})
+
+
+def disables_model(mapping: dict[str, Any]) -> bool:
+    """Whether ``disable-model-invocation`` keeps the item out of the listing (true, yes or 1
+    in any case, quoted or not; the spelling with underscores does nothing)."""
+    return js_string(mapping.get("disable-model-invocation")).lower() in _TRUE
+
+
 def read_as_cli(text: str) -> CliFrontmatter:
     """Read a decoded SKILL.md (or command file) as the pinned CLI reads it."""
     text = text.removeprefix(BOM)

@@ -17,6 +17,7 @@ from typing import Any
 from pytest_skilltrigger.skills.cli_frontmatter import (
     JS_SPACE,
     CliFrontmatter,
+    disables_model,
     js_string,
     read_as_cli,
 )
@@ -53,8 +54,6 @@ ALLOWED_KEYS = (
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # a frontmatter name the CLI shows beside the folder's: one without spaces or colons
 _SHOWN_NAME_RE = re.compile(r"^[^\s:]+$")
-# the values of ``disable-model-invocation`` that keep a skill out of the listing
-_TRUE = frozenset({"true", "yes", "1"})
 # ``paths`` patterns the CLI treats as "every file": such a skill is listed
 _EVERY_PATH = ("", "**")
 
@@ -115,7 +114,7 @@ class Skill:
         non-empty ``paths`` (a glob or a list): such a skill is listed only once the session
         works on matching files, never for a one-shot request, even with a matching file in
         the project (observed with the pinned CLI; ``paths: []`` is listed)."""
-        if js_string(self.frontmatter.get("disable-model-invocation")).lower() in _TRUE:
+        if disables_model(self.frontmatter):
             return (
                 "disable-model-invocation: true in SKILL.md: Claude Code does not list this "
                 "skill to the model, so it can never trigger"

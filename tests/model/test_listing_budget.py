@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_skilltrigger.model.context import USER, ListedSkill, TriggerContext
+from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, TriggerContext
 from pytest_skilltrigger.model.listing_budget import (
     BARE,
     CUT,
@@ -103,3 +103,37 @@ def test_the_tested_skill_is_shown_full_cut_bare_or_not_at_all() -> None:
     assert fit.line(last.tested) == "- skill-009"
     hidden = TriggerContext("pdf", "Merge PDFs.", model_invocable=False)
     assert how_shown(hidden, "claude-haiku-4-5", NO_ENV)[0] == UNLISTED
+
+
+def test_commands_share_the_budget_in_listing_order() -> None:
+    """Two project skills, three project commands, three plugin commands and three plugin
+    skills of about 250 characters on claude-haiku-4-5: the CLI kept the text of the first
+    seven and showed the rest bare (plugin skills lose their text before plugin commands,
+    which lose theirs before the project's commands, then the project's skills)."""
+
+    def text(kind: str, name: str, length: int) -> str:
+        return (
+            f"{kind} {name} does its job well. " + "Lorem ipsum dolor sit amet consectetur. " * 7
+        )[:length]
+
+    project_skills = [ListedSkill(n, text("Project skill", n, 250)) for n in ("ps1", "ps2")]
+    commands = [
+        ListedSkill(n, text("Project command", n, 250), command=True) for n in ("pc1", "pc2", "pc3")
+    ]
+    plugin_commands = [
+        ListedSkill(f"acme:{n}", text("Plugin command", n, 249), group=FIRST_PLUGIN, command=True)
+        for n in ("gc1", "gc2", "gc3")
+    ]
+    plugin_skills = [
+        ListedSkill(f"acme:{n}", text("Plugin skill", n, 250), group=FIRST_PLUGIN)
+        for n in ("gs1", "gs2", "gs3")
+    ]
+    tested = project_skills[0]
+    context = TriggerContext(
+        tested.name,
+        tested.description,
+        (project_skills[1],),
+        installed=tuple(commands + plugin_commands + plugin_skills),
+    )
+    bare = fit_of(context, "claude-haiku-4-5", NO_ENV).bare
+    assert bare == {"acme:gc3", "acme:gs1", "acme:gs2", "acme:gs3", "security-review"}

@@ -134,6 +134,9 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
     could not be placed safely is left out, never written elsewhere."""
     plugins: dict[int, Path] = {}
     for skill in context.own_listing():  # the CLI lists its built-ins itself
+        if skill.command:
+            _install_command(run_dir, skill, plugins)
+            continue
         if not safe_id(skill.name):
             continue
         folder = _skill_folder(run_dir, skill, plugins)
@@ -143,15 +146,48 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
     return [plugins[group] for group in sorted(plugins)]
 
 
+def _install_command(run_dir: Path, command: ListedSkill, plugins: dict[int, Path]) -> None:
+    """Write a command as its file (``sub:deploy`` as ``commands/sub/deploy.md``), as it is:
+    the CLI reads it by its own rules. One whose name could leave its folder is left out."""
+    parts = command.name.split(":")[1 if command.plugin else 0 :]
+    if not all(
+        part not in ("", ".", "..") and "/" not in part and "\0" not in part for part in parts
+    ):
+        return
+    if command.group == USER:
+        folder = run_dir / "config" / "commands"
+    elif command.plugin is None:
+        folder = run_dir / "project" / ".claude" / "commands"
+    else:
+        folder = _plugin_root(run_dir, command, plugins) / "commands"
+    path = folder.joinpath(*parts[:-1], parts[-1] + ".md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = command.skill_md
+    if text is None:  # a command known only by its text
+        described = json.dumps(command.description, ensure_ascii=False)
+        text = f"---\ndescription: {described}\n---\n"
+    path.write_text(text, encoding="utf-8")
+
+
+def _safe_part(part: str) -> bool:
+    """Whether one part of a command's name is a file or folder name inside its folder."""
+    return part not in ("", ".", "..") and not any(c in part for c in "/\\\0")
+
+
 def _skill_folder(run_dir: Path, skill: ListedSkill, plugins: dict[int, Path]) -> Path:
     """Where one skill goes; a plugin's folder (with its manifest) is made on its first."""
     if skill.group == USER:
         return run_dir / "config" / "skills" / skill.folder
     if skill.group < FIRST_PLUGIN or skill.plugin is None:
         return run_dir / "project" / ".claude" / "skills" / skill.folder
-    if skill.group not in plugins:
-        root = run_dir / "plugins" / f"{skill.group - FIRST_PLUGIN:02d}-{skill.plugin}"
+    return _plugin_root(run_dir, skill, plugins) / "skills" / skill.folder
+
+
+def _plugin_root(run_dir: Path, item: ListedSkill, plugins: dict[int, Path]) -> Path:
+    """The folder of an item's plugin, made (with its manifest) for its first item."""
+    if item.group not in plugins:
+        root = run_dir / "plugins" / f"{item.group - FIRST_PLUGIN:02d}-{item.plugin}"
         (root / MANIFEST).parent.mkdir(parents=True)
-        (root / MANIFEST).write_text(json.dumps({"name": skill.plugin}), "utf-8")
-        plugins[skill.group] = root
-    return plugins[skill.group] / "skills" / skill.folder
+        (root / MANIFEST).write_text(json.dumps({"name": item.plugin}), "utf-8")
+        plugins[item.group] = root
+    return plugins[item.group]

@@ -1,0 +1,94 @@
+"""Commands: the ``*.md`` files of a plugin's ``commands/`` and a project's
+``.claude/commands/``, which Claude Code lists to the model beside the skills.
+
+A command competes with a skill for every request, and shares the listing's budget with it,
+so a listing without them is not the one users have. Read as the pinned CLI reads them
+(observed, see ``docs/explanation/context.md``):
+
+- the name is the file's path below the folder, ``/`` as ``:`` (``sub/deploy.md`` is
+  ``sub:deploy``; a ``SKILL.md`` names its folder), after ``plugin:`` for a plugin's;
+- the text is a skill's: the description and `` - when_to_use``, by the same reading of the
+  frontmatter; without a description, a project's command shows its first line (``Custom
+  command`` for an empty file) and a plugin's is not listed unless it has a ``when_to_use``;
+- ``disable-model-invocation: true`` keeps it out; ``paths`` does not;
+- a frontmatter ``name`` is shown for a plugin's command (``plugin:name``), not a project's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from pytest_skilltrigger.model.context import PROJECT, ListedSkill
+from pytest_skilltrigger.skills.cli_frontmatter import disables_model, read_as_cli
+from pytest_skilltrigger.skills.frontmatter import decode_skill_md
+from pytest_skilltrigger.support.errors import InputError
+from pytest_skilltrigger.support.paths import SKILL_FILE
+
+COMMANDS_FOLDER = "commands"
+PROJECT_COMMANDS = os.path.join(".claude", COMMANDS_FOLDER)
+NO_TEXT = "Custom command"  # what a project's command without any text is listed with
+_SHOWN = re.compile(r"^[^\s:]+$")  # a frontmatter name the CLI shows: no spaces or colons
+
+
+def project_of(skills_folder: str) -> str | None:
+    """The project a folder of skills is in, when it is ``<project>/.claude/skills``."""
+    parent = os.path.dirname(os.path.abspath(skills_folder))
+    if os.path.basename(skills_folder.rstrip(os.sep)) != "skills":
+        return None
+    return os.path.dirname(parent) if os.path.basename(parent) == ".claude" else None
+
+
+def command_files(folder: str) -> list[tuple[str, str]]:
+    """Each ``*.md`` below ``folder`` with its command name (without a plugin's), sorted."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        dirs.sort()
+        for file in sorted(files):
+            if not file.endswith(".md"):
+                continue
+            rel = os.path.relpath(os.path.join(parent, file), folder)
+            parts = rel.split(os.sep)
+            if parts[-1] == SKILL_FILE and len(parts) > 1:
+                parts = parts[:-1]  # a SKILL.md among the commands: named by its folder
+            else:
+                parts[-1] = parts[-1][: -len(".md")]
+            found.append((os.path.join(parent, file), ":".join(parts)))
+    return found
+
+
+def read_command(path: str, name: str, group: int, plugin: str | None) -> ListedSkill | None:
+    """One command as the listing shows it; None when the CLI does not list it. A file
+    that cannot be read is an InputError naming it."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    text = decode_skill_md(raw, path)
+    reading = read_as_cli(text)
+    if disables_model(reading.mapping):
+        return None
+    description, when_to_use = reading.description, reading.when_to_use
+    if plugin is not None and description is None and when_to_use is None:
+        return None  # a plugin's command without either is not listed
+    if description is None:
+        description = reading.body_line or NO_TEXT
+    alias = None
+    if plugin is not None:
+        shown = reading.mapping.get("name")
+        if isinstance(shown, str) and _SHOWN.match(shown) and shown != name.rpartition(":")[2]:
+            alias = f"{plugin}:{shown}"
+    full = f"{plugin}:{name}" if plugin is not None else name
+    return ListedSkill(full, description, when_to_use, text, alias=alias, group=group, command=True)
+
+
+def read_commands(
+    folder: str, group: int = PROJECT, plugin: str | None = None
+) -> list[ListedSkill]:
+    """The listed commands of a plugin's ``commands/`` (``plugin``: its name) or a project's
+    ``.claude/commands/``; none when the folder does not exist."""
+    if not os.path.isdir(folder):
+        return []
+    listed = (read_command(path, name, group, plugin) for path, name in command_files(folder))
+    return [command for command in listed if command is not None]
