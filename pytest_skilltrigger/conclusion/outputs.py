@@ -113,10 +113,25 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
     written = [
         path
         for target in targets
-        for path in write_plugin_eval(folder, target.name, target.eval_set)
+        for path in write_plugin_eval(
+            folder, target.name, target.eval_set, aliases=_aliases(target)
+        )
     ]
     names = ", ".join(t.name for t in targets)
     return (
         f"skilltrigger: wrote {len(written)} claude plugin eval cases for {names} into "
         f"{display_path(folder)}; no call was made"
     )
+
+
+def _aliases(target: Target) -> list[str]:
+    """The other names the CLI loads the skill by in its listing (its frontmatter name, a
+    plugin skill's bare name): a case passes on a call by any of them, as an item does."""
+    context = target.context()
+    skill = target.skill
+    candidates = [skill.alias, skill.name, skill.folder]
+    return [
+        name
+        for name in dict.fromkeys(c for c in candidates if c)
+        if name != target.name and context.resolve(name) == target.name
+    ]

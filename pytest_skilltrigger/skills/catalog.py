@@ -321,7 +321,10 @@ class _PluginCases:
         if root in self._read:
             return
         self._read.add(root)
-        names = [*{n: None for s in listed for n in (s.name, s.alias, s.frontmatter_name) if n}]
+        spellings = dict.fromkeys(
+            n for s in listed for n in (s.name, s.alias, s.frontmatter_name) if n
+        )
+        names = {n: resolve_call(listed, n) or n for n in spellings}
         found = read_plugin_eval(root, names=names)
         for case in found.cases:
             skill = resolve_call(listed, case.skill) or case.skill

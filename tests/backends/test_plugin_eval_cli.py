@@ -43,7 +43,11 @@ QUERIES: list[tuple[str, bool, str | None]] = [
     ("polish the walrus invoices for the accountants", False, None),
     ("What is the capital of France?", False, None),
     ("what is the tallest mountain in Europe?", False, "skill:acme:alpha"),
+    # a call by the bare name, which the CLI loads as acme:alpha: a trigger in both
+    ("llama reports from the zebra sheet", True, "skill:alpha"),
 ]
+# the names the CLI loads acme:alpha by
+ALPHA_NAMES = ("skill:acme:alpha", "skill:alpha")
 
 
 def make_plugin(root: Path) -> Path:
@@ -109,6 +113,11 @@ def run_official_runner(
     )
 
 
+def case_runs(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """A case's runs in the runner's JSON: those of each of its arms."""
+    return [run for runs in case["arms"].values() for run in runs]
+
+
 def fake_choices(api: FakeMessagesAPI) -> dict[str, tuple[str, list[tuple[str, str]]]]:
     """Per prompt: what the fake chose (its script, else its keyword model on the listing it
     read from the request), and that listing."""
@@ -130,7 +139,7 @@ def test_exported_cases_load_and_run_under_the_official_runner(
             fake_api.script(query, [scripted])
     entries = tuple(EvalEntry(i, q, expected) for i, (q, expected, _) in enumerate(QUERIES))
     source = EvalSet(str(tmp_path / "alpha-eval.json"), entries)
-    written = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source)
+    written = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, aliases=["alpha"])
     before = snapshot(plugin)
 
     done = run_official_runner(claude_bin, plugin, fake_api, tmp_path)
@@ -148,11 +157,14 @@ def test_exported_cases_load_and_run_under_the_official_runner(
         chosen, listing = choices[query]
         # the fake read the plugin's skills from the CLI's listing, by their listed names
         assert ("acme:alpha", ALPHA) in listing and ("acme:beta", BETA) in listing
-        agrees = (chosen == "skill:acme:alpha") == should_trigger
-        assert agrees == (scripted is None), (query, chosen)
+        agrees = (chosen in ALPHA_NAMES) == should_trigger
+        assert agrees == (scripted is None or scripted == "skill:alpha"), (query, chosen)
         expected = 1 if agrees else 0
         assert case["aggregates"] == {"score": expected, "passRate": expected}, case["name"]
     assert report["aggregates"]["casesPassed"] == len(QUERIES) - 2
+    # two turns: the skill's turn ends the run cleanly, with no turn-limit error recorded
+    errors = [run.get("error") for case in report["cases"] for run in case_runs(case)]
+    assert errors and not any(errors), errors
     # with --output-dir the runner writes nothing into the plugin folder
     assert snapshot(plugin) == before
     assert sorted(p.name for p in (tmp_path / "report").iterdir()) == [

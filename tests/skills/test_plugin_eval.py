@@ -68,15 +68,23 @@ def snapshot(root: Path) -> dict[str, tuple[int, bytes | None]]:
     return found
 
 
+REFUSED = "the official runner refuses it: "
+
+
 def read_error(root: Path, where: Path) -> str:
-    """Read a bad case and return the problem, checking what every error shares."""
-    with pytest.raises(InputError) as info:
-        read_plugin_eval(str(root))
-    message = str(info.value)
-    assert "\n" not in message
-    assert info.value.where == str(where)
-    assert info.value.__cause__ is None
-    return info.value.problem
+    """Read a case the runner refuses and return the problem, checking what every refusal
+    shares: the case is not collected (the others would run), its reason is one line, names
+    the case's file it is about, and says the runner refuses it."""
+    found = read_plugin_eval(str(root))
+    assert found.cases == ()
+    (refused,) = found.not_collected
+    case = root / refused.folder
+    assert refused.reason.startswith(REFUSED), refused.reason
+    assert "\n" not in refused.reason
+    problem = refused.reason.removeprefix(REFUSED)
+    if where != case:
+        problem = problem.removeprefix(f"{where.relative_to(case)}: ")
+    return problem
 
 
 def eval_set(tmp_path: Path, *entries: tuple[str, bool]) -> EvalSet:
@@ -203,7 +211,8 @@ def test_eval_dir_outside_the_plugin_or_a_file_is_refused(tmp_path: Path) -> Non
         with pytest.raises(InputError, match="relative path inside the plugin"):
             read_plugin_eval(str(tmp_path), outside)
     write(tmp_path / "evals", "not a folder")
-    assert "is a file" in read_error(tmp_path, tmp_path / "evals")
+    with pytest.raises(InputError, match="is a file"):
+        read_plugin_eval(str(tmp_path))
 
 
 def test_reading_writes_nothing(tmp_path: Path) -> None:
@@ -265,10 +274,59 @@ def test_settings_a_trigger_item_does_not_reproduce(tmp_path: Path) -> None:
     case_yaml(tmp_path, "history", context={"history_file": "h.jsonl"})
     case_yaml(tmp_path, "system", execution={"prompt": "p", "append_system_prompt": "Be brief"})
     case_yaml(tmp_path, "plugins", plugins=["../other"])
+    (tmp_path / "evals" / "other").mkdir()
     reasons = {s.folder: s.reason for s in read_plugin_eval(str(tmp_path)).not_collected}
     assert "context.history_file" in reasons["evals/history"]
     assert "append_system_prompt" in reasons["evals/system"]
     assert "other plugins" in reasons["evals/plugins"]
+
+
+@pytest.mark.parametrize("entries", [["../.."], "absolute", []], ids=["../..", "absolute", "[]"])
+def test_a_plugins_entry_that_is_the_plugin_itself_is_that_plugin(
+    tmp_path: Path, entries: list[str] | str
+) -> None:
+    """The usual form in a plugin's evals/ names the plugin by a path from the case folder;
+    the runner loads just that plugin, as with no entry: the case is a trigger check."""
+    plugins = [str(tmp_path)] if entries == "absolute" else entries
+    case_yaml(tmp_path, "own", plugins=plugins)
+    found = read_plugin_eval(str(tmp_path))
+    assert [c.folder for c in found.cases] == ["evals/own"]
+    assert found.not_collected == ()
+
+
+def test_a_plugins_entry_the_runner_refuses_is_named(tmp_path: Path) -> None:
+    (tmp_path / "plugin").mkdir()
+    case_yaml(tmp_path / "plugin", "outside", plugins=[str(tmp_path)])
+    case_yaml(tmp_path / "plugin", "missing", plugins=["acme"])
+    case_yaml(tmp_path / "plugin", "fine")
+    found = read_plugin_eval(str(tmp_path / "plugin"))
+    assert [c.folder for c in found.cases] == ["evals/fine"]
+    reasons = {s.folder: s.reason for s in found.not_collected}
+    assert "outside the plugin" in reasons["evals/outside"]
+    assert 'plugins entry "acme" does not exist' in reasons["evals/missing"]
+
+
+def test_one_refused_case_leaves_the_others_to_run(tmp_path: Path) -> None:
+    """Twelve cases, three the runner refuses: nine are read, three named with why."""
+    for i in range(9):
+        case_yaml(tmp_path, f"good-{i}", prompt=f"make chart number {i}")
+    case_yaml(tmp_path, "bad-runs", runs=0)
+    case_yaml(tmp_path, "bad-graders", graders=[trigger(), trigger()])  # a name twice
+    write(tmp_path / "evals" / "bad-yaml" / "case.yaml", "name: [unclosed\n")
+    found = read_plugin_eval(str(tmp_path))
+    assert len(found.cases) == 9
+    refused = {s.folder: s.reason for s in found.not_collected}
+    assert set(refused) == {"evals/bad-runs", "evals/bad-graders", "evals/bad-yaml"}
+    assert all(reason.startswith(REFUSED) for reason in refused.values())
+
+
+def test_the_optional_plugin_prefix_names_the_skill_both_spellings_load() -> None:
+    """``"skill":\\s*"(?:[\\w-]+:)?alpha"`` matches acme:alpha and alpha; both load
+    acme:alpha, so it names that skill; with two skills behind the names it names none."""
+    pattern = '"skill":\\s*"(?:[\\w-]+:)?alpha"'
+    names = {"acme:alpha": "acme:alpha", "alpha": "acme:alpha", "acme:beta": "acme:beta"}
+    assert skill_of(pattern, names) == "acme:alpha"
+    assert skill_of(pattern, {**names, "other:alpha": "other:alpha"}) is None
 
 
 def test_a_case_for_a_skill_not_found_is_not_collected_when_names_are_given(

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.skills.plugin_eval.schema import SKILL_TOOL
+
+#: the names skills are called by: each with the id of the skill it loads, or ids alone
+Names = Mapping[str, str] | Sequence[str]
 
 
 @dataclass(frozen=True)
@@ -45,13 +48,10 @@ class NotCollected:
 _UNREPRODUCED = (
     ("context", "history_file", "it resumes a conversation (context.history_file)"),
     ("execution", "append_system_prompt", "it adds to the system prompt (append_system_prompt)"),
-    ("", "plugins", "it loads other plugins (plugins)"),
 )
 
 
-def trigger_case(
-    case: dict[str, Any], folder: str, names: Sequence[str]
-) -> TriggerCase | NotCollected:
+def trigger_case(case: dict[str, Any], folder: str, names: Names) -> TriggerCase | NotCollected:
     for section, key, why in _UNREPRODUCED:
         holder = case.get(section, {}) if section else case
         if holder.get(key):
@@ -60,8 +60,9 @@ def trigger_case(
     if isinstance(verdict, str):
         return NotCollected(folder, verdict)
     skill, should_trigger = verdict
-    if names and skill not in names:
-        listed = ", ".join(names)
+    ids = names.values() if isinstance(names, Mapping) else names
+    if ids and skill not in ids:
+        listed = ", ".join(dict.fromkeys(ids))
         return NotCollected(folder, f'names skill "{skill}", which is not one found ({listed})')
     execution = case["execution"]
     return TriggerCase(
@@ -75,7 +76,7 @@ def trigger_case(
     )
 
 
-def _graders_verdict(graders: list[dict[str, Any]], names: Sequence[str]) -> tuple[str, bool] | str:
+def _graders_verdict(graders: list[dict[str, Any]], names: Names) -> tuple[str, bool] | str:
     """``(skill, should trigger)`` when every grader is the same trigger check, else why not:
     the runner passes a case only when all its graders pass, and a trigger item has one check."""
     found: list[tuple[str, bool]] = []
@@ -92,7 +93,7 @@ def _graders_verdict(graders: list[dict[str, Any]], names: Sequence[str]) -> tup
     return found[0]
 
 
-def _grader_verdict(grader: dict[str, Any], names: Sequence[str]) -> tuple[str, bool] | str:
+def _grader_verdict(grader: dict[str, Any], names: Names) -> tuple[str, bool] | str:
     label = f'grader "{grader["name"]}"'
     if grader["type"] != "tool_used":
         kind = grader["type"]
@@ -145,20 +146,25 @@ _LITERAL_RE = re.compile(
 )
 
 
-def skill_of(input_match: str, names: Sequence[str] = ()) -> str | None:
+def skill_of(input_match: str, names: Names = ()) -> str | None:
     """The one skill an ``input_match`` pattern names, or None.
 
-    The common literal forms are read directly: ``"skill":"NAME"`` (with ``\\"`` for the
-    quotes, ``\\s*`` around the colon) and ``"skill":"(plugin:)?NAME"``, whose result is the
-    spelling found in ``names``, the qualified one first. Any other pattern is tested, with
-    Python's ``re``, against the call input ``{"skill":"<id>"}`` of each of ``names``: the
-    result is the one that matches, None when none or several do.
+    ``names`` are the names the CLI loads skills by, each with the id of the skill it loads
+    (a mapping), or ids alone. The common literal forms are read directly:
+    ``"skill":"NAME"`` (with ``\\"`` for the quotes, ``\\s*`` around the colon) and
+    ``"skill":"(plugin:)?NAME"``: the skill of the spelling found in ``names``, the
+    qualified one first. Any other pattern is tested, with Python's ``re``, against the call
+    input ``{"skill":"<name>"}`` of each name: the result is the skill every matching name
+    loads (``"(?:[\\w-]+:)?pdf"`` matches ``acme:pdf`` and ``pdf``, one skill), None when no
+    name matches or the names load several.
     """
+    ids = names if isinstance(names, Mapping) else {name: name for name in names}
     spellings = _literal_spellings(input_match)
     if spellings:
-        return next((s for s in spellings if s in names), spellings[0])
-    matched = [name for name in dict.fromkeys(names) if _matches(input_match, name)]
-    return matched[0] if len(matched) == 1 else None
+        found = next((s for s in spellings if s in ids), spellings[0])
+        return ids.get(found, found)
+    matched = {ids[name] for name in ids if _matches(input_match, name)}
+    return matched.pop() if len(matched) == 1 else None
 
 
 def _literal_spellings(pattern: str) -> list[str]:

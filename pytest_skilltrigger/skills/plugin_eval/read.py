@@ -16,7 +16,12 @@ import yaml
 
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, check_query, read_text
 from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, yaml_problem
-from pytest_skilltrigger.skills.plugin_eval.classify import NotCollected, TriggerCase, trigger_case
+from pytest_skilltrigger.skills.plugin_eval.classify import (
+    Names,
+    NotCollected,
+    TriggerCase,
+    trigger_case,
+)
 from pytest_skilltrigger.skills.plugin_eval.schema import (
     BODY_KEY,
     CASE_FILE,
@@ -52,23 +57,31 @@ class PluginEvalCases:
     not_collected: tuple[NotCollected, ...]
 
 
-def read_plugin_eval(
-    root: str, eval_dir: str = "evals", names: Sequence[str] = ()
-) -> PluginEvalCases:
+def read_plugin_eval(root: str, eval_dir: str = "evals", names: Names = ()) -> PluginEvalCases:
     """Read every case under ``<root>/<eval_dir>`` and sort them into trigger cases and the rest.
 
-    ``names`` are the skill ids the caller knows, as listed (``acme:alpha`` for a plugin's
-    skill, the folder name for a project's): an ``input_match`` that is not a plain literal is
-    tested against them (:func:`skill_of`), and when given, a case naming another skill is
-    not collected. A missing eval dir has no cases; a file the runner would refuse raises.
+    ``names`` are the names the caller knows skills by, with the id each loads (or ids
+    alone, as listed: ``acme:alpha`` for a plugin's skill, the folder name for a project's):
+    an ``input_match`` that is not a plain literal is tested against them (:func:`skill_of`),
+    and when given, a case naming another skill is not collected. A missing eval dir has no
+    cases; a case the runner would refuse is not collected, with the runner's reason, and the
+    others are read.
     """
     base = _eval_base(root, eval_dir)
     cases: list[TriggerCase] = []
     skipped: list[NotCollected] = []
     first: dict[tuple[str, str], TriggerCase] = {}
     for folder in _case_folders(base):
-        case = _load_case(folder)
         relative = os.path.relpath(folder, root).replace(os.sep, "/")
+        try:
+            case = _load_case(folder)
+            why = _plugins_problem(case.get("plugins"), folder, root)
+        except InputError as exc:  # the runner skips such a case, and runs the others
+            skipped.append(NotCollected(relative, _refused(exc, folder)))
+            continue
+        if why:
+            skipped.append(NotCollected(relative, why))
+            continue
         got = trigger_case(case, relative, names)
         if isinstance(got, NotCollected):
             skipped.append(got)
@@ -84,6 +97,40 @@ def read_plugin_eval(
     return PluginEvalCases(
         os.path.abspath(root), eval_dir.replace(os.sep, "/"), tuple(cases), tuple(skipped)
     )
+
+
+def _refused(exc: InputError, folder: str) -> str:
+    """Why the runner refuses a case, naming the file of the case it is about."""
+    where = exc.where or folder
+    file = os.path.relpath(where, folder)
+    named = f"{file}: " if file != "." else ""
+    return f"the official runner refuses it: {named}{exc.problem}"
+
+
+def _plugins_problem(plugins: Any, folder: str, root: str) -> str | None:
+    """Why a case's ``plugins`` keep it from being a trigger item, or None when it loads the
+    plugin under test alone (``["../.."]``, its absolute path, or no entry at all), as the
+    runner reads the list: an entry is a path from the case folder; one outside the plugin or
+    one that does not exist is refused at load."""
+    if not plugins:
+        return None
+    own = os.path.realpath(root)
+    others = []
+    for entry in plugins:
+        path = os.path.realpath(os.path.join(folder, str(entry)))
+        if not os.path.exists(path):
+            return f'the official runner refuses it: plugins entry "{entry}" does not exist'
+        if os.path.commonpath([path, own]) != own:
+            return (
+                f'the official runner refuses it: plugins entry "{entry}" resolves to {path}, '
+                f"outside the plugin ({own})"
+            )
+        if path != own:
+            others.append(str(entry))
+    if others:
+        loads = ", ".join(others)
+        return f"it loads other plugins ({loads}), which a trigger item does not reproduce"
+    return None
 
 
 def _eval_base(root: str, eval_dir: str) -> str:

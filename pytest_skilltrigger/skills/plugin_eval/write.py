@@ -68,6 +68,7 @@ class _Export:
     listed_name: str
     eval_set: EvalSet
     runs: int | None
+    aliases: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,7 +81,11 @@ class _CaseFile:
 
 
 def write_plugin_eval(
-    out_dir: str, listed_name: str, eval_set: EvalSet, runs: int | None = None
+    out_dir: str,
+    listed_name: str,
+    eval_set: EvalSet,
+    runs: int | None = None,
+    aliases: Sequence[str] = (),
 ) -> list[str]:
     """Write ``eval_set`` as ``claude plugin eval`` cases for the skill listed as
     ``listed_name``, one ``<out_dir>/<case>/case.yaml`` per query; return their paths.
@@ -88,9 +93,11 @@ def write_plugin_eval(
     Every target is checked before the first file is written: a case folder that is not one
     of our exports (for this skill) is never touched. Cases an earlier export of this skill
     wrote and this one does not are removed, so the folder holds exactly this eval set.
-    ``runs`` sets each case's runs (the runner's default when None).
+    ``runs`` sets each case's runs (the runner's default when None); ``aliases`` are the
+    other names the CLI loads the skill by (a bare name, a frontmatter name): a call by any
+    of them passes the case, as it counts as a trigger here.
     """
-    files = _planned_cases(_Export(out_dir, listed_name, eval_set, runs))
+    files = _planned_cases(_Export(out_dir, listed_name, eval_set, runs, tuple(aliases)))
     stale = _stale_cases(out_dir, listed_name, {os.path.dirname(f.path) for f in files})
     for case_file in files:
         _write(case_file)
@@ -151,12 +158,19 @@ def _case_name(export: _Export, position: int, entry: EvalEntry) -> str:
     return f"{base}-{position + 1:0{width}d}-{kind}"
 
 
-def input_match_for(listed_name: str) -> str:
-    """A JavaScript regex that matches a ``Skill`` call of exactly ``listed_name``: the
-    name as JSON writes it, regex characters escaped, closed by its quote."""
-    quoted = json.dumps(listed_name, ensure_ascii=False)[1:-1]
-    escaped = re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", quoted)
-    return f'"skill":"{escaped}"'
+def input_match_for(listed_name: str, aliases: Sequence[str] = ()) -> str:
+    """A JavaScript regex that matches a ``Skill`` call of exactly ``listed_name`` or one of
+    ``aliases``: each name as JSON writes it, regex characters escaped, closed by its quote
+    (after a ``/``, which the CLI drops from a called name, when there are aliases)."""
+    names = [_escaped(name) for name in dict.fromkeys([listed_name, *aliases])]
+    if len(names) == 1:
+        return f'"skill":"{names[0]}"'
+    return f'"skill":"\\/?(?:{"|".join(names)})"'
+
+
+def _escaped(name: str) -> str:
+    quoted = json.dumps(name, ensure_ascii=False)[1:-1]
+    return re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", quoted)
 
 
 def _case_file(export: _Export, position: int, entry: EvalEntry) -> _CaseFile:
@@ -169,12 +183,13 @@ def _case_file(export: _Export, position: int, entry: EvalEntry) -> _CaseFile:
 
 
 def _case_yaml(export: _Export, name: str, entry: EvalEntry) -> str:
-    """The case: the query as the prompt, one turn, the Skill tool alone, one grader."""
+    """The case: the query as the prompt, two turns (the runner counts the turn that loads
+    the skill, and records an error when one turn ends it), the Skill tool, one grader."""
     grader: dict[str, Any] = {
         "name": _Text("triggers" if entry.should_trigger else "does-not-trigger"),
         "type": _Text("tool_used"),
         "tool": _Text(SKILL_TOOL),
-        "input_match": _Text(input_match_for(export.listed_name)),
+        "input_match": _Text(input_match_for(export.listed_name, export.aliases)),
     }
     if entry.should_trigger:
         grader["min"] = 1
@@ -185,7 +200,7 @@ def _case_yaml(export: _Export, name: str, entry: EvalEntry) -> str:
         case["runs"] = export.runs
     case["execution"] = {
         "prompt": _Text(entry.query),
-        "max_turns": 1,
+        "max_turns": 2,
         "allowed_tools": _Flow([_Text(SKILL_TOOL)]),
     }
     case["graders"] = [grader]
