@@ -196,7 +196,9 @@ class SkillTriggerReporter:
             return
         if not source.skills.targets and conclusion is None:
             return
-        lines = source.end.status_lines(source.sessions.started)
+        lines = self._quiet_lines(terminalreporter) + source.end.status_lines(
+            source.sessions.started
+        )
         if conclusion is not None:
             lines += conclusion.terminal_lines()
             if conclusion.gate_failures:
@@ -209,6 +211,24 @@ class SkillTriggerReporter:
                 terminalreporter.write_sep("=", line.text)
             else:
                 terminalreporter.write_line(line.text, **({line.style: True} if line.style else {}))
+
+    def _quiet_lines(self, terminalreporter: Any) -> list[TerminalLine]:
+        """Under ``-q`` the header is not shown: what was listed but not tested, and the
+        cases not collected with why, are said here instead."""
+        if terminalreporter.verbosity >= 0:
+            return []
+        # deferred: the reports layer, only with a skill in play
+        from pytest_skilltrigger.reports.terminal import (
+            TerminalLine,
+            not_collected_lines,
+            untested_lines,
+        )
+
+        skills = self.source.skills
+        base = str(self.source.setup.config.invocation_params.dir)
+        cases = [(n.folder, n.reason) for n in skills.not_collected]
+        texts = untested_lines([s.id for s in skills.untested]) + not_collected_lines(cases, base)
+        return [TerminalLine(text, "yellow") for text in texts]
 
     def _load_summary(self) -> list[TerminalLine]:
         """How many CLI runs were in flight, here or in the xdist workers (none: no line)."""

@@ -271,15 +271,33 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
         evals = _eval_set(skill, options.eval_set, found)
         if evals is None:
             if not options.draft_missing and _given(skill, paths):
-                raise InputError(skill.path, NO_EVAL_SET + "; name one with --eval-set")
+                seen = _cases_seen(cases.not_collected)
+                raise InputError(skill.path, NO_EVAL_SET + "; name one with --eval-set" + seen)
             missing.append(skill)
             continue
         target = _target(skill, evals, options, session, read)
         targets.append(replace(target, warnings=target.warnings + tuple(pinned_models(found))))
     if missing and not targets and not options.draft_missing:
-        raise InputError(missing[0].path, NO_EVAL_SET + ", nor has any other skill here")
+        seen = _cases_seen(cases.not_collected)
+        raise InputError(missing[0].path, NO_EVAL_SET + ", nor has any other skill here" + seen)
     _check_clash(options.installed, targets)
     return Found(targets, missing, cases.not_collected)
+
+
+def _cases_seen(not_collected: Sequence[NotCollected], shown: int = 3) -> str:
+    """The ``claude plugin eval`` cases that were found and why none is a trigger check, for
+    the error that says no skill has an eval set."""
+    if not not_collected:
+        return ""
+    each = [f"{os.path.basename(n.folder)} ({n.reason})" for n in not_collected[:shown]]
+    more = len(not_collected) - shown
+    tail = f"; and {more} more" if more > 0 else ""
+    count = len(not_collected)
+    return (
+        f"; {count} claude plugin eval case(s) seen, none a trigger check: "
+        + "; ".join(each)
+        + tail
+    )
 
 
 def _eval_set(skill: Skill, named: str | None, cases: Sequence[TriggerCase]) -> EvalSet | None:

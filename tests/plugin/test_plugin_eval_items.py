@@ -84,6 +84,44 @@ def test_trigger_cases_become_items_and_the_others_are_named(
     assert fake_api.stats["trigger_calls"] == 2
 
 
+def test_under_q_the_summary_says_what_was_not_tested_or_collected(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """-q hides the header: the untested skills and the cases not collected (one the
+    official runner refuses among them, while the others run) are in the summary."""
+    plugin = make_plugin(pytester.path)
+    skill = 'name: used, type: tool_used, tool: Skill, input_match: \'"skill":"(acme:)?alpha"\''
+    write_case(plugin, "zebra", "convert my zebra spreadsheets", "{" + skill + "}")
+    write_case(plugin, "judged", "write a poem", "{name: good, type: llm, criteria: nice}")
+    (plugin / "evals" / "broken").mkdir()
+    (plugin / "evals" / "broken" / "case.yaml").write_text('schema_version: "1.0"\nruns: 0\n')
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-q", "--runs-per-query=1"))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*no eval set, so listed but not tested: acme:beta*",
+            "skilltrigger: 2 claude plugin eval case(s) not collected:",
+            "*evals/broken: the official runner refuses it: *",
+            "*evals/judged: *llm*",
+        ]
+    )
+
+
+def test_when_no_case_is_a_trigger_check_the_error_says_what_was_seen(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    plugin = make_plugin(pytester.path)
+    write_case(plugin, "judged", "write a poem", "{name: good, type: llm, criteria: nice}")
+    result = pytester.runpytest_subprocess(*plugin_args(plugin))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "*no eval set found*1 claude plugin eval case(s) seen, none a trigger check: judged (*llm*"
+        ]
+    )
+    assert fake_api.stats["trigger_calls"] == 0
+
+
 def test_an_eval_set_is_exported_as_cases_without_a_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
@@ -94,6 +132,8 @@ def test_an_eval_set_is_exported_as_cases_without_a_call(
     result.stdout.fnmatch_lines(
         ["*skilltrigger: wrote 2 claude plugin eval cases for acme:alpha into exported*"]
     )
+    said = result.stdout.str() + result.stderr.str()
+    assert said.count("wrote 2 claude plugin eval cases") == 1  # once, not again as an Exit
     assert fake_api.stats["calls"] == 0
     cases = read_plugin_eval(str(pytester.path), "exported", names=["acme:alpha"])
     assert [(c.prompt, c.skill, c.should_trigger) for c in cases.cases] == [
