@@ -12,6 +12,11 @@ ideal wall time is what the limit allows, ``max(calls / RPM, counted input token
 minutes of the fake's. Per row: items that errored, requests the server saw, the share it
 answered 429, the wall time from the first request to the last, and its ratio to the ideal.
 Targets: no item errors, the paced wall within 1.15x of the ideal, 429s at most 5%.
+
+A third scenario keeps 300 requests a minute over one second as well (five at once), as the
+API's docs say it may, which its headers never state; the fake's minute is a real one here.
+The paced plugin runs it under ``-n 1`` and ``-n 2``. Targets: no item errors, at most 10%
+of requests refused, the wall within 1.2x of the ideal.
 """
 
 from __future__ import annotations
@@ -133,17 +138,36 @@ def main(argv: list[str] | None = None) -> int:
         for name, (limits, pasted) in scenarios.items():
             for label, code in (("paced", None), ("before", tree)):
                 for workers in ([], ["-n", "4"]):
-                    with temp_dir() as tmp, FakeMessagesAPI(rate_limits=limits) as api:
-                        found = entries(queries, pasted)
-                        skill = write_project(tmp, found)
-                        script_entries(api, found)
-                        row = one_run(api, tmp, skill, workers, code)
-                    row.update(scenario=name, code=label, workers=(len(workers) and 4) or 1)
-                    row["ideal"] = ideal(row, limits)
-                    rows.append(row)
-                    print_row(row)
+                    rows.append(scenario_row(name, limits, pasted, label, code, workers, queries))
+    short = RateLimits(rpm=300, minute=60.0, interval=1.0)
+    for workers in ([], ["-n", "2"]):
+        rows.append(scenario_row(SHORT, short, False, "paced", None, workers, queries))
     print_targets(rows)
     return 0
+
+
+SHORT = "300 RPM over 1 s too"
+
+
+def scenario_row(
+    name: str,
+    limits: RateLimits,
+    pasted: bool,
+    label: str,
+    code: Path | None,
+    workers: list[str],
+    queries: int,
+) -> dict[str, Any]:
+    """One run of a scenario, printed: its figures, with the ideal wall time."""
+    with temp_dir() as tmp, FakeMessagesAPI(rate_limits=limits) as api:
+        found = entries(queries, pasted)
+        skill = write_project(tmp, found)
+        script_entries(api, found)
+        row = one_run(api, tmp, skill, workers, code)
+    row.update(scenario=name, code=label, workers=int(workers[1]) if workers else 1)
+    row["ideal"] = ideal(row, limits)
+    print_row(row)
+    return row
 
 
 def print_row(row: dict[str, Any]) -> None:
@@ -163,15 +187,27 @@ def print_row(row: dict[str, Any]) -> None:
 
 
 def print_targets(rows: list[dict[str, Any]]) -> None:
-    paced = [r for r in rows if r["code"] == "paced"]
-    worst = max(r["span"] / r["ideal"] for r in paced if r["ideal"])
-    share = max(r["refused"] / r["requests"] for r in paced if r["requests"])
-    errored = sum(r["errored"] for r in paced)
+    paced = [r for r in rows if r["code"] == "paced" and r["scenario"] != SHORT]
+    short = [r for r in rows if r["scenario"] == SHORT]
+
+    def worst_wall(found: list[dict[str, Any]]) -> float:
+        return max(r["span"] / r["ideal"] for r in found if r["ideal"])
+
+    def worst_share(found: list[dict[str, Any]]) -> float:
+        return 100 * max(r["refused"] / r["requests"] for r in found if r["requests"])
+
     emit(
         [
-            target_row("rate limit: paced wall / ideal (worst row)", worst, 1.15, "x"),
-            target_row("rate limit: paced 429 share (worst row)", share * 100, 5.0, "%"),
-            target_row("rate limit: paced items errored", errored, 0, "items"),
+            target_row("rate limit: paced wall / ideal (worst row)", worst_wall(paced), 1.15, "x"),
+            target_row("rate limit: paced 429 share (worst row)", worst_share(paced), 5.0, "%"),
+            target_row(
+                "rate limit: paced items errored", sum(r["errored"] for r in paced), 0, "items"
+            ),
+            target_row("short interval: wall / ideal (worst row)", worst_wall(short), 1.2, "x"),
+            target_row("short interval: 429 share (worst row)", worst_share(short), 10.0, "%"),
+            target_row(
+                "short interval: items errored", sum(r["errored"] for r in short), 0, "items"
+            ),
         ]
     )
 

@@ -861,13 +861,17 @@ class RateLimits:
     such limit). Each bucket holds up to its limit and refills continuously at limit/minute; it
     starts full. ``minute`` is the length of a "minute" in real seconds: ``minute=6.0`` runs a
     scenario ten times faster, and every header, reset time and ``retry-after`` is then in real
-    seconds, consistent with that bucket.
+    seconds, consistent with that bucket. ``interval`` (seconds, None: none) also keeps the
+    requests a minute over that shorter interval, as the API's docs say it may ("60 RPM may be
+    enforced as one request a second"): a second bucket holding ``rpm * interval / minute``,
+    refilled at the same rate. The headers say nothing of it, as the API's do not.
     """
 
     rpm: int | None = None
     itpm: int | None = None
     otpm: int | None = None
     minute: float = 60.0
+    interval: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("rpm", "itpm", "otpm"):
@@ -876,6 +880,10 @@ class RateLimits:
                 raise ValueError(f"RateLimits.{name} must be a positive int or None: {value!r}")
         if not self.minute > 0:
             raise ValueError(f"RateLimits.minute must be > 0 seconds: {self.minute!r}")
+        if self.interval is not None and not (0 < self.interval < self.minute and self.rpm):
+            raise ValueError(
+                f"RateLimits.interval needs rpm and 0 < it < minute: {self.interval!r}"
+            )
 
 
 #: bucket name (as in the headers) -> what the 429 message calls its unit
@@ -892,7 +900,7 @@ class _Bucket:
     """A token bucket: at most ``capacity``, refilled continuously at ``capacity``/``minute``
     per second. The output bucket may go below zero (it is charged after the answer)."""
 
-    capacity: int
+    capacity: float
     minute: float
     level: float
     updated: float
@@ -922,13 +930,22 @@ class _RateLimiter:
             for name, cap in caps.items()
             if cap is not None
         }
+        # the requests a minute kept over the short interval too (unstated in the headers)
+        self.short: _Bucket | None = None
+        if limits.interval is not None and limits.rpm is not None:
+            burst = limits.rpm * limits.interval / limits.minute
+            self.short = _Bucket(burst, limits.interval, burst, now)
 
     def admit(self, now: float, input_tokens: int) -> _Refusal | None:
         """Take one request of ``input_tokens`` (ITPM cost), or say why not (nothing taken)."""
         for bucket in self.buckets.values():
             bucket.refill(now)
+        if self.short is not None:
+            self.short.refill(now)
         waits = self._waits(input_tokens)
         if not waits:
+            if self.short is not None:
+                self.short.level -= 1
             if "requests" in self.buckets:
                 self.buckets["requests"].level -= 1
             if "input-tokens" in self.buckets:
@@ -960,6 +977,8 @@ class _RateLimiter:
         requests = self.buckets.get("requests")
         if requests is not None and requests.level < 1:
             waits["requests"] = requests.wait_for(1)
+        if self.short is not None and self.short.level < 1:
+            waits["requests"] = max(waits.get("requests", 0.0), self.short.wait_for(1))
         tokens = self.buckets.get("input-tokens")
         if tokens is not None and input_tokens > tokens.capacity:
             waits["input-tokens"] = math.inf

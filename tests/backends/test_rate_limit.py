@@ -187,6 +187,50 @@ def test_a_429_blocks_its_class_for_retry_after_and_halves_the_window() -> None:
     assert limiter._window["sonnet"] <= 32  # halved from its most
 
 
+def test_a_limit_kept_over_a_second_is_learnt_from_the_429s_the_headers_did_not_predict(
+    fake_api: FakeMessagesAPI,
+) -> None:
+    """300 requests a minute, kept over one second as well (five at once): the headers say
+    300 a minute with plenty left, and a burst is refused all the same. The first such 429
+    teaches the limiter to send evenly: few requests are refused, none errors."""
+    fake_api.rate_limits = RateLimits(rpm=300, minute=60.0, interval=1.0)
+    notices: list[str] = []
+    session = TriggerSession(Settings(**ONE_RUN), notices=lambda n: notices.append(n.line()))
+    try:
+        results = session.evaluate(CONTEXT, entries(60))
+    finally:
+        session.close()
+    assert all(r.errors == 0 for r in results)
+    assert fake_api.stats["rate_limited"] <= 0.15 * fake_api.stats["calls"]  # the first wave
+    assert any("shorter interval" in line for line in notices), notices
+
+
+def test_a_429_with_room_left_keeps_every_bucket_to_a_seconds_refill() -> None:
+    limiter = RateLimiter(RateLimitSetting())
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
+    stated = {f"{PAID}-limit": "600", f"{PAID}-remaining": "590", f"{PAID}-reset": reset}
+    limiter.observe("claude-opus-5-5", stated, 200)
+    never = threading.Event()
+    burst = sum(limiter.acquire(Need("claude-opus-5-5", 1, 1), never).charged for _ in range(20))
+    assert burst == 20  # a minute's limit: a burst of twenty goes at once
+    limiter.observe("claude-opus-5-5", {**stated, "retry-after": "0"}, 429)  # room, and refused
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    sent = sum(limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged for _ in range(40))
+    assert 3 <= sent <= 6  # evenly from an empty bucket, ten a second: not a burst
+    state = limiter.store.update(lambda classes: classes["opus"])
+    assert state.short and state.buckets["requests"].capacity == 10  # a second's refill
+
+
+def test_a_429_the_headers_predicted_teaches_nothing() -> None:
+    """Refused with no request left: the minute's bucket was empty, as stated."""
+    limiter = RateLimiter(RateLimitSetting())
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
+    stated = {f"{PAID}-limit": "600", f"{PAID}-remaining": "0", f"{PAID}-reset": reset}
+    limiter.observe("claude-opus-5-5", {**stated, "retry-after": "0"}, 429)
+    assert not limiter.store.update(lambda classes: classes["opus"].short)
+
+
 def test_workers_share_one_limit_through_a_file(tmp_path: Path) -> None:
     """Two processes' limiters on one file (here two limiters, threads apart): a preset of
     ten requests lets ten through between them, not ten each."""

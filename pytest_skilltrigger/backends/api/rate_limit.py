@@ -10,6 +10,11 @@ them. On a 429 every request of the class waits out ``retry-after`` and the proc
 the requests it keeps in flight, then adds them back one at a time (additive increase,
 multiplicative decrease). The buckets live in a :class:`LimitStore`: in memory, or in a file
 that the xdist workers of one session share under a lock, so that they keep one limit.
+
+The API may enforce a minute's limit over a shorter interval ("60 RPM may be enforced as one
+request a second"), which the headers do not state. A 429 they did not predict (requests and
+tokens still remaining) says so: from then on each of the class's buckets holds at most a
+second's refill, so requests go out evenly at the same rate instead of in bursts.
 """
 
 from __future__ import annotations
@@ -32,6 +37,10 @@ TOKEN_ROUNDING = 1000  # the API rounds a token count's remaining down to the th
 SURE_RESET = 0.5  # seconds: a nearer reset says too little of the refill rate
 NOTICE_EVERY = 30.0  # at most one "waiting on the rate limit" notice in this many seconds
 MOST_WINDOW = 64.0  # the largest in-flight window a class grows to
+SHORT_INTERVAL = 1.0  # seconds: the shortest interval the API's docs say a limit is kept over
+# kept over a short interval, every request is near the edge: sent at this share of the rate,
+# the server's bucket (charged a little later, on arrival) has always refilled in time
+SHORT_PACE = 0.95
 # the models whose cache reads count toward the input-token limit (older ones; the API's docs
 # mark them): for every other model only uncached input and cache writes count
 CACHE_READS_COUNTED = ("claude-3-",)
@@ -59,15 +68,28 @@ class Bucket:
     level: float
     rate: float
     at: float  # the wall time ``level`` was read at
+    burst: float | None = None  # at most this much at once (a limit kept over a short interval)
+
+    @property
+    def capacity(self) -> float:
+        """The most the bucket holds: its limit, or its burst when that is learnt."""
+        return self.limit if self.burst is None else min(self.limit, self.burst)
 
     def refill(self, now: float) -> None:
-        self.level = min(self.limit, self.level + self.rate * max(0.0, now - self.at))
+        self.level = min(self.capacity, self.level + self.rate * max(0.0, now - self.at))
         self.at = now
 
     def wait_for(self, need: float) -> float:
-        """Seconds until ``need`` fits (a need above the limit fits a full bucket)."""
-        need = min(need, self.limit)
+        """Seconds until ``need`` fits (a need above the capacity fits a full bucket)."""
+        need = min(need, self.capacity)
         return 0.0 if self.level >= need else (need - self.level) / max(self.rate, 1e-9)
+
+    def keep_short(self, window: float) -> None:
+        """Hold at most what :data:`SHORT_INTERVAL` refills (one at least) and refill at
+        :data:`SHORT_PACE` of the limit's rate (``window``: seconds the limit is stated for)."""
+        self.burst = max(1.0, self.limit / window * SHORT_INTERVAL)
+        self.rate = self.limit / window * SHORT_PACE
+        self.level = min(self.level, self.capacity)
 
 
 @dataclass
@@ -77,19 +99,24 @@ class ClassState:
     buckets: dict[str, Bucket] = field(default_factory=dict)
     blocked_until: float = 0.0  # a 429's retry-after: nothing is sent before it
     window: float = WINDOW  # seconds a bucket takes to fill, as the headers state it
+    short: bool = False  # a 429 showed the limits are kept over a shorter interval
 
     def to_json(self) -> dict[str, Any]:
         return {
             "buckets": {k: asdict(b) for k, b in self.buckets.items()},
             "blocked_until": self.blocked_until,
             "window": self.window,
+            "short": self.short,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> ClassState:
         buckets = {k: Bucket(**v) for k, v in dict(data.get("buckets") or {}).items()}
         return cls(
-            buckets, float(data.get("blocked_until", 0.0)), float(data.get("window", WINDOW))
+            buckets,
+            float(data.get("blocked_until", 0.0)),
+            float(data.get("window", WINDOW)),
+            bool(data.get("short", False)),
         )
 
 
@@ -179,10 +206,16 @@ class RateLimitNotice:
     model_class: str
     limits: Mapping[str, float]
     waiting: str | None = None  # the limit runs are waiting on, when they are
+    short: bool = False  # the limits turned out to be kept over a shorter interval
 
     def line(self) -> str:
         names = {"requests": "requests", "input-tokens": "input tokens", "output-tokens": "output"}
         shown = ", ".join(f"{v:,.0f} {names[k]}" for k, v in self.limits.items())
+        if self.short:
+            return (
+                f"rate limit ({self.model_class}): refused with room left in the minute, so it "
+                f"is kept over a shorter interval: sending evenly ({shown} a minute)"
+            )
         if self.waiting:
             return f"rate limit ({self.model_class}): runs are waiting on {self.waiting} ({shown})"
         return f"rate limit ({self.model_class}): {shown} a minute"
@@ -251,7 +284,7 @@ class RateLimiter:
         if wait > 0:
             return wait
         for name, bucket in state.buckets.items():
-            bucket.level -= min(wants[name], bucket.limit)
+            bucket.level -= min(wants[name], bucket.capacity)
         return 0.0
 
     def _preset(self, state: ClassState, now: float) -> None:
@@ -307,11 +340,27 @@ class RateLimiter:
         retry = retry_after(headers) if status == 429 else None  # as the SDK reads it
         if not stated and retry is None:
             return
-        self.store.update(lambda classes: _adopt(classes, cls, stated, self.setting, retry))
+        answer = _Answer(stated, retry, status == 429 and _room_left(stated))
+        learnt = self.store.update(lambda classes: _adopt(classes, cls, answer, self.setting))
+        if learnt and self.notify is not None:
+            self.notify(
+                RateLimitNotice(cls, self.store.update(lambda c: _copy_levels(c, cls)), short=True)
+            )
         if stated and cls not in self._known and self.notify is not None:
             self._known.add(cls)
             limits = {k: v for k, (v, _r, _t) in stated.items()}
             self.notify(RateLimitNotice(cls, _within(limits, self.setting.preset)))
+
+
+def _room_left(stated: Mapping[str, tuple[float, float, float | None]]) -> bool:
+    """Whether a 429's headers still show room in every limit of the minute: a request
+    remaining, and tokens well above the thousand they are rounded to (a refusal for tokens
+    shows less than a request needs)."""
+    requests = stated.get("requests")
+    if requests is None or requests[1] < 1:
+        return False
+    tokens = [left for name, (_l, left, _t) in stated.items() if name != "requests"]
+    return all(left >= 2 * TOKEN_ROUNDING for left in tokens)
 
 
 def _stated(headers: Mapping[str, str]) -> dict[str, tuple[float, float, float | None]]:
@@ -363,32 +412,47 @@ def _window(stated: Mapping[str, tuple[float, float, float | None]]) -> float | 
     return best[1] if best is not None else None
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """What one response said of the limits: each stated one (limit, remaining, seconds
+    until full), a 429's ``retry-after``, and whether it was a 429 they did not predict."""
+
+    stated: Mapping[str, tuple[float, float, float | None]]
+    retry: float | None = None
+    unpredicted: bool = False
+
+
 def _adopt(
-    classes: dict[str, ClassState],
-    cls: str,
-    stated: Mapping[str, tuple[float, float, float | None]],
-    setting: RateLimitSetting,
-    retry: float | None,
-) -> float:
+    classes: dict[str, ClassState], cls: str, answer: _Answer, setting: RateLimitSetting
+) -> bool:
     """The class's buckets as a response states them: its limits (within the preset), no more
     left than it says (others may share the key), and the window its requests' reset implies
-    (the requests count is exact; the token counts are rounded)."""
+    (the requests count is exact; the token counts are rounded). After a 429 the headers did
+    not predict, every bucket keeps to the short interval; whether that was learnt now."""
+    stated, retry = answer.stated, answer.retry
     state = classes.setdefault(cls, ClassState())
     now = time.time()
     window = _window(stated)
     if window is not None:
         state.window = window
     limits = _within({k: v for k, (v, _r, _t) in stated.items()}, setting.preset)
+    learnt = answer.unpredicted and not state.short
+    state.short = state.short or learnt
     for name, limit in limits.items():
         bucket = state.buckets.get(name)
         if bucket is None:
             bucket = state.buckets[name] = Bucket(limit, limit, limit / state.window, now)
         bucket.refill(now)
         bucket.limit, bucket.rate = limit, limit / state.window
-        bucket.level = min(bucket.level, stated[name][1], limit)
+        bucket.level = min(bucket.level, stated[name][1])
+    if state.short:
+        for bucket in state.buckets.values():
+            bucket.keep_short(state.window)
+            if retry is not None:  # refused: the short interval's bucket is empty now
+                bucket.level = 0.0
     if retry is not None:
         state.blocked_until = max(state.blocked_until, now + retry)
-    return 0.0
+    return learnt
 
 
 def _correct(classes: dict[str, ClassState], cls: str, need: Need, used: tuple[int, int]) -> float:
@@ -402,7 +466,9 @@ def _correct(classes: dict[str, ClassState], cls: str, need: Need, used: tuple[i
     }.items():
         bucket = state.buckets.get(name)
         if bucket is not None:
-            bucket.level = min(bucket.limit, bucket.level + min(charged, bucket.limit) - spent)
+            bucket.level = min(
+                bucket.capacity, bucket.level + min(charged, bucket.capacity) - spent
+            )
     return 0.0
 
 
