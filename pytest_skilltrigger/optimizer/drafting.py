@@ -117,10 +117,13 @@ def draft_jobs(
 ) -> list[DraftJob]:
     """What to draft: every skill without an eval set; with ``also`` more entries for every
     skill that has one and no drafted extra set yet (a rerun drafts nothing). ``installed``
-    are listed beside a skill without one (a target's context has them already)."""
-    jobs = [DraftJob.missing(skill, installed) for skill in missing]
+    are listed beside a skill without one (a target's context has them already). A skill
+    Claude Code does not list to the model can never trigger: nothing is drafted for it."""
+    jobs = [DraftJob.missing(skill, installed) for skill in missing if skill.model_invocable]
     if mode == "also":
         for target in targets:
+            if not target.skill.model_invocable:
+                continue
             job = DraftJob.extra(target)
             if not os.path.exists(job.path):
                 jobs.append(job)

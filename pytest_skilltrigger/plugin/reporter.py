@@ -107,6 +107,7 @@ class SkillTriggerReporter:
         self.lines = lines
         self._waited = 0.0  # what the items' runs waited for the rate limit, so far
         self._waiting_said = float("-inf")
+        self._planned_items: int | None = None  # the items the header's estimate sized
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         skills = self.source.skills
@@ -158,6 +159,7 @@ class SkillTriggerReporter:
 
         setup, skills = self.source.setup, self.source.skills
         requests = SessionRequests(skills, setup.settings.models).of_session(engine.plan)
+        self._planned_items = len(requests)
         estimate = engine.estimate(requests)
         if estimate is not None and setup.optimize is not None:
             # deferred: the optimizer, only for --optimize-description
@@ -168,6 +170,29 @@ class SkillTriggerReporter:
             )
             estimate = estimate.with_rounds(*bound)
         return estimate
+
+    def pytest_report_collectionfinish(
+        self, config: pytest.Config, start_path: Any, items: list[pytest.Item]
+    ) -> list[str]:
+        """The estimate again once the items are known, when it differs from the header's:
+        for the items ``-k``, ``--ignore`` or a node id selected, or under ``-q``, which
+        shows no header (the line is then the only word on the cost before any call)."""
+        engine = self.source.sessions.started
+        if not self.source.skills.targets or engine is None or engine.no_backend:
+            return []
+        # deferred: the items load the model layer, only with a skill in play
+        from pytest_skilltrigger.plugin.items import SamplingItem, requests_of_items
+
+        selected = sum(isinstance(item, SamplingItem) for item in items)
+        planned = self._planned_items
+        quiet = config.get_verbosity() < 0
+        if not quiet and (planned is None or selected >= planned):
+            return []
+        estimate = engine.estimate(requests_of_items(items, engine.plan))
+        if estimate is None:
+            return []
+        chosen = f"the {selected} selected items' " if planned and selected < planned else ""
+        return [f"skilltrigger: {chosen}{estimate.line()}"]
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple[str, int | None, str]) -> None:
         self.lines.item_started()

@@ -180,13 +180,29 @@ def listing_warnings(skill: Skill, description: str) -> list[str]:
     ]
 
 
+def lists_neighbours(folder: str, paths: Sequence[str] = ()) -> bool:
+    """Whether the skills in ``folder`` are listed beside each other: Claude Code lists a
+    folder of skills (``.claude/skills``, a plugin's ``skills/``), and a folder the user
+    named (or one below it) is taken as one; the folder a checkout of one skill sits in
+    (``~/src``) is not, or the listing would hold whatever else is checked out there."""
+    if os.path.basename(folder) == SKILLS_FOLDER:
+        return True
+    return any(within(folder, os.path.abspath(path)) for path in paths)
+
+
 def _siblings(
-    skill: Skill, read: Callable[[str], Skill] = read_skill, group: int = PROJECT
+    skill: Skill,
+    read: Callable[[str], Skill] = read_skill,
+    group: int = PROJECT,
+    paths: Sequence[str] | None = None,
 ) -> tuple[tuple[ListedSkill, ...], list[str]]:
     """The other skills in the folder that holds this skill (a plugin's: its other skills),
     listed in ``group``; unreadable ones are skipped. ``read`` reads a skill folder (a
-    session's targets share one cache)."""
+    session's targets share one cache); ``paths``, the paths given, decide whether that
+    folder is a folder of skills (:func:`lists_neighbours`; None: it is)."""
     parent = os.path.dirname(skill.path)
+    if paths is not None and not lists_neighbours(parent, paths):
+        return (), []
     listed: list[ListedSkill] = []
     warnings: list[str] = []
     for entry in sorted(os.listdir(parent)):
@@ -263,7 +279,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     skills = _unique_skills(paths)
     _check_options(options, skills)
     read = _reader({skill.path: skill for skill in skills})
-    session = _SessionSkills.of(skills, read)
+    session = _SessionSkills.of(skills, read, paths)
     cases = _PluginCases(session)
     targets, missing = [], []
     for skill in skills:
@@ -278,10 +294,24 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
         target = _target(skill, evals, options, session, read)
         targets.append(replace(target, warnings=target.warnings + tuple(pinned_models(found))))
     if missing and not targets and not options.draft_missing:
-        seen = _cases_seen(cases.not_collected)
-        raise InputError(missing[0].path, NO_EVAL_SET + ", nor has any other skill here" + seen)
+        raise _none_has_an_eval_set(missing, cases.not_collected)
     _check_clash(options.installed, targets)
     return Found(targets, missing, cases.not_collected)
+
+
+def _none_has_an_eval_set(missing: Sequence[Skill], cases: Sequence[NotCollected]) -> InputError:
+    """The error for a session whose skills all lack an eval set: which, and what to do."""
+    if len(missing) == 1:
+        return InputError(missing[0].path, NO_EVAL_SET + _cases_seen(cases))
+    where = os.path.commonpath([skill.path for skill in missing])
+    shown = ", ".join(skill.id for skill in missing[:5])
+    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+    return InputError(
+        where,
+        f"none of the {len(missing)} skills here has an eval set ({shown}{more}; looked for "
+        "evals/trigger-eval.json and the other usual names); draft them with "
+        "--draft-eval-set, or name one with --eval-set" + _cases_seen(cases),
+    )
 
 
 def _cases_seen(not_collected: Sequence[NotCollected], shown: int = 3) -> str:
@@ -396,6 +426,7 @@ class _SessionSkills:
     plugin_skills: tuple[ListedSkill, ...]
     project_skills: tuple[ListedSkill, ...]
     commands: tuple[ListedSkill, ...] = ()
+    paths: tuple[str, ...] = ()  # the paths given: which folders are folders of skills
 
     def skills_of(self, plugin_root: str) -> list[ListedSkill]:
         """A plugin's listed skills."""
@@ -403,16 +434,23 @@ class _SessionSkills:
         return [s for s in self.plugin_skills if s.group == group]
 
     @classmethod
-    def of(cls, skills: Sequence[Skill], read: Callable[[str], Skill]) -> _SessionSkills:
+    def of(
+        cls, skills: Sequence[Skill], read: Callable[[str], Skill], paths: Sequence[str] = ()
+    ) -> _SessionSkills:
         plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
         _check_plugin_names([s.plugin for s in skills if s.plugin])
-        folders = dict.fromkeys(os.path.dirname(s.path) for s in skills if s.plugin is None)
+        folders = dict.fromkeys(
+            os.path.dirname(s.path)
+            for s in skills
+            if s.plugin is None and lists_neighbours(os.path.dirname(s.path), paths)
+        )
         plugin_folders = [os.path.join(root, SKILLS_FOLDER) for root in plugins]
         return cls(
             plugins,
             tuple(s for folder in plugin_folders for s in _folder_skills(folder, read, plugins)),
             tuple(s for folder in folders for s in _folder_skills(folder, read, plugins)),
             _commands(plugins, folders, [s.plugin for s in skills if s.plugin]),
+            tuple(paths),
         )
 
     def neighbours(self, skill: Skill) -> tuple[ListedSkill, ...]:
@@ -484,7 +522,7 @@ def _target(
     read: Callable[[str], Skill],
 ) -> Target:
     group = group_of(skill, session.plugins)
-    siblings, warnings = _siblings(skill, read, group)
+    siblings, warnings = _siblings(skill, read, group, session.paths)
     start = options.description if options.description is not None else skill.description
     warnings += listing_warnings(skill, start)
     return Target(

@@ -17,11 +17,14 @@ def within(path: str, folder: str) -> bool:
 
 
 def searched(folder: str, name: str) -> bool:
-    """Whether the folder ``name`` inside ``folder`` is searched for skills: not hidden, not
-    a virtualenv (whatever its name) and not tooling."""
+    """Whether the folder ``name`` inside ``folder`` is searched for skills: not hidden (but
+    ``.claude``, where a project keeps its skills, and in it only ``skills``), not a
+    virtualenv (whatever its name) and not tooling."""
     path = os.path.join(folder, name)
+    if os.path.basename(folder) == ".claude":
+        return name == "skills" and os.path.isdir(path)
     return (
-        not name.startswith(".")
+        (not name.startswith(".") or name == ".claude")
         and name not in SKIPPED_FOLDERS
         and os.path.isdir(path)
         and not os.path.isfile(os.path.join(path, "pyvenv.cfg"))

@@ -182,3 +182,26 @@ def test_stored_runs_lower_the_estimate_to_the_runs_still_to_make() -> None:
     assert "stored runs decide 1 of 2" in got.line()
     none = estimate_session([(context, "q1")], Settings(), Sized(), price, [(0, 0)])
     assert none.line() == "estimate for 1 queries: no call, stored runs decide every one"
+
+
+def test_a_selection_gets_the_estimate_of_what_it_selected(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """``-k`` runs two of the eleven items: after collection a line sizes those two."""
+    folder = make_folder(pytester.path)
+    result = pytester.runpytest_subprocess(*plugin_args(folder, "-k", "sheets and tidy"))
+    result.stdout.fnmatch_lines(
+        ["skilltrigger: the 2 selected items' estimate for 2 queries: up to *"]
+    )
+    assert header(result).group(1) == "11"  # the header still sizes every item
+
+
+def test_under_q_the_estimate_is_said_before_any_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """-q shows no header: the estimate is the line after collection."""
+    folder = make_folder(pytester.path)
+    result = pytester.runpytest_subprocess(*plugin_args(folder, "-q"))
+    first = next(i for i, line in enumerate(result.stdout.lines) if "estimate for 11" in line)
+    progress = next(i for i, line in enumerate(result.stdout.lines) if "[100%]" in line)
+    assert first < progress

@@ -116,8 +116,8 @@ def test_when_no_case_is_a_trigger_check_the_error_says_what_was_seen(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*no eval set found*1 claude plugin eval case(s) seen, none a trigger check:"
-            " judged (*llm*"
+            "*none of the 2 skills here has an eval set (acme:alpha, acme:beta;*"
+            "1 claude plugin eval case(s) seen, none a trigger check: judged (*llm*"
         ]
     )
     assert fake_api.stats["trigger_calls"] == 0

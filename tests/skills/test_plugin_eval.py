@@ -588,7 +588,7 @@ def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
         "schema_version": "1.0",
         "name": "acme-alpha-01-trigger",
         "runs": 2,
-        "execution": {"prompt": "convert zebras", "max_turns": 1, "allowed_tools": ["Skill"]},
+        "execution": {"prompt": "convert zebras", "max_turns": 2, "allowed_tools": ["Skill"]},
         "graders": [
             {
                 "name": "triggers",
