@@ -154,7 +154,7 @@ def test_a_folder_where_no_skill_has_an_eval_set_is_an_error(tmp_path: Path) -> 
     write_skill(skills / "sheets", "Clean spreadsheet tables.", evals=False)
     write_skill(skills / "notes", "Tidy meeting notes.", evals=False)
     with pytest.raises(
-        InputError, match="none of the 2 skills here has an eval set .notes, sheets"
+        InputError, match=r"none of the 2 skills here has an eval set .notes, sheets"
     ):
         find_targets([str(skills)])
 
