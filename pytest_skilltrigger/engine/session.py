@@ -221,8 +221,11 @@ class TriggerSession:
         self, context: TriggerContext, entry: EvalEntry, plan: SamplingPlan | None = None
     ) -> Future[QueryResult]:
         """Start sampling one entry; the future resolves to its QueryResult. A skill the
-        model is never shown resolves at once, without a call."""
+        model is never shown resolves at once, without a call. An entry with a history is
+        asked after that conversation."""
         plan = plan or self.plan
+        if entry.history is not None:
+            context = context.with_history(entry.history)
         if not context.model_invocable:
             done: Future[QueryResult] = Future()
             unlisted = context.unlisted_reason or UNLISTED

@@ -260,6 +260,9 @@ class TriggerContext:
     # the tested skill's alias and place in the listing (see ListedSkill)
     alias: str | None = None
     group: int = PROJECT
+    # the conversation before the query: canonical JSON of its turns, as the Messages API
+    # takes them (None: the query opens the session)
+    history: str | None = None
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
@@ -268,6 +271,10 @@ class TriggerContext:
     def on_model(self, model: str | None) -> TriggerContext:
         """The same context on another model of the matrix."""
         return replace(self, model=model)
+
+    def with_history(self, history: str | None) -> TriggerContext:
+        """The same context after a conversation (an eval entry's), or at its start."""
+        return self if history == self.history else replace(self, history=history)
 
     @property
     def tested(self) -> ListedSkill:
@@ -318,10 +325,12 @@ class TriggerContext:
         so runs stored by one skill's items serve another's (a sibling's queries checked in
         the improvement rounds); a run's verdict is read from what it chose, for the skill
         asking."""
-        payload = {
+        payload: dict[str, Any] = {
             "listing": [s.line for s in self.listing()],
             **extra,
         }
+        if self.history is not None:  # a context without one keeps the key it had
+            payload["history"] = self.history
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

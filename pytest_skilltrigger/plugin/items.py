@@ -26,6 +26,7 @@ from pytest_skilltrigger.model.formatting import describe_chosen, format_interva
 from pytest_skilltrigger.model.outcome import routing_verdict
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.skills.history import turns_of
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -288,7 +289,8 @@ class TriggerItem(SamplingItem):
         self.model = model  # its model in a matrix (None: the session's one model)
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        return self.target.context().on_model(self.model), self.entry, plan
+        context = self.target.context().on_model(self.model).with_history(self.entry.history)
+        return context, self.entry, plan
 
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
@@ -304,6 +306,9 @@ class TriggerItem(SamplingItem):
             context = self.target.context()
             listed = context.tested.line if context.model_invocable else None
         message = failure_message(result, self.target.name, listed)
+        if self.entry.history is not None:
+            turns = len(turns_of(self.entry.history))
+            message += f"\nasked after {turns} earlier turn(s) (the entry's history)"
         return message + invoked_lines(result, self.target.context())
 
     def reportinfo(self) -> tuple[str, int | None, str]:
@@ -438,7 +443,11 @@ class SessionRequests:
         if target is not None:
             context = target.context()
             return {
-                trigger_item_name(target, e, m): (context.on_model(m), e, plan)
+                trigger_item_name(target, e, m): (
+                    context.on_model(m).with_history(e.history),
+                    e,
+                    plan,
+                )
                 for e in target.eval_set.entries
                 for m in self.models
             }

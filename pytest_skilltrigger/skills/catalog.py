@@ -358,8 +358,9 @@ class _PluginCases:
         seen: set[str] = set()
         unique = []
         for case in self._by_skill.get(skill.id, []):  # a prompt in two eval dirs: the first
-            if _same_query(case.prompt) not in seen:
-                seen.add(_same_query(case.prompt))
+            same = f"{_same_query(case.prompt)}\0{case.history}"
+            if same not in seen:
+                seen.add(same)
                 unique.append(case)
         return unique
 

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_skilltrigger.skills.history import read_entry_history
 from pytest_skilltrigger.support.errors import InputError
 
 EVAL_SET_NAMES = (
@@ -54,6 +55,9 @@ class EvalEntry:
     should_trigger: bool
     # Left out of the hash (a dict is unhashable) so entries can still key dicts and sets.
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    #: the conversation before the query (``history`` or ``history_file``), as canonical
+    #: JSON text (:mod:`.history`); None: the query opens the session
+    history: str | None = None
 
 
 @dataclass(frozen=True)
@@ -272,8 +276,9 @@ def _entries_from_objects(
             raise InputError(
                 where, f"{name}: should_trigger must be true or false, got {_excerpt(verdict)}"
             )
-        extra = {k: v for k, v in item.items() if k not in ("query", _POSITIVE)}
-        entries.append((EvalEntry(len(entries), query, verdict, extra), name))
+        history = read_entry_history(item, where, name)
+        extra = {k: v for k, v in item.items() if k not in ("query", _POSITIVE, "history")}
+        entries.append((EvalEntry(len(entries), query, verdict, extra, history), name))
     return entries
 
 
@@ -342,11 +347,12 @@ def check_duplicate_key(obj: Any, where: str, name: str, duplicates: dict[int, s
 def check_unique(named: Sequence[tuple[Any, str]], where: str) -> None:
     """Reject a query listed twice: it would be counted twice, or contradict itself.
 
-    Queries differing only in surrounding whitespace are the same request to the model.
+    Queries differing only in surrounding whitespace are the same request to the model; the
+    same query after different histories is not.
     """
-    seen: dict[str, str] = {}
+    seen: dict[tuple[str, str | None], str] = {}
     for entry, name in named:
-        key = entry.query.strip()
+        key = (entry.query.strip(), getattr(entry, "history", None))
         if key in seen:
             raise InputError(
                 where, f"{name} repeats the query of {seen[key]}: {_excerpt(entry.query)}"

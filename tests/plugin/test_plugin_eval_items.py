@@ -170,3 +170,29 @@ def test_an_export_does_not_draft(pytester: pytest.Pytester, fake_api: FakeMessa
     assert len(errors) == 1 and "--draft-eval-set first" in errors[0]
     assert "Traceback" not in result.stderr.str()
     assert fake_api.stats["calls"] == 0 and not out.exists()
+
+
+def test_a_case_resuming_a_conversation_is_collected_and_asked_after_it(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """``context.history_file`` (a session file in the case folder): its trigger item sends
+    the history before the prompt, as the runner's resumed run does."""
+    from pytest_skilltrigger.skills.history import session_lines
+
+    plugin = make_plugin(pytester.path)
+    skill = 'name: used, type: tool_used, tool: Skill, input_match: \'"skill":"(acme:)?alpha"\''
+    write_case(plugin, "resumed", "now convert the zebra spreadsheets", "{" + skill + "}")
+    turns = [
+        {"role": "user", "content": "I keep zebra spreadsheets for the zoo"},
+        {"role": "assistant", "content": "Noted. What should I do with them?"},
+    ]
+    lines = session_lines(turns, str(plugin))
+    (plugin / "evals" / "resumed" / "h.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    case = plugin / "evals" / "resumed" / "case.yaml"
+    case.write_text(case.read_text() + "context:\n  history_file: h.jsonl\n")
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-v", "--runs-per-query=1"))
+    result.assert_outcomes(passed=1)
+    (body,) = list(fake_api.requests)
+    assert body["messages"][0]["content"] == turns[0]["content"]

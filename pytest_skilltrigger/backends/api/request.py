@@ -22,6 +22,7 @@ from pytest_skilltrigger.model import request_layouts as layouts
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.listing_budget import fit_of
 from pytest_skilltrigger.model.request_layouts import RequestLayout, layout_for
+from pytest_skilltrigger.skills.history import turns_of
 
 SYSTEM_PROMPT = (
     "You are an agentic coding assistant working in the user's terminal and project folder. "
@@ -167,6 +168,7 @@ def build_messages(
     which the CLI's one marker on the query would make each run pay for; what the model is
     shown does not change."""
     cached = {"cache_control": {"type": "ephemeral"}}
+    earlier = history_messages(layout, context)
     content: list[dict[str, Any]] = []
     for section in layout.reminders:
         text = reminder(section_text(section, context, model))
@@ -177,13 +179,33 @@ def build_messages(
         if content:
             content[-1] = {**content[-1], **cached}
         content.append({"type": "text", "text": query, **cached})
-        return [{"role": "user", "content": content}]
+        return [*earlier, {"role": "user", "content": content}]
     content.append({"type": "text", "text": query})
     sections = "\n\n".join(section_text(s, context, model) for s in layout.system_sections)
     return [
+        *earlier,
         {"role": "user", "content": content},
         {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
     ]
+
+
+def history_messages(layout: RequestLayout, context: TriggerContext) -> list[dict[str, Any]]:
+    """The conversation before the query, as the pinned CLI resends a resumed one: a user
+    turn's text as it is, an assistant turn's as content blocks, and (where the listing is a
+    system-role message) an empty system-role message after the first user turn, the mark
+    the CLI leaves where that turn's reminders were. The reminders and the listing come with
+    the new user message, after the history."""
+    if context.history is None:
+        return []
+    messages: list[dict[str, Any]] = []
+    for turn in turns_of(context.history):
+        content = turn["content"]
+        if turn["role"] == "assistant" and isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        messages.append({"role": turn["role"], "content": content})
+        if layout.system_sections and len(messages) == 1 and turn["role"] == "user":
+            messages.append({"role": "system", "content": []})
+    return messages
 
 
 def build_request(context: TriggerContext, query: str, model: str) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
 )
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.skills.history import session_lines, turns_of
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.interrupts import trap_sigterm
 from pytest_skilltrigger.support.machine import PeakMemory
@@ -196,7 +197,7 @@ class ClaudeCodeBackend:
         run_dir = run_dir or tempfile.mkdtemp(prefix="run-", dir=self._root)
         try:
             plugins = self._install(Path(run_dir), context)
-            command = self._command(plugins=plugins)
+            command = self._command(plugins=plugins, resume=_session_file(Path(run_dir), context))
             call = CliCall(
                 command, Path(run_dir) / "project", self._env(Path(run_dir)), self.timeout
             )
@@ -253,11 +254,16 @@ class ClaudeCodeBackend:
         return env
 
     def _command(
-        self, streaming: bool = True, model: str | None = None, plugins: Sequence[Path] = ()
+        self,
+        streaming: bool = True,
+        model: str | None = None,
+        plugins: Sequence[Path] = (),
+        resume: Path | None = None,
     ) -> list[str]:
         """The CLI's arguments: events as they arrive for trigger runs, one JSON result for
-        plain questions; the plugins of the context, in order. The user settings and skills
-        read are the run's private config folder's (CLAUDE_CONFIG_DIR), never the user's."""
+        plain questions; the plugins of the context, in order; the session to resume (the
+        history an entry is asked after). The user settings and skills read are the run's
+        private config folder's (CLAUDE_CONFIG_DIR), never the user's."""
         output = (
             ["stream-json", "--verbose", "--include-partial-messages"] if streaming else ["json"]
         )
@@ -267,6 +273,8 @@ class ClaudeCodeBackend:
         cmd += ["--setting-sources", "user,project", "--no-session-persistence"]
         for plugin in plugins:
             cmd += ["--plugin-dir", str(plugin)]
+        if resume is not None:
+            cmd += ["--resume", str(resume)]
         if streaming:
             # one model turn: after choosing a tool the CLI stops instead of running it and
             # sending its next request (the kill at the decision may come a moment too late)
@@ -407,3 +415,15 @@ class ClaudeCodeBackend:
         atexit.unregister(self.close)
         self._untrap_sigterm()
         self._untrap_sigterm = lambda: None
+
+
+def _session_file(run_dir: Path, context: TriggerContext) -> Path | None:
+    """The context's history as a session file in the run's own workspace (the CLI resumes
+    it from there and writes nothing of the user's); None without a history."""
+    if context.history is None:
+        return None
+    project = run_dir / "project"
+    path = run_dir / "tmp" / "history.jsonl"
+    lines = session_lines(turns_of(context.history), str(project))
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path

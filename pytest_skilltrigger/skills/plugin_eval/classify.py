@@ -33,6 +33,7 @@ class TriggerCase:
     should_trigger: bool
     runs: int | None = None
     model: str | None = None
+    history: str | None = None  # the conversation it resumes (``context.history_file``)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,6 @@ class NotCollected:
 # Settings that change what the model sees beyond the prompt, which a trigger item does not
 # reproduce: such a case measures something else.
 _UNREPRODUCED = (
-    ("context", "history_file", "it resumes a conversation (context.history_file)"),
     ("execution", "append_system_prompt", "it adds to the system prompt (append_system_prompt)"),
 )
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import yaml
 
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, check_query, read_text
 from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, yaml_problem
+from pytest_skilltrigger.skills.history import history_text, read_session_file
 from pytest_skilltrigger.skills.plugin_eval.classify import (
     Names,
     NotCollected,
@@ -70,7 +71,7 @@ def read_plugin_eval(root: str, eval_dir: str = "evals", names: Names = ()) -> P
     base = _eval_base(root, eval_dir)
     cases: list[TriggerCase] = []
     skipped: list[NotCollected] = []
-    first: dict[tuple[str, str], TriggerCase] = {}
+    first: dict[tuple[str, str, str | None], TriggerCase] = {}
     for folder in _case_folders(base):
         relative = os.path.relpath(folder, root).replace(os.sep, "/")
         try:
@@ -86,7 +87,14 @@ def read_plugin_eval(root: str, eval_dir: str = "evals", names: Names = ()) -> P
         if isinstance(got, NotCollected):
             skipped.append(got)
             continue
-        key = (got.skill, got.prompt.strip())
+        history = (case.get("context") or {}).get("history_file")
+        if history:
+            try:
+                got = replace(got, history=_history_of(folder, str(history)))
+            except InputError as exc:  # the runner loads it, and every run fails
+                skipped.append(NotCollected(relative, f"its history_file: {exc}"))
+                continue
+        key = (got.skill, got.prompt.strip(), got.history)
         if key in first:
             earlier = first[key]
             reason = f'same prompt as case "{earlier.name}" ({earlier.folder}); kept that one'
@@ -97,6 +105,15 @@ def read_plugin_eval(root: str, eval_dir: str = "evals", names: Names = ()) -> P
     return PluginEvalCases(
         os.path.abspath(root), eval_dir.replace(os.sep, "/"), tuple(cases), tuple(skipped)
     )
+
+
+def _history_of(folder: str, given: str) -> str:
+    """A case's ``context.history_file``, read as the runner resumes it: a session file
+    inside the case folder."""
+    path = os.path.realpath(os.path.join(folder, given))
+    if os.path.commonpath([path, os.path.realpath(folder)]) != os.path.realpath(folder):
+        raise InputError(given, "escapes the case directory")
+    return history_text(read_session_file(path))
 
 
 def _refused(exc: InputError, folder: str) -> str:
@@ -328,11 +345,13 @@ def eval_set_of(cases: Sequence[TriggerCase], path: str) -> EvalSet:
     entries: list[EvalEntry] = []
     for case in ordered:
         check_query(case.prompt, True, case.folder, "prompt")  # as an eval file's query is
-        earlier = seen.setdefault(case.prompt.strip(), case)
+        earlier = seen.setdefault(f"{case.prompt.strip()}\0{case.history}", case)
         if earlier is not case:
             raise InputError(path, f"{case.folder} repeats the prompt of {earlier.folder}")
         extra = {"case": case.name, "case_dir": case.folder}
-        entries.append(EvalEntry(len(entries), case.prompt, case.should_trigger, extra))
+        entries.append(
+            EvalEntry(len(entries), case.prompt, case.should_trigger, extra, case.history)
+        )
     meta = {"skill_name": skills[0], "format": "claude plugin eval cases"}
     return EvalSet(path=os.path.abspath(path), entries=tuple(entries), meta=meta)
 
