@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,15 @@ from pytest_skilltrigger.skills.routing_set import RoutingSet
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Where an item's result belongs beyond its skill: its model in a matrix (None: the
+    session's one model) and the crowd it was asked among (None: none)."""
+
+    model: str | None = None
+    crowd: int | None = None
 
 
 class Gathered:
@@ -59,16 +69,16 @@ class Gathered:
         skill_md: str,
         index: int,
         result: QueryResult,
-        model: str | None = None,
+        variant: Variant = Variant(),
     ) -> Target | None:
-        """Keep a trigger item's result under its skill (and model, in a matrix); its target,
-        or None for a skill this process did not load (a worker that read its skills
-        elsewhere)."""
+        """Keep a trigger item's result under its skill (and its model in a matrix, its crowd
+        size); its target, or None for a skill this process did not load (a worker that read
+        its skills elsewhere)."""
         target = self._by_skill_md.get(skill_md)
         if target is None:
             return None
         self._by_node[nodeid] = (target, result)
-        self.results.add(target, index, result, model)
+        self.results.add(target, index, result, variant.model, variant.crowd)
         return target
 
     def add_routing(
@@ -96,7 +106,7 @@ class Gathered:
             folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
         tables = []
         for model in self.results.models or (None,):  # a matrix: each model's own tables
-            skills = [s for s in self.results.ordered() if s.model == model]
+            skills = [s for s in self.results.ordered() if s.model == model and s.crowd is None]
             routing = {folder: items for (folder, m), items in self.routing.items() if m == model}
             for table in routing_tables(skills, routing, folders):
                 table.model = model
@@ -108,7 +118,11 @@ class Gathered:
         improvement rounds' first iteration reuses them."""
         first = self.results.first_model()
         skills = self.results.skills.items()
-        return {skill_md: dict(skill.rows) for (skill_md, model), skill in skills if model == first}
+        return {
+            skill_md: dict(skill.rows)
+            for (skill_md, model, crowd), skill in skills
+            if model == first and crowd is None
+        }
 
     def over_budget(self) -> int:
         """Queries (trigger and routing items) skipped because the budget ran out."""

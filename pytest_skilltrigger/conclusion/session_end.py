@@ -224,6 +224,7 @@ class SessionEnd:
             routing=self.gathered.routing_tables,
             base=self.base,
             load=self.load(engine),
+            crowd_usage=self.settings.crowd_usage,
         )
 
     def _write_results_page(self, report: SessionReport) -> None:

@@ -90,6 +90,9 @@ class ListedSkill:
     # a command (a ``commands/*.md`` file): listed as a skill is, after the skills of the
     # project and before those of its plugin
     command: bool = False
+    # how much the user has used it: the CLI's score, ``usageCount`` decayed by the weeks
+    # since the last use; past the listing budget the most used keep their text (0: unused)
+    usage: float = 0.0
 
     @property
     def listed(self) -> str:
@@ -263,6 +266,8 @@ class TriggerContext:
     # the conversation before the query: canonical JSON of its turns, as the Messages API
     # takes them (None: the query opens the session)
     history: str | None = None
+    # the skill under test's usage (see ListedSkill.usage): a new skill has none
+    usage: float = 0.0
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
@@ -286,6 +291,7 @@ class TriggerContext:
             self.skill_md,
             alias=self.alias,
             group=self.group,
+            usage=self.usage,
         )
 
     def listing(self) -> list[ListedSkill]:
@@ -331,6 +337,9 @@ class TriggerContext:
         }
         if self.history is not None:  # a context without one keeps the key it had
             payload["history"] = self.history
+        used = {s.name: s.usage for s in self.listing() if s.usage}
+        if used:  # which skills keep their text past the budget: the request can differ
+            payload["usage"] = used
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -3,7 +3,8 @@
 Past the budget Claude Code lists skills as bare names (``- pdf``, no text), and a bare-listed
 skill is chosen, if at all, by its name alone: a verdict measured on a full listing says
 nothing about what users of that model see. The rule (a share of the model's context window,
-the bundled built-ins keeping their text, the others filled in listing order) was observed
+the bundled built-ins keeping their text, the others filled by usage, then in listing
+order) was observed
 with the pinned CLI; ``docs/explanation/context.md`` gives it with the edges
 ``benchmarks/bench_listing_budget.py`` measures.
 """
@@ -93,7 +94,9 @@ def fit_listing(skills: Sequence[ListedSkill], budget: int, model: str | None = 
         return ListingFit(budget, size, frozenset(), model)
     left = budget - fixed - newlines - sum(_bare(s) for s in others)
     bare = set()
-    for skill in others:
+    # the most used first (the CLI's usage score), then the rest in listing order
+    ranked = sorted(others, key=lambda s: -s.usage)  # stable: listing order among equals
+    for skill in ranked:
         extra = _full(skill) - _bare(skill)
         if extra <= left:
             left -= extra

@@ -83,6 +83,26 @@ def _rate_limit_problem(value: object) -> str | None:
     return None
 
 
+def crowd_sizes(value: object) -> tuple[int, ...]:
+    """``--trigger-crowd``'s sizes: positive whole numbers, comma-separated (``10,20,40``),
+    once each and in order; InputError otherwise."""
+    text = str(value).replace(" ", "")
+    parts = [p for p in text.split(",") if p]
+    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise InputError(
+            "--trigger-crowd", f"takes positive whole numbers, comma-separated: {value!r}"
+        )
+    return tuple(sorted({int(p) for p in parts}))
+
+
+def _crowd_problem(value: object) -> str | None:
+    try:
+        crowd_sizes(value)
+    except InputError as exc:
+        return exc.problem
+    return None
+
+
 def _number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 
@@ -367,6 +387,28 @@ OPTIONS: tuple[Option, ...] = (
         "seconds before the first poll of a batch; the pause doubles up to 60",
         field="batch_poll",
         check=positive,
+    ),
+    # -- the session the query is asked in ------------------------------------------------------
+    Option(
+        "--trigger-crowd",
+        "str",
+        None,
+        "also ask every query with the skill among N other installed skills (the user's own "
+        "from --trigger-extra-skills first, then the nearest of the plugin's rival catalog); "
+        "several sizes comma-separated, each its own items ([crowd40] in the id)",
+        field="crowd",
+        check=_crowd_problem,
+        default_text="no crowd",
+    ),
+    Option(
+        "--trigger-crowd-usage",
+        "float",
+        0.0,
+        "how much the skill under test has been used (the CLI's usage score: uses, decayed by "
+        "the weeks since the last); past the listing budget the most used skills keep their "
+        "text, and a new skill has none",
+        field="crowd_usage",
+        check=at_least(0),
     ),
     # -- outputs --------------------------------------------------------------------------
     Option(

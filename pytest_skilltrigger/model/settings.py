@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pytest_skilltrigger.model.options import Holder, default, of_holder
+from pytest_skilltrigger.model.options import Holder, crowd_sizes, default, of_holder
 from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule
@@ -82,6 +82,14 @@ class Settings:
     batch: bool = _declared("--trigger-batch")
     batch_timeout: float = _declared("--trigger-batch-timeout")
     batch_poll: float = _declared("--trigger-batch-poll")
+    # --trigger-crowd: the crowd sizes, comma-separated (None: no crowd items)
+    crowd: str | None = None
+    crowd_usage: float = _declared("--trigger-crowd-usage")
+
+    @property
+    def crowd_sizes(self) -> tuple[int, ...]:
+        """The crowd sizes every query is also asked among (empty: none)."""
+        return crowd_sizes(self.crowd) if self.crowd else ()
 
     @property
     def rule(self) -> Rule:

@@ -230,12 +230,12 @@ class DistControl(Controlling):
             return
         self._made_ahead = True
         # deferred: the items load the model layer, only with a skill in play
-        from pytest_skilltrigger.plugin.items import SessionRequests
+        from pytest_skilltrigger.plugin.items import Crowd, SessionRequests
 
         engine = self.sessions.engine
-        requests = SessionRequests(self.skills, self.setup.settings.models).of_ids(
-            ids, self.config.rootpath, engine.plan
-        )
+        requests = SessionRequests(
+            self.skills, self.setup.settings.models, Crowd.of(self.setup.settings)
+        ).of_ids(ids, self.config.rootpath, engine.plan)
         made = engine.sample_ahead(requests)
         self.runs_ahead_file.write(self.exchange.export_runs_ahead(made))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pytest
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.model.plan import SamplingPlan
+    from pytest_skilltrigger.model.settings import Settings
     from pytest_skilltrigger.plugin.pytest_internals import TerminalRepr, TracebackStyle
     from pytest_skilltrigger.plugin.setup import SkillsInPlay
     from pytest_skilltrigger.skills.catalog import Target
@@ -119,11 +120,33 @@ def verdict_text(result: QueryResult) -> str:
     return text
 
 
-def trigger_item_name(target: Target, entry: EvalEntry, model: str | None = None) -> str:
+def trigger_item_name(
+    target: Target, entry: EvalEntry, model: str | None = None, crowd: int | None = None
+) -> str:
     """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``;
     in a model matrix with the model last, ``pdf[03-merge-these-pdfs-claude-haiku-4-5]``
-    (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items)."""
-    return f"{safe_name(target.name)}[{_params(entry.index, entry.query, model)}]"
+    (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items); among a crowd
+    with its size after that, ``pdf[03-merge-these-pdfs-crowd40]``."""
+    params = _params(entry.index, entry.query, model) + (f"-crowd{crowd}" if crowd else "")
+    return f"{safe_name(target.name)}[{params}]"
+
+
+@dataclass(frozen=True)
+class Crowd:
+    """The crowd sizes a session asks its queries among (``--trigger-crowd``) and the usage
+    of the skill under test; ``size`` is one item's (None: no crowd)."""
+
+    sizes: tuple[int, ...] = ()
+    usage: float = 0.0
+    size: int | None = None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Crowd:
+        """The session's crowds, as its settings give them."""
+        return cls(settings.crowd_sizes, settings.crowd_usage)
+
+    def at(self, size: int | None) -> Crowd:
+        return replace(self, size=size)
 
 
 def routing_item_name(entry: RoutingEntry, model: str | None = None) -> str:
@@ -188,6 +211,7 @@ class SkillFile(pytest.File):
         source: ResultSource,
         soft_misses: bool,
         models: tuple[str, ...] = (),
+        crowd: Crowd = Crowd(),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -195,6 +219,7 @@ class SkillFile(pytest.File):
         self.source = source
         self.soft_misses = soft_misses
         self.models = models  # the matrix (): one model, no model in the ids)
+        self.crowd = crowd
 
     def collect(self) -> Iterator[TriggerItem]:
         """One item per entry (and per model of a matrix), with the id of a parametrized
@@ -202,17 +227,19 @@ class SkillFile(pytest.File):
         treat it as one."""
         for entry in self.target.eval_set.entries:
             for model in self.models or (None,):
-                name = trigger_item_name(self.target, entry, model)
-                yield TriggerItem.from_parent(
-                    self,
-                    name=name,
-                    nodeid=f"{self.nodeid}::{name}",  # parsed by pytest into name and params
-                    entry=entry,
-                    target=self.target,
-                    source=self.source,
-                    soft_misses=self.soft_misses,
-                    model=model,
-                )
+                for size in (None, *self.crowd.sizes):
+                    name = trigger_item_name(self.target, entry, model, size)
+                    yield TriggerItem.from_parent(
+                        self,
+                        name=name,
+                        nodeid=f"{self.nodeid}::{name}",  # parsed by pytest as name, params
+                        entry=entry,
+                        target=self.target,
+                        source=self.source,
+                        soft_misses=self.soft_misses,
+                        model=model,
+                        crowd=self.crowd.at(size),
+                    )
 
 
 class SamplingItem(pytest.Item):
@@ -281,21 +308,34 @@ class TriggerItem(SamplingItem):
     """
 
     def __init__(
-        self, *, entry: EvalEntry, target: Target, model: str | None = None, **kwargs: Any
+        self,
+        *,
+        entry: EvalEntry,
+        target: Target,
+        model: str | None = None,
+        crowd: Crowd = Crowd(),
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.entry = entry
         self.target = target
         self.model = model  # its model in a matrix (None: the session's one model)
+        self.crowd = crowd  # its crowd size, if any (``crowd.size``)
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        context = self.target.context().on_model(self.model).with_history(self.entry.history)
+        base = self.target.crowded(self.crowd.size, self.crowd.usage)
+        context = base.on_model(self.model).with_history(self.entry.history)
         return context, self.entry, plan
 
     def record(self, context_key: str | None) -> wire.Record:
         assert self.result is not None  # only decided items are recorded
         return wire.ItemRecord(
-            self.target.skill.skill_md, self.entry.index, context_key, self.model, self.result
+            self.target.skill.skill_md,
+            self.entry.index,
+            context_key,
+            self.model,
+            self.result,
+            self.crowd.size,
         )
 
     def failure(self, result: QueryResult) -> str | None:
@@ -412,9 +452,12 @@ class SessionRequests:
     """What the items of the session's skills will sample, found by the item names the
     collected items are given (once per model of a matrix)."""
 
-    def __init__(self, skills: SkillsInPlay, models: Sequence[str | None] | None) -> None:
+    def __init__(
+        self, skills: SkillsInPlay, models: Sequence[str | None] | None, crowd: Crowd = Crowd()
+    ) -> None:
         self.skills = skills
         self.models: Sequence[str | None] = models or (None,)
+        self.crowd = crowd
 
     def of_ids(self, ids: Sequence[str], root: Path, plan: SamplingPlan) -> list[Request]:
         """What the items with these node ids will sample (the xdist controller's, which has
@@ -441,15 +484,16 @@ class SessionRequests:
     def _named(self, path: str, plan: SamplingPlan) -> dict[str, Request]:
         target = self.skills.by_skill_md.get(path)
         if target is not None:
-            context = target.context()
+            usage = self.crowd.usage
             return {
-                trigger_item_name(target, e, m): (
-                    context.on_model(m).with_history(e.history),
+                trigger_item_name(target, e, m, size): (
+                    target.crowded(size, usage).on_model(m).with_history(e.history),
                     e,
                     plan,
                 )
                 for e in target.eval_set.entries
                 for m in self.models
+                for size in (None, *self.crowd.sizes)
             }
         routing = self.skills.by_routing_path.get(path)
         if routing is None:

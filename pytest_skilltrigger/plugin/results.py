@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.conclusion.gathered import junit_properties
+from pytest_skilltrigger.conclusion.gathered import Variant, junit_properties
 from pytest_skilltrigger.plugin import wire
 
 if TYPE_CHECKING:
@@ -67,8 +67,9 @@ class ResultTaker:
 
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""
+        variant = Variant(record.model, record.crowd)
         target: Target | None = self.gathered.add_item(
-            report.nodeid, record.skill_md, record.index, record.result, record.model
+            report.nodeid, record.skill_md, record.index, record.result, variant
         )
         if target is None:  # a worker that read its skills elsewhere (xdist --tx ...//chdir)
             return

@@ -18,6 +18,7 @@ from pytest_skilltrigger.model.verdict import with_runs
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
+    Crowd,
     RoutingFile,
     SamplingItem,
     SkillFile,
@@ -102,6 +103,7 @@ class ItemRunner:
             source=self,
             soft_misses=gates.min_accuracy is not None,
             models=models,
+            crowd=Crowd.of(self.setup.settings),
         )
 
     def start_runs(self, items: list[pytest.Item]) -> None:

@@ -59,7 +59,7 @@ class Setup:
     def installed(self) -> tuple[ListedSkill, ...]:
         """The ``--trigger-extra-skills`` skills, listed before the project's in every
         context: the items', the fixture's and a draft's."""
-        from pytest_skilltrigger.skills.catalog import load_installed  # deferred: yaml
+        from pytest_skilltrigger.skills.neighbours import load_installed  # deferred: yaml
 
         return load_installed(options.extra_skill_paths(self.config))
 

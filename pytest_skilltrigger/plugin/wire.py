@@ -28,6 +28,7 @@ class ItemRecord:
     context_key: str | None  # what the runs are stored under
     model: str | None  # its model in a matrix (None: the session's one model)
     result: QueryResult
+    crowd: int | None = None  # the other installed skills it was asked among (--trigger-crowd)
 
 
 @dataclass(frozen=True)

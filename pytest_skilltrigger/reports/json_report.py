@@ -13,6 +13,7 @@ from pytest_skilltrigger.model.outcome import passed
 from pytest_skilltrigger.optimizer.record import AcceptanceRecord, RoundRecord, RoundsRecord
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
 from pytest_skilltrigger.reports.analysis import disagreements
+from pytest_skilltrigger.reports.crowd_curve import crowd_curves
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 
 REPORT_VERSION = 1
@@ -22,7 +23,8 @@ def report_json(report: SessionReport) -> dict[str, Any]:
     """The whole report as plain JSON values (``routing``: the folders' tables, see
     :func:`~pytest_skilltrigger.reports.routing_table.routing_tables`)."""
     by_phase = report.by_phase()
-    return {
+    curves = crowd_curves(report.skills)
+    document: dict[str, Any] = {
         "version": REPORT_VERSION,
         "backend": report.backend,
         "model": report.model,
@@ -44,6 +46,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
             "by_phase": {p: s.to_dict() for p, s in by_phase.items()},
         },
     }
+    if curves:  # --trigger-crowd: recall and precision against the install's size
+        document["crowd_curves"] = [c.to_dict() for c in curves]
+    return document
 
 
 def skill_json(skill: SkillReport) -> dict[str, Any]:
@@ -63,6 +68,8 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
         "results": skill.results.report_rows(),
         "summary": {"covers": "items", **skill.summary.to_dict()},
     }
+    if skill.crowd is not None:  # the other installed skills it was asked among
+        entry["crowd"] = skill.crowd
     if skill.optimization is not None:
         entry.update(rounds_json(skill.optimization))
     return entry

@@ -54,9 +54,16 @@ class SkillReport:
         return self.results.model
 
     @property
+    def crowd(self) -> int | None:
+        """The other installed skills it was asked among (None: no crowd)."""
+        return self.results.crowd
+
+    @property
     def label(self) -> str:
-        """The skill as reports head it: ``pdf``, or in a matrix ``pdf on claude-haiku-4-5``."""
-        return f"{self.name} on {self.model}" if self.model else self.name
+        """The skill as reports head it: ``pdf``, in a matrix ``pdf on claude-haiku-4-5``,
+        in a crowd ``pdf among 40 skills``."""
+        label = f"{self.name} on {self.model}" if self.model else self.name
+        return f"{label} among {self.crowd} skills" if self.crowd else label
 
     @property
     def listed_description(self) -> str | None:
@@ -163,6 +170,7 @@ class ReportContext:
     base: str | None = None
     # how many CLI runs the claude-code backend kept in flight in this process, and why
     load: LoadReport | None = None
+    crowd_usage: float = 0.0  # the skill under test's usage in a crowd (--trigger-crowd-usage)
 
 
 def build_report(
@@ -179,8 +187,10 @@ def build_report(
         SkillReport(
             skill,
             summarize(skill.results(), skill.model or model, context.prices),
-            (optimizations or {}).get(skill.target.skill.path) if skill.model == first else None,
-            fit_of(skill.target.context(), skill.model or model),
+            (optimizations or {}).get(skill.target.skill.path)
+            if skill.model == first and skill.crowd is None
+            else None,
+            fit_of(skill.target.crowded(skill.crowd, context.crowd_usage), skill.model or model),
         )
         for skill in results.ordered()
     ]

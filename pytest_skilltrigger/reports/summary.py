@@ -187,6 +187,7 @@ class SkillResults:
     target: Target
     rows: dict[int, QueryResult] = field(default_factory=dict)
     model: str | None = None  # its model in a matrix (None: the session's one model)
+    crowd: int | None = None  # the other installed skills it was asked among (--trigger-crowd)
 
     def results(self) -> list[QueryResult]:
         """The results in eval-file order (whatever order they arrived in)."""
@@ -214,15 +215,20 @@ class SessionResults:
     def __init__(self, targets: Iterable[Target] = (), models: Sequence[str] = ()) -> None:
         self._order = [t.skill.skill_md for t in targets]
         self._models = list(models)  # a matrix's models, in the order the user gave them
-        self.skills: dict[tuple[str, str | None], SkillResults] = {}
+        self.skills: dict[tuple[str, str | None, int | None], SkillResults] = {}
 
     def add(
-        self, target: Target, index: int, result: QueryResult, model: str | None = None
+        self,
+        target: Target,
+        index: int,
+        result: QueryResult,
+        model: str | None = None,
+        crowd: int | None = None,
     ) -> None:
-        key = (target.skill.skill_md, model)
+        key = (target.skill.skill_md, model, crowd)
         skill = self.skills.get(key)
         if skill is None:
-            skill = self.skills[key] = SkillResults(target, model=model)
+            skill = self.skills[key] = SkillResults(target, model=model, crowd=crowd)
         skill.rows[index] = result
 
     @property
@@ -243,9 +249,15 @@ class SessionResults:
         rank = {k: i for i, k in enumerate(self._order)}
         models = {m: i for i, m in enumerate(self._models)}
 
-        def place(key: tuple[str, str | None]) -> tuple[int, str, int, str]:
-            skill_md, model = key
-            return rank.get(skill_md, len(rank)), skill_md, models.get(model or "", -1), model or ""
+        def place(key: tuple[str, str | None, int | None]) -> tuple[int, str, int, str, int]:
+            skill_md, model, crowd = key
+            return (
+                rank.get(skill_md, len(rank)),
+                skill_md,
+                models.get(model or "", -1),
+                model or "",
+                crowd or 0,
+            )
 
         keys = sorted(self.skills, key=place)
         return [self.skills[k] for k in keys]

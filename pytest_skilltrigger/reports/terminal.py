@@ -17,6 +17,7 @@ from pytest_skilltrigger.model.formatting import (
 from pytest_skilltrigger.model.prices import Spend, format_usd
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.reports.analysis import Comparison, disagreements
+from pytest_skilltrigger.reports.crowd_curve import crowd_curves
 from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
@@ -136,6 +137,7 @@ def summary_lines(report: SessionReport) -> list[str]:
     if split:
         lines.append(f"the models disagree on {len(split)} queries:")
         lines += [f"  {d.line()}" for d in split]
+    lines += [curve.line() for curve in crowd_curves(report.skills)]
     for table in report.routing:
         lines += routing_lines(table, report.table_label(table))
     phases = report.by_phase()

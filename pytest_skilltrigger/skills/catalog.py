@@ -8,25 +8,17 @@ fails fast with one line and nothing is written.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from pytest_skilltrigger.model.context import (
-    FIRST_PLUGIN,
     LISTED_LIMIT,
     PROJECT,
-    USER,
     ListedSkill,
     TriggerContext,
     cut_point,
     resolve_call,
-)
-from pytest_skilltrigger.skills.commands import (
-    COMMANDS_FOLDER,
-    PROJECT_COMMANDS,
-    project_of,
-    read_commands,
 )
 from pytest_skilltrigger.skills.discovery import discover_skills
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
@@ -37,6 +29,12 @@ from pytest_skilltrigger.skills.evalset import (
     is_valid_unicode,
     load_eval_set,
 )
+from pytest_skilltrigger.skills.neighbours import (
+    SessionSkills,
+    folder_siblings,
+    group_of,
+    listed_skill,
+)
 from pytest_skilltrigger.skills.plugin_eval.read import (
     NotCollected,
     TriggerCase,
@@ -44,15 +42,11 @@ from pytest_skilltrigger.skills.plugin_eval.read import (
     pinned_models,
     read_plugin_eval,
 )
-from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin, read_plugin
+from pytest_skilltrigger.skills.rivals import crowd_context
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within
-
-# The group of the plugins given with --trigger-extra-skills: after the tested ones (the CLI
-# lists the plugins it is given first, the installed ones after).
-EXTRA_PLUGINS_FROM = FIRST_PLUGIN + 1000
 
 
 @dataclass(frozen=True)
@@ -72,6 +66,10 @@ class Target:
     warnings: tuple[str, ...]
     installed: tuple[ListedSkill, ...] = ()
     group: int = PROJECT
+    # each crowd's context, made once (every item of a crowd size uses it)
+    _crowds: dict[tuple[int, float], TriggerContext] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
 
     @property
     def name(self) -> str:
@@ -90,6 +88,16 @@ class Target:
         if description is None or description == self.description:
             return self.start_context
         return self.start_context.with_description(description)
+
+    def crowded(self, size: int | None, usage: float = 0.0) -> TriggerContext:
+        """The starting context among ``size`` other installed skills (see
+        :func:`~.rivals.crowd_context`); None: the starting context itself."""
+        if size is None:
+            return self.start_context
+        key = (size, usage)
+        if key not in self._crowds:
+            self._crowds[key] = crowd_context(self.start_context, size, usage)
+        return self._crowds[key]
 
 
 @dataclass(frozen=True)
@@ -118,52 +126,6 @@ def context_of(skill: Skill, description: str, listing: Listing = Listing()) -> 
     )
 
 
-def group_of(skill: Skill, plugins: Sequence[str] = ()) -> int:
-    """Where the skill is listed: the project's, or a plugin's by its root's place in
-    ``plugins`` (the session's plugins in order; one not there is the first)."""
-    if skill.plugin is None:
-        return PROJECT
-    root = skill.plugin.root
-    return FIRST_PLUGIN + (list(plugins).index(root) if root in plugins else 0)
-
-
-def listed_skill(skill: Skill, group: int = PROJECT) -> ListedSkill:
-    """A skill as another skill's listing shows it."""
-    return ListedSkill(
-        skill.id, skill.description, skill.when_to_use, skill.text, alias=skill.alias, group=group
-    )
-
-
-def load_installed(paths: Sequence[str]) -> tuple[ListedSkill, ...]:
-    """The skills under ``paths`` (``--trigger-extra-skills``) as they compete in every
-    listing: a plugin's (a folder with a plugin manifest, or a skill of one) as its
-    ``plugin:folder`` skills, after the tested plugins, in the order given; a plain folder's
-    as the user's skills, first. Those the model is not shown are left out. InputError for
-    a path without skills or a bad one."""
-    found: dict[str, ListedSkill] = {}
-    plugins: list[str] = []
-    for path in paths:
-        skills = discover_skills(path)
-        if not skills:
-            raise InputError(path, "--trigger-extra-skills: no SKILL.md found here")
-        for skill in skills:
-            group = USER
-            if skill.plugin is not None:
-                if skill.plugin.root not in plugins:
-                    plugins.append(skill.plugin.root)
-                group = EXTRA_PLUGINS_FROM + plugins.index(skill.plugin.root)
-            if skill.model_invocable:
-                found.setdefault(skill.id, listed_skill(skill, group))
-    commands = [
-        command
-        for index, root in enumerate(plugins)
-        for command in read_commands(
-            os.path.join(root, COMMANDS_FOLDER), EXTRA_PLUGINS_FROM + index, read_plugin(root).name
-        )
-    ]
-    return tuple(found.values()) + tuple(commands)
-
-
 def listing_warnings(skill: Skill, description: str) -> list[str]:
     """What keeps the model from seeing the description as written, one line each."""
     where = skill.skill_md
@@ -178,45 +140,6 @@ def listing_warnings(skill: Skill, description: str) -> list[str]:
         f"'&lt;' and '&gt;') is longer than {LISTED_LIMIT} characters; Claude Code cuts it, "
         f"so the model never sees what follows {before!r} (from character {cut + 1} on)"
     ]
-
-
-def lists_neighbours(folder: str, paths: Sequence[str] = ()) -> bool:
-    """Whether the skills in ``folder`` are listed beside each other: Claude Code lists a
-    folder of skills (``.claude/skills``, a plugin's ``skills/``), and a folder the user
-    named (or one below it) is taken as one; the folder a checkout of one skill sits in
-    (``~/src``) is not, or the listing would hold whatever else is checked out there."""
-    if os.path.basename(folder) == SKILLS_FOLDER:
-        return True
-    return any(within(folder, os.path.abspath(path)) for path in paths)
-
-
-def _siblings(
-    skill: Skill,
-    read: Callable[[str], Skill] = read_skill,
-    group: int = PROJECT,
-    paths: Sequence[str] | None = None,
-) -> tuple[tuple[ListedSkill, ...], list[str]]:
-    """The other skills in the folder that holds this skill (a plugin's: its other skills),
-    listed in ``group``; unreadable ones are skipped. ``read`` reads a skill folder (a
-    session's targets share one cache); ``paths``, the paths given, decide whether that
-    folder is a folder of skills (:func:`lists_neighbours`; None: it is)."""
-    parent = os.path.dirname(skill.path)
-    if paths is not None and not lists_neighbours(parent, paths):
-        return (), []
-    listed: list[ListedSkill] = []
-    warnings: list[str] = []
-    for entry in sorted(os.listdir(parent)):
-        folder = os.path.join(parent, entry)
-        if folder == skill.path or not os.path.isfile(os.path.join(folder, "SKILL.md")):
-            continue
-        try:
-            other = read(folder)
-        except InputError as exc:
-            warnings.append(f"{exc} (sibling skipped)")
-            continue
-        if other.model_invocable:  # an unlisted sibling competes with nothing
-            listed.append(listed_skill(other, group))
-    return tuple(listed), warnings
 
 
 def _reader(known: dict[str, Skill]) -> Callable[[str], Skill]:
@@ -279,7 +202,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     skills = _unique_skills(paths)
     _check_options(options, skills)
     read = _reader({skill.path: skill for skill in skills})
-    session = _SessionSkills.of(skills, read, paths)
+    session = SessionSkills.of(skills, read, paths)
     cases = _PluginCases(session)
     targets, missing = [], []
     for skill in skills:
@@ -344,7 +267,7 @@ class _PluginCases:
     """The ``claude plugin eval`` cases of the session's plugins (``<root>/evals``) and skill
     folders (``<skill>/evals``), read once per folder, by the skill they check."""
 
-    def __init__(self, session: _SessionSkills) -> None:
+    def __init__(self, session: SessionSkills) -> None:
         self.session = session
         self.not_collected: list[NotCollected] = []
         self._by_skill: dict[str, list[TriggerCase]] = {}
@@ -416,114 +339,15 @@ def _check_clash(installed: Sequence[ListedSkill], targets: Sequence[Target]) ->
         )
 
 
-@dataclass(frozen=True)
-class _SessionSkills:
-    """The session's skills and commands as every listing shows them: its plugins in order,
-    each with its skills and commands; the project's skills (those of the folders that hold a
-    collected project skill) and the commands of the projects those folders are in
-    (``<project>/.claude/skills`` beside ``<project>/.claude/commands``)."""
-
-    plugins: tuple[str, ...]
-    plugin_skills: tuple[ListedSkill, ...]
-    project_skills: tuple[ListedSkill, ...]
-    commands: tuple[ListedSkill, ...] = ()
-    paths: tuple[str, ...] = ()  # the paths given: which folders are folders of skills
-
-    def skills_of(self, plugin_root: str) -> list[ListedSkill]:
-        """A plugin's listed skills."""
-        group = FIRST_PLUGIN + self.plugins.index(plugin_root)
-        return [s for s in self.plugin_skills if s.group == group]
-
-    @classmethod
-    def of(
-        cls, skills: Sequence[Skill], read: Callable[[str], Skill], paths: Sequence[str] = ()
-    ) -> _SessionSkills:
-        plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
-        _check_plugin_names([s.plugin for s in skills if s.plugin])
-        folders = dict.fromkeys(
-            os.path.dirname(s.path)
-            for s in skills
-            if s.plugin is None and lists_neighbours(os.path.dirname(s.path), paths)
-        )
-        plugin_folders = [os.path.join(root, SKILLS_FOLDER) for root in plugins]
-        return cls(
-            plugins,
-            tuple(s for folder in plugin_folders for s in _folder_skills(folder, read, plugins)),
-            tuple(s for folder in folders for s in _folder_skills(folder, read, plugins)),
-            _commands(plugins, folders, [s.plugin for s in skills if s.plugin]),
-            tuple(paths),
-        )
-
-    def neighbours(self, skill: Skill) -> tuple[ListedSkill, ...]:
-        """What ``skill``'s listing shows beside its siblings: the other plugins' skills,
-        and for a plugin's skill the project's."""
-        if skill.plugin is None:
-            return self.plugin_skills + self.commands
-        own = group_of(skill, self.plugins)
-        others = tuple(s for s in self.plugin_skills if s.group != own)
-        return self.project_skills + others + self.commands
-
-
-def _commands(
-    plugins: Sequence[str], folders: Iterable[str], known: Sequence[Plugin]
-) -> tuple[ListedSkill, ...]:
-    """The commands of the session's plugins and of the projects its skill folders are in
-    (a folder ``<project>/.claude/skills``)."""
-    names = {plugin.root: plugin.name for plugin in known}
-    found = [
-        command
-        for index, root in enumerate(plugins)
-        for command in read_commands(
-            os.path.join(root, COMMANDS_FOLDER), FIRST_PLUGIN + index, names[root]
-        )
-    ]
-    projects = dict.fromkeys(project_of(folder) for folder in folders)
-    for project in filter(None, projects):
-        found += read_commands(os.path.join(project, PROJECT_COMMANDS))
-    return tuple(found)
-
-
-def _check_plugin_names(plugins: Sequence[Plugin]) -> None:
-    """Two plugins of one name would give their skills the same ids: Claude Code would load
-    one of them, and the results of both would be reported as one."""
-    roots: dict[str, str] = {}
-    for plugin in plugins:
-        first = roots.setdefault(plugin.name, plugin.root)
-        if first != plugin.root:
-            raise InputError(
-                os.path.join(plugin.root, MANIFEST),
-                f"names the plugin {plugin.name!r}, as {os.path.join(first, MANIFEST)} does: "
-                "their skills would have the same ids",
-            )
-
-
-def _folder_skills(
-    folder: str, read: Callable[[str], Skill], plugins: Sequence[str]
-) -> list[ListedSkill]:
-    """The listed skills of one folder of skills (unreadable or unlisted ones left out)."""
-    listed = []
-    for entry in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-        path = os.path.join(folder, entry)
-        if not os.path.isfile(os.path.join(path, "SKILL.md")):
-            continue
-        try:
-            skill = read(path)
-        except InputError:
-            continue  # said where it is a sibling
-        if skill.model_invocable:
-            listed.append(listed_skill(skill, group_of(skill, plugins)))
-    return listed
-
-
 def _target(
     skill: Skill,
     evals: EvalSet,
     options: TargetOptions,
-    session: _SessionSkills,
+    session: SessionSkills,
     read: Callable[[str], Skill],
 ) -> Target:
     group = group_of(skill, session.plugins)
-    siblings, warnings = _siblings(skill, read, group, session.paths)
+    siblings, warnings = folder_siblings(skill, read, group, session.paths)
     start = options.description if options.description is not None else skill.description
     warnings += listing_warnings(skill, start)
     return Target(
@@ -586,7 +410,7 @@ def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerC
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]
     group = group_of(skill)
-    siblings, _warnings = _siblings(skill, group=group)
+    siblings, _warnings = folder_siblings(skill, group=group)
     return context_of(skill, skill.description, Listing(siblings, installed, group))
 
 

@@ -17,7 +17,8 @@ import pytest
 from pytest_skilltrigger.backends.api.request import listing_text
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.model.context import TriggerContext
-from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets, load_installed
+from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
+from pytest_skilltrigger.skills.neighbours import load_installed
 from tests.backends import test_claude_code_cli
 from tests.backends.test_claude_code_cli import first_turns
 from tests.fake_messages_api import LISTING_HEADER_START, FakeMessagesAPI

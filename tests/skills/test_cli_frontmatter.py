@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_skilltrigger.skills.catalog import listed_skill
+from pytest_skilltrigger.skills.neighbours import listed_skill
 from pytest_skilltrigger.skills.skill import read_skill
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
 from tests.cli_session import cli_request, listing_lines

@@ -13,9 +13,9 @@ from pytest_skilltrigger.skills.catalog import (
     TargetOptions,
     find_targets,
     load_context,
-    load_installed,
     load_targets,
 )
+from pytest_skilltrigger.skills.neighbours import load_installed
 from pytest_skilltrigger.support.errors import InputError
 
 

@@ -19,8 +19,10 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
@@ -235,6 +237,8 @@ class ClaudeCodeBackend:
         config = run_dir / "config"
         config.mkdir()
         seed = {"hasCompletedOnboarding": True, **self._account}
+        if context is not None:
+            seed.update(_usage_seed(context))
         (config / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
         (run_dir / "tmp").mkdir()
         return install_skills(run_dir, context) if context is not None else []
@@ -427,3 +431,16 @@ def _session_file(run_dir: Path, context: TriggerContext) -> Path | None:
     lines = session_lines(turns_of(context.history), str(project))
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     return path
+
+
+def _usage_seed(context: TriggerContext) -> dict[str, Any]:
+    """The skills' usage as the CLI keeps it (``skillUsage``: uses and the last one's time),
+    so that past the listing budget the same skills keep their text as in the builtin
+    listing: each used as often as its score, today (no decay)."""
+    now = int(time.time() * 1000)
+    used = {
+        s.name: {"usageCount": max(1, round(s.usage)), "lastUsedAt": now}
+        for s in context.own_listing()
+        if s.usage > 0
+    }
+    return {"skillUsage": used} if used else {}
