@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 # How Claude Code lists a skill (observed with the pinned CLI): ``- <name>: <text>``, the text
@@ -300,9 +301,15 @@ class TriggerContext:
         user's skill shadows a project skill of its id (one of the tested skill's own is an
         input error before this), and either shadows a built-in of its name; a skill that may
         not be invoked by the model is not listed."""
+        return list(self._listing)
+
+    @cached_property
+    def _listing(self) -> tuple[ListedSkill, ...]:
+        """The listing, worked out once: every run's outcome resolves its call against it,
+        and a crowded install's sorting is not free."""
         own = self.own_listing()
         names = {s.name for s in own}
-        return own + [s for s in self.generic_competitors if s.name not in names]
+        return (*own, *(s for s in self.generic_competitors if s.name not in names))
 
     def own_listing(self) -> list[ListedSkill]:
         """The listed skills and commands that are not Claude Code's built-ins, in the

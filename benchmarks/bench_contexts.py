@@ -1,0 +1,183 @@
+"""The sessions where skills really trigger, side by side: one skill's 20 queries asked in an
+empty session, after a six-turn history, and among 10, 20 and 40 installed rivals, on two
+models, against the stand-in API (50 ms of latency, 8 in flight), through the engine as a
+library user calls it.
+
+Per context and model it prints the calls (counted on the server), the wall time, the input
+tokens and cache reads per run, and the client CPU per call; then the crowd curve (recall and
+precision against the crowd's size, with their intervals, and how the skill was listed).
+Target: a context's client CPU per call and wall time per call within 1.2x of the empty
+context's, apart from sending the larger request (the stand-in answers in the same time).
+Each figure is the median of three sessions, after a warm-up session (the SDK's import and
+first connection). ``--quick``: 10 queries.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from _common import ROOT, bench_parser, emit, target_row
+
+sys.path.insert(0, str(ROOT))
+from pytest_skilltrigger.engine.session import TriggerSession  # noqa: E402
+from pytest_skilltrigger.model.context import TriggerContext  # noqa: E402
+from pytest_skilltrigger.model.settings import Settings  # noqa: E402
+from pytest_skilltrigger.model.stats import wilson  # noqa: E402
+from pytest_skilltrigger.skills.evalset import EvalEntry  # noqa: E402
+from pytest_skilltrigger.skills.history import history_text  # noqa: E402
+from pytest_skilltrigger.skills.rivals import crowd_context  # noqa: E402
+from tests.fake_messages_api import FakeMessagesAPI  # noqa: E402
+
+MODELS = ("claude-opus-5-5", "claude-haiku-4-5")
+DESCRIPTION = (
+    "Reconcile ledgers: match payments to invoices, flag duplicates and report what is left "
+    "over. Use when the user has bank exports, payment lists or invoices to match up."
+)
+REPEATS = 3
+POSITIVE = "reconcile the payments in ledger {i} against the open invoices"
+NEGATIVE = "write a short poem about autumn number {i}"
+TURNS = [
+    {"role": "user", "content": "I run the books for a small bakery."},
+    {"role": "assistant", "content": "Happy to help with the bakery's books. What is up?"},
+    {"role": "user", "content": "We switched banks in March and the exports look different."},
+    {"role": "assistant", "content": "Bank exports vary a lot. Do you have one at hand?"},
+    {"role": "user", "content": "Yes, a CSV of all of March and April."},
+    {"role": "assistant", "content": "Good. Tell me what you would like to do with it."},
+]
+
+
+@dataclass
+class Row:
+    context: str
+    model: str
+    calls: int
+    wall: float
+    cpu: float
+    input_tokens: float
+    cache_reads: float
+    hits: int
+    wanted: int
+    false_alarms: int
+
+    @property
+    def per_call(self) -> tuple[float, float]:
+        calls = max(1, self.calls)
+        return self.cpu / calls, self.wall / calls
+
+
+def entries(count: int) -> list[EvalEntry]:
+    found = []
+    for i in range(count):
+        positive = i % 2 == 0
+        text = (POSITIVE if positive else NEGATIVE).format(i=i)
+        found.append(EvalEntry(i, text, positive))
+    return found
+
+
+def contexts(base: TriggerContext) -> dict[str, TriggerContext]:
+    return {
+        "empty": base,
+        "history, 6 turns": base.with_history(history_text(TURNS)),
+        **{f"crowd {n}": crowd_context(base, n) for n in (10, 20, 40)},
+    }
+
+
+def one(api: FakeMessagesAPI, name: str, context: TriggerContext, model: str, queries: int) -> Row:
+    settings = Settings(
+        model=model, min_runs=1, confidence=None, cache_mode="off", concurrency=8
+    ).validated()
+    before = dict(api.stats)
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    with TriggerSession(settings) as session:
+        results = session.evaluate(context, entries(queries))
+        spend = session.spending()["items"]
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+    calls = api.stats["calls"] - before.get("calls", 0)
+    usage = spend.usage
+    decided = [r for r in results if r.passed is not None]
+    return Row(
+        name,
+        model,
+        calls,
+        wall,
+        cpu,
+        (usage.input_tokens + usage.cache_creation_input_tokens) / max(1, calls),
+        usage.cache_read_input_tokens / max(1, calls),
+        sum(1 for r in decided if r.should_trigger and r.passed),
+        sum(1 for r in decided if r.should_trigger),
+        sum(1 for r in decided if not r.should_trigger and not r.passed),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = bench_parser(__doc__).parse_args(argv)
+    queries = 10 if args.quick else 20
+    base = TriggerContext("ledger-reconciler", DESCRIPTION)
+    rows: list[Row] = []
+    with FakeMessagesAPI(latency=0.05) as api:
+        os.environ["ANTHROPIC_BASE_URL"] = api.url
+        os.environ["ANTHROPIC_API_KEY"] = "test-key"  # the key the stand-in takes
+        one(api, "warm-up", base, MODELS[0], 4)  # the SDK's import and first connection
+        for model in MODELS:
+            for name, context in contexts(base).items():
+                # three sessions each, interleaved with the others' by model: the median
+                repeats = [one(api, name, context, model, queries) for _ in range(REPEATS)]
+                row = sorted(repeats, key=lambda r: r.per_call[0])[REPEATS // 2]
+                rows.append(row)
+                print_row(row)
+    print_curve(rows)
+    print_targets(rows)
+    return 0
+
+
+def print_row(row: Row) -> None:
+    cpu, wall = row.per_call
+    print(
+        f"{row.model:17s} {row.context:17s}: {row.calls} calls, wall {row.wall:.2f}s "
+        f"({wall * 1000:.0f} ms a call), client CPU {cpu * 1000:.1f} ms a call, "
+        f"{row.input_tokens:,.0f} input tokens (uncached and cache writes) and "
+        f"{row.cache_reads:,.0f} cache reads a run",
+        flush=True,
+    )
+
+
+def _share(hits: int, total: int) -> str:
+    if not total:
+        return "n/a"
+    low, high = wilson(hits, total)
+    return f"{hits / total:.0%} ({low:.0%}–{high:.0%})"
+
+
+def print_curve(rows: list[Row]) -> None:
+    print("crowd curve (recall, precision; 95% intervals):")
+    for row in rows:
+        if row.context.startswith("crowd") or row.context == "empty":
+            triggered = row.hits + row.false_alarms
+            print(
+                f"  {row.model:17s} {row.context:9s}: recall {_share(row.hits, row.wanted)}, "
+                f"precision {_share(row.hits, triggered)}"
+            )
+
+
+def print_targets(rows: list[Row]) -> None:
+    worst_cpu = worst_wall = 0.0
+    for model in MODELS:
+        empty = next(r for r in rows if r.model == model and r.context == "empty")
+        for row in rows:
+            if row.model == model and row is not empty:
+                worst_cpu = max(worst_cpu, row.per_call[0] / empty.per_call[0])
+                worst_wall = max(worst_wall, row.per_call[1] / empty.per_call[1])
+    targets: list[dict[str, Any]] = [
+        target_row("contexts: client CPU per call / the empty context's", worst_cpu, 1.2, "x"),
+        target_row("contexts: wall per call / the empty context's", worst_wall, 1.2, "x"),
+    ]
+    emit(targets)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.exit(0)
