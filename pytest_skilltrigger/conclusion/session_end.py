@@ -8,6 +8,7 @@ and the baseline. The result is a typed :class:`Conclusion`, which the pytest la
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -33,6 +34,8 @@ from pytest_skilltrigger.reports.markdown import render_markdown
 from pytest_skilltrigger.reports.session_report import ReportContext, SessionReport, build_report
 from pytest_skilltrigger.reports.terminal import TerminalLine, comparison_lines, summary_lines
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.skills.lint import LintedSkill, LintFinding, lint_sets
 from pytest_skilltrigger.skills.routing_set import RoutingSet
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
@@ -88,6 +91,10 @@ def check_before_drafts(outputs: Outputs, gates: Gates) -> None:
         load_baseline(gates.baseline_path)
 
 
+# a set with this many queries of each kind is expected to split for the improvement rounds
+SPLIT_LINT_FLOOR = 4
+
+
 class SessionEnd:
     """The controller's end-of-session work, with the inputs it needs checked up front."""
 
@@ -108,6 +115,8 @@ class SessionEnd:
         self.base = options.base
         self.baseline: Baseline | None = None
         self.gathered = Gathered(self.targets, self.routing_sets, settings.models)
+        #: what the eval sets' lint found (``--trigger-lint``), once the inputs are checked
+        self.lint: tuple[LintFinding, ...] = ()
 
     def check_inputs(self) -> None:
         """Raise :class:`InputError` for bad input, before any call: an output path that
@@ -123,11 +132,44 @@ class SessionEnd:
                     raise InputError(target.eval_set.path, problem)
         if self.gates.baseline_path:
             self.baseline = load_baseline(self.gates.baseline_path)
+        self.lint = self._lint()
         if self.settings.active_store:  # once every other input is known good
             # deferred: sqlite3, only when a store is used
             from pytest_skilltrigger.engine.store import prepare_store
 
             prepare_store(self.settings.active_store)
+
+    def _lint(self) -> tuple[LintFinding, ...]:
+        """The eval sets' lint (``--trigger-lint``): findings to report, or with ``error``
+        an InputError naming the first, before any call."""
+        if self.gates.lint == "off":
+            return ()
+        rounds = self.optimizer or OptimizerSettings()
+
+        def split(entries: Sequence[EvalEntry]) -> str | None:
+            """The rounds' split, for a set large enough to expect one that works (with
+            ``--optimize-description`` a bad split is an error already)."""
+            positives = sum(e.should_trigger for e in entries)
+            if min(positives, len(entries) - positives) < SPLIT_LINT_FLOOR:
+                return None
+            problem = split_problem(entries, rounds.holdout, rounds.seed)
+            return f"the improvement rounds' split: {problem}" if problem else None
+
+        skills = [
+            LintedSkill(
+                tuple(dict.fromkeys(n for n in (t.name, t.skill.name, t.skill.alias) if n)),
+                t.eval_set,
+                os.path.dirname(t.skill.path),
+            )
+            for t in self.targets
+        ]
+        findings = tuple(lint_sets(skills, split))
+        if findings and self.gates.lint == "error":
+            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+            first = findings[0]
+            where = f"{first.path}:{first.line}" if first.line else first.path
+            raise InputError(where, f"{first.message} [{first.rule}]{more}; --trigger-lint=error")
+        return findings
 
     def status_lines(self, engine: TriggerSession | None) -> list[TerminalLine]:
         """What kept the trigger tests from running, and queries the budget skipped."""
@@ -225,6 +267,7 @@ class SessionEnd:
             base=self.base,
             load=self.load(engine),
             crowd_usage=self.settings.crowd_usage,
+            lint=self.lint,
         )
 
     def _write_results_page(self, report: SessionReport) -> None:

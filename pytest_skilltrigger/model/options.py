@@ -31,6 +31,7 @@ CONTEXTS = ("auto", "claude-code", "builtin")
 # use: reuse stored runs and store new ones; refresh: only store; off: neither
 CACHE_MODES = ("use", "refresh", "off")
 ACCEPT_ON = ("all", "test")  # what the fresh acceptance race runs on
+LINT_MODES = ("warn", "error", "off")  # what the eval sets' lint findings are
 DRAFT_MISSING, DRAFT_ALSO = "missing", "also"
 
 DEFAULT_MIN_RUNS = 3
@@ -456,6 +457,17 @@ OPTIONS: tuple[Option, ...] = (
         holder="gates",
         field="min_routing_accuracy",
         check=within_unit,
+    ),
+    Option(
+        "--trigger-lint",
+        "choice",
+        "warn",
+        "check the eval sets at collection, with no call (a query naming the skill, near "
+        "duplicates, a query on both sides, slash commands, a one-sided set, ...): warn, "
+        "error (for CI: the session stops before any call) or off",
+        holder="gates",
+        field="lint",
+        choices=LINT_MODES,
     ),
     Option(
         "--trigger-require-backend",

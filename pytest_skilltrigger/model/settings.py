@@ -185,6 +185,7 @@ class Gates:
     require_backend: bool = False
     baseline_path: str | None = None  # read by the controller only (workers never compare)
     fail_on_regression: bool = False
+    lint: str = _declared("--trigger-lint")
 
     def validated(self) -> Gates:
         _check_declared(self, "gates")

@@ -56,6 +56,10 @@ class Controlling(Strategy):
         super().__init__(setup, SessionEngine(setup.config, setup, notices=lines.notice))
         if self.skills.targets:
             self.end.check_inputs()
+            for finding in self.end.lint:  # in the warnings summary too, at the eval file
+                text = f"{finding.message} [{finding.rule}]"
+                line = f"line {finding.line}: " if finding.line else ""
+                pytest_internals.warn_at_file(self.config, finding.path, line + text)
             for target in self.skills.targets:  # shown in the warnings summary, also with -q
                 for warning in target.warnings:
                     pytest_internals.warn_at_file(self.config, target.skill.skill_md, warning)

@@ -28,6 +28,7 @@ from pytest_skilltrigger.skills.catalog import Target
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.optimizer.record import RoundsRecord
+    from pytest_skilltrigger.skills.lint import LintFinding
 
 
 @dataclass
@@ -119,6 +120,8 @@ class SessionReport:
     rule: Rule | None = None
     #: the claude-code backend's runs in flight in this process (None: another backend)
     load: LoadReport | None = None
+    #: what the eval sets' lint found (``--trigger-lint``)
+    lint: tuple[LintFinding, ...] = ()
 
     @property
     def rule_text(self) -> str:
@@ -171,6 +174,7 @@ class ReportContext:
     # how many CLI runs the claude-code backend kept in flight in this process, and why
     load: LoadReport | None = None
     crowd_usage: float = 0.0  # the skill under test's usage in a crowd (--trigger-crowd-usage)
+    lint: tuple[LintFinding, ...] = ()  # what the eval sets' lint found
 
 
 def build_report(
@@ -205,4 +209,5 @@ def build_report(
         context.base,
         context.rule,
         context.load,
+        context.lint,
     )

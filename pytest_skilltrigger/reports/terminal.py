@@ -138,6 +138,12 @@ def summary_lines(report: SessionReport) -> list[str]:
         lines.append(f"the models disagree on {len(split)} queries:")
         lines += [f"  {d.line()}" for d in split]
     lines += [curve.line() for curve in crowd_curves(report.skills)]
+    if report.lint:
+        lines.append(f"the eval sets' lint found {len(report.lint)} problem(s):")
+        lines += [
+            f"  {display_path(f.path)}{f':{f.line}' if f.line else ''}: {f.message} [{f.rule}]"
+            for f in report.lint
+        ]
     for table in report.routing:
         lines += routing_lines(table, report.table_label(table))
     phases = report.by_phase()
