@@ -8,11 +8,21 @@ options page is rendered from it (:func:`options_markdown`), so the four cannot 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_skilltrigger.model.option_checks import (
+    Check,
+    as_number,
+    at_least,
+    backend_name,
+    crowd_problem,
+    not_negative,
+    positive,
+    rate_limit_problem,
+    within_unit,
+)
 from pytest_skilltrigger.support.errors import InputError
 
 #: how a value is read: argparse's action and the ini key's type follow from it
@@ -20,8 +30,6 @@ Kind = Literal["int", "float", "str", "bool", "choice", "path", "paths", "append
 #: which settings object an option fills (``run``: read by the pytest layer itself)
 # which of the session's value objects an option fills (``run``: the pytest layer reads it)
 Holder = Literal["settings", "optimizer", "gates", "outputs", "run"]
-#: a check of one value: the problem in words, or None when it is fine
-Check = Callable[[object], str | None]
 
 GROUP_TITLE = "skill trigger tests"
 
@@ -42,70 +50,6 @@ DEFAULT_MARGIN = 0.15
 # the sequential test's bounds are calibrated exactly at every look, which takes about a
 # second past this many runs
 MOST_RUNS = 100
-
-
-def at_least(lowest: float) -> Check:
-    """A number not below ``lowest``."""
-    return lambda value: None if _number(value) >= lowest else f"must be at least {lowest:g}"
-
-
-def within_unit(value: object) -> str | None:
-    """A share: 0 to 1."""
-    return None if 0.0 <= _number(value) <= 1.0 else "must be within 0..1"
-
-
-def positive(value: object) -> str | None:
-    """A finite number above 0 (a time, a pause)."""
-    number = _number(value)
-    return None if math.isfinite(number) and number > 0 else "must be positive"
-
-
-def not_negative(value: object) -> str | None:
-    """A finite number of 0 or more (a budget)."""
-    number = _number(value)
-    return None if math.isfinite(number) and number >= 0 else "must be a number >= 0"
-
-
-def backend_name(value: object) -> str | None:
-    """A backend's name: one word (auto, a built-in one, or one a plugin adds)."""
-    text = str(value)
-    return None if text and not any(c.isspace() for c in text) else "must be a backend's name"
-
-
-def _rate_limit_problem(value: object) -> str | None:
-    # deferred: only a given --trigger-rate-limit is checked, and a run without one (every
-    # project without skills) never loads the limits' model
-    from pytest_skilltrigger.model.rate_limits import RateLimitSetting
-
-    try:
-        RateLimitSetting.parse(str(value))
-    except InputError as exc:
-        return exc.problem
-    return None
-
-
-def crowd_sizes(value: object) -> tuple[int, ...]:
-    """``--trigger-crowd``'s sizes: positive whole numbers, comma-separated (``10,20,40``),
-    once each and in order; InputError otherwise."""
-    text = str(value).replace(" ", "")
-    parts = [p for p in text.split(",") if p]
-    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise InputError(
-            "--trigger-crowd", f"takes positive whole numbers, comma-separated: {value!r}"
-        )
-    return tuple(sorted({int(p) for p in parts}))
-
-
-def _crowd_problem(value: object) -> str | None:
-    try:
-        crowd_sizes(value)
-    except InputError as exc:
-        return exc.problem
-    return None
-
-
-def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) else math.nan
 
 
 @dataclass(frozen=True)
@@ -213,7 +157,7 @@ OPTIONS: tuple[Option, ...] = (
         DEFAULT_MAX_RUNS,
         "the most runs of a query before it is called borderline",
         field="max_runs",
-        check=lambda v: None if _number(v) <= MOST_RUNS else f"must be at most {MOST_RUNS}",
+        check=lambda v: None if as_number(v) <= MOST_RUNS else f"must be at most {MOST_RUNS}",
     ),
     Option(
         "--trigger-confidence",
@@ -223,7 +167,7 @@ OPTIONS: tuple[Option, ...] = (
         "test); off: the reference rule, --runs-per-query runs against the threshold",
         field="confidence",
         check=lambda v: (
-            None if 0.5 < _number(v) < 1.0 else "must be above 0.5 and below 1 (or off)"
+            None if 0.5 < as_number(v) < 1.0 else "must be above 0.5 and below 1 (or off)"
         ),
     ),
     Option(
@@ -233,7 +177,7 @@ OPTIONS: tuple[Option, ...] = (
         "how near the threshold a true rate may be and still be settled (the sequential "
         "test's indifference zone: threshold ± margin)",
         field="margin",
-        check=lambda v: None if 0.0 < _number(v) < 0.5 else "must be above 0 and below 0.5",
+        check=lambda v: None if 0.0 < as_number(v) < 0.5 else "must be above 0 and below 0.5",
     ),
     Option(
         "--trigger-threshold",
@@ -304,7 +248,7 @@ OPTIONS: tuple[Option, ...] = (
         "first response states them, and below what it states: RPM[,ITPM[,OTPM]]; off: no "
         "pacing",
         field="rate_limit",
-        check=_rate_limit_problem,
+        check=rate_limit_problem,
         default_text="what the responses' rate-limit headers state",
     ),
     Option(
@@ -398,7 +342,7 @@ OPTIONS: tuple[Option, ...] = (
         "from --trigger-extra-skills first, then the nearest of the plugin's rival catalog); "
         "several sizes comma-separated, each its own items ([crowd40] in the id)",
         field="crowd",
-        check=_crowd_problem,
+        check=crowd_problem,
         default_text="no crowd",
     ),
     Option(
@@ -527,7 +471,7 @@ OPTIONS: tuple[Option, ...] = (
         "share of the eval set held out as test",
         holder="optimizer",
         field="holdout",
-        check=lambda v: None if 0.0 <= _number(v) < 1.0 else "must be within 0..1 (below 1)",
+        check=lambda v: None if 0.0 <= as_number(v) < 1.0 else "must be within 0..1 (below 1)",
     ),
     Option(
         "--accept-on",
