@@ -35,6 +35,8 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+        # the suite counts calls exactly: the controls run where a test asks for them
+        monkeypatch.setenv("SKILLTRIGGER_CONTROLS", "off")
         for name in PROXY_VARIABLES:  # a proxy from the developer's shell must not see them
             monkeypatch.delenv(name, raising=False)
         yield api

@@ -268,6 +268,7 @@ class SessionEnd:
             load=self.load(engine),
             crowd_usage=self.settings.crowd_usage,
             lint=self.lint,
+            controls=engine.control_results if engine else (),
         )
 
     def _write_results_page(self, report: SessionReport) -> None:

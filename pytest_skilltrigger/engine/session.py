@@ -28,6 +28,7 @@ from pytest_skilltrigger.backends import (
 )
 from pytest_skilltrigger.backends.api.rate_limit import FileLimits, MemoryLimits, RateLimiter
 from pytest_skilltrigger.engine.asker import Asker, unavailable
+from pytest_skilltrigger.engine.controls import ControlResult, run_controls
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.estimate import combined, estimate_session
 from pytest_skilltrigger.engine.lanes import Lane, LaneParts, Lanes, lane_backends
@@ -119,6 +120,8 @@ class TriggerSession:
         self.guard = CostGuard(first.model if first else None, self.prices, settings.budget_usd)
         self.lanes: Lanes | None = None
         self.asker: Asker | None = None
+        #: the controls' results, once they ran (:meth:`check_controls`)
+        self.control_results: tuple[ControlResult, ...] = ()
         if first is not None:
             reused = self.store if settings.cache_mode == "use" else None
             parts = LaneParts(
@@ -215,6 +218,16 @@ class TriggerSession:
             )
         except Exception:
             return None
+
+    # -- controls ------------------------------------------------------------------------------
+    def check_controls(self, contexts: Sequence[TriggerContext]) -> str | None:
+        """Run the controls (once per model of ``contexts``; none when they are off or no
+        backend can run): why the items cannot be trusted, or None. The results stay in
+        :attr:`control_results` for the report."""
+        if not self.settings.controls_on or self.lanes is None or not contexts:
+            return None
+        self.control_results = tuple(run_controls(self, contexts))
+        return next((c.problem for c in self.control_results if c.problem), None)
 
     # -- sampling ------------------------------------------------------------------------------
     def submit(

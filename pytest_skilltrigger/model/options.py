@@ -101,7 +101,8 @@ class Option:
 
     def problem(self, value: object) -> str | None:
         """What is wrong with a value of this option, if anything."""
-        if self.choices and value not in self.choices:
+        unset = value is None and self.default is None  # not given, and no default to keep
+        if self.choices and value not in self.choices and not unset:
             return f"must be one of {', '.join(self.choices)}"
         if self.check is not None and value is not None:
             return self.check(value)
@@ -332,6 +333,17 @@ OPTIONS: tuple[Option, ...] = (
         "seconds before the first poll of a batch; the pause doubles up to 60",
         field="batch_poll",
         check=positive,
+    ),
+    Option(
+        "--trigger-controls",
+        "choice",
+        None,
+        "before the first item of each model, check that the session can see a trigger: a "
+        "positive and a negative control against a control skill, stopping the session "
+        "before the items' spend when either fails; off skips them",
+        field="controls",
+        choices=("on", "off"),
+        default_text="on ($SKILLTRIGGER_CONTROLS=off turns them off where the option is not given)",
     ),
     # -- the session the query is asked in ------------------------------------------------------
     Option(

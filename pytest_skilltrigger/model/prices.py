@@ -116,7 +116,7 @@ def _price_problem(price: Any, known: bool) -> str | None:
 Price = dict[str, Any]
 
 # The phases a session's calls are counted under (``by_phase`` in the JSON totals).
-PHASES = ("draft", "items", "checks", "rounds", "improve", "confirmation")
+PHASES = ("draft", "controls", "items", "checks", "rounds", "improve", "confirmation")
 
 
 def price_of(model: str | None, table: dict[str, Price] | None = None) -> Price | None:

@@ -22,6 +22,7 @@ from pytest_skilltrigger.support.errors import InputError
 # Claude Code's own default model: trigger behaviour is measured on the model users meet.
 DEFAULT_MODEL = "claude-opus-5-5"
 MODEL_ENV = "SKILLTRIGGER_MODEL"
+CONTROLS_ENV = "SKILLTRIGGER_CONTROLS"  # off: no controls where --trigger-controls is not given
 STORE_FILE = "results.sqlite"
 
 
@@ -86,6 +87,14 @@ class Settings:
     # --trigger-crowd: the crowd sizes, comma-separated (None: no crowd items)
     crowd: str | None = None
     crowd_usage: float = _declared("--trigger-crowd-usage")
+    # --trigger-controls: on, off, or None (on, unless $SKILLTRIGGER_CONTROLS says off)
+    controls: str | None = None
+
+    @property
+    def controls_on(self) -> bool:
+        """Whether the controls run before the items (see ``engine/controls.py``)."""
+        value = self.controls or os.environ.get(CONTROLS_ENV, "on")
+        return value.strip().lower() != "off"
 
     @property
     def crowd_sizes(self) -> tuple[int, ...]:

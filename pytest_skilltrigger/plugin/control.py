@@ -86,6 +86,22 @@ class Controlling(Strategy):
         self.drafted = tuple(draft_and_write(self.sessions.engine, jobs, model))
         return super()._found()
 
+    def start(self, session: pytest.Session) -> None:
+        """The engine made (see :meth:`Strategy.start`), the controls run before any item:
+        a session that cannot see a trigger stops here, before the items' spend."""
+        super().start(session)
+        engine = self.sessions.started
+        if engine is None or engine.no_backend:
+            return
+        models = self.setup.settings.models or (None,)
+        first = self.skills.targets[0].context()
+        problem = engine.check_controls([first.on_model(m) for m in models])
+        if problem:
+            raise pytest.UsageError(
+                f"skilltrigger: {problem}. Nothing was spent on the items "
+                "(--trigger-controls=off skips the controls)"
+            )
+
     @cached_property
     def outputs(self) -> Outputs:
         """The files this session writes (only a controller writes)."""

@@ -48,6 +48,8 @@ def report_json(report: SessionReport) -> dict[str, Any]:
     }
     if curves:  # --trigger-crowd: recall and precision against the install's size
         document["crowd_curves"] = [c.to_dict() for c in curves]
+    if report.controls:  # the controls run before the items (--trigger-controls)
+        document["controls"] = [control.to_dict() for control in report.controls]
     if report.lint:  # what the eval sets' lint found (--trigger-lint)
         document["lint"] = [finding.to_dict() for finding in report.lint]
     return document

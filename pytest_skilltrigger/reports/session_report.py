@@ -26,6 +26,7 @@ from pytest_skilltrigger.reports.summary import (
 from pytest_skilltrigger.skills.catalog import Target
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.controls import ControlResult
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.optimizer.record import RoundsRecord
     from pytest_skilltrigger.skills.lint import LintFinding
@@ -122,6 +123,8 @@ class SessionReport:
     load: LoadReport | None = None
     #: what the eval sets' lint found (``--trigger-lint``)
     lint: tuple[LintFinding, ...] = ()
+    #: the controls run before the items (``--trigger-controls``)
+    controls: tuple[ControlResult, ...] = ()
 
     @property
     def rule_text(self) -> str:
@@ -175,6 +178,7 @@ class ReportContext:
     load: LoadReport | None = None
     crowd_usage: float = 0.0  # the skill under test's usage in a crowd (--trigger-crowd-usage)
     lint: tuple[LintFinding, ...] = ()  # what the eval sets' lint found
+    controls: tuple[ControlResult, ...] = ()  # the controls run before the items
 
 
 def build_report(
@@ -210,4 +214,5 @@ def build_report(
         context.rule,
         context.load,
         context.lint,
+        context.controls,
     )

@@ -24,6 +24,7 @@ from pytest_skilltrigger.reports.summary import Summary
 from pytest_skilltrigger.skills.drafted_set import REVIEW
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.engine.controls import ControlResult
     from pytest_skilltrigger.engine.estimate import Estimate
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import Notice
@@ -363,4 +364,23 @@ def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = Non
 
     lines = [f"skilltrigger: {len(cases)} claude plugin eval case(s) not collected:"]
     lines += [f"  {display_path(folder, base)}: {reason}" for folder, reason in cases]
+    return lines
+
+
+def control_lines(on: bool, results: Sequence[ControlResult]) -> list[str]:
+    """What the controls found before the items (or that they are off)."""
+    if not on:
+        return [
+            "skilltrigger: controls off (--trigger-controls): nothing checks that this "
+            "session can see a trigger before the items' spend"
+        ]
+    lines = []
+    for control in results:
+        on_model = f" on {control.model}" if control.model else ""
+        positive, negative = control.positive, control.negative
+        lines.append(
+            f"skilltrigger: controls{on_model}: the positive triggered "
+            f"{positive.triggers}/{positive.runs_made}, the negative "
+            f"{negative.triggers}/{negative.runs_made}"
+        )
     return lines

@@ -1,0 +1,74 @@
+"""Controls before the spend, against the stand-in: a session that cannot see a trigger stops
+before any item's call, with what the control saw; a rerun pays nothing for them; off says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_skilltrigger.engine.controls import CONTROL, NEGATIVE, POSITIVE
+from tests.fake_messages_api import FakeMessagesAPI, extract_query
+from tests.helpers import make_skill, plugin_args
+
+ENTRIES = [("merge these two pdf files into one", True), ("bake a loaf of bread", False)]
+
+
+def queries_sent(api: FakeMessagesAPI) -> list[str]:
+    return [extract_query(body) for body in api.requests]
+
+
+def run(pytester: pytest.Pytester, *more: str) -> pytest.RunResult:
+    folder = pytester.path / "skills" / "pdf-tools"
+    if not folder.exists():
+        folder = make_skill(pytester.path, ENTRIES)
+    return pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-controls=on", *more))
+
+
+def test_a_stand_in_that_never_calls_tools_stops_the_session_before_the_items(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.script(POSITIVE, ["text"] * 10)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["*the positive control did not trigger*the model chose a plain answer*Likely: *"]
+    )
+    assert set(queries_sent(fake_api)) <= {POSITIVE, NEGATIVE}  # no item's query was sent
+    assert POSITIVE in queries_sent(fake_api)
+
+
+def test_a_stand_in_that_always_calls_the_skill_tool_stops_it_on_the_negative(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    fake_api.script(NEGATIVE, [f"skill:{CONTROL.name}"] * 10)
+    result = run(pytester)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the negative control triggered*"])
+    assert set(queries_sent(fake_api)) <= {POSITIVE, NEGATIVE}
+
+
+def test_controls_pass_are_reported_and_a_rerun_makes_no_control_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    store, out = tmp_path / "runs.sqlite", tmp_path / "out.json"
+    first = run(pytester, f"--trigger-store={store}", f"--trigger-json={out}")
+    first.stdout.fnmatch_lines(["skilltrigger: controls: the positive triggered */*"])
+    report = json.loads(out.read_text())
+    (control,) = report["controls"]
+    assert control["positive"]["pass"] is True and control["negative"]["pass"] is True
+    assert report["totals"]["by_phase"]["controls"]["calls"] > 0
+    before = fake_api.stats["calls"]
+    again = run(pytester, f"--trigger-store={store}")
+    again.stdout.fnmatch_lines(["skilltrigger: controls: the positive triggered */*"])
+    assert fake_api.stats["calls"] == before  # controls and items from the store
+
+
+def test_off_runs_no_control_and_says_so(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path, ENTRIES)
+    result = pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-controls=off"))
+    result.stdout.fnmatch_lines(["skilltrigger: controls off (--trigger-controls)*"])
+    assert POSITIVE not in queries_sent(fake_api)
