@@ -1321,7 +1321,8 @@ class FakeMessagesAPI:
         self.stop()
 
     def script(self, query: str, outcomes: list[str], model: str | None = None) -> None:
-        """Fix the answers to one exact query: ``"skill:<name>"``, ``"tool:<Name>"``, ``"text"``;
+        """Fix the answers to one exact query: ``"skill:<name>"``, ``"tool:<Name>"``, ``"text"``,
+        ``"empty"`` (a message with no content block at all, as a misbehaving proxy sends);
         with ``model``, only for requests to that model (a model matrix's models may differ).
 
         Outcomes cycle; only successful responses advance, so a retried fault sees the same one.
@@ -1329,7 +1330,7 @@ class FakeMessagesAPI:
         if model is not None:
             query = f"{model}\x00{query}"
         for outcome in outcomes:
-            if not (outcome == "text" or outcome.startswith(("skill:", "tool:"))):
+            if not (outcome in ("text", "empty") or outcome.startswith(("skill:", "tool:"))):
                 raise ValueError(f"bad scripted outcome {outcome!r}")
         if not outcomes:
             raise ValueError("outcomes must not be empty")
@@ -1711,6 +1712,8 @@ class FakeMessagesAPI:
             self._bump("decisions", outcome)
         if outcome == "text":
             return [{"type": "text", "text": TEXT_ANSWER}], "end_turn"
+        if outcome == "empty":
+            return [], "end_turn"
         kind, _, name = outcome.partition(":")
         if kind == "skill":
             tool, tool_input = "Skill", {"skill": self.call_names.get(name, name)}

@@ -69,6 +69,7 @@ class FirstChoice:
         self._block: int | None = None
         self._tool = ""
         self._fragments: list[str] = []
+        self._blocks = 0  # answer blocks started: a message with none decided nothing
 
     def wants(self, event: str) -> bool:
         """Whether :meth:`feed` needs this event's data (lets callers skip decoding it)."""
@@ -90,6 +91,8 @@ class FirstChoice:
         """A tool's block decides at once, but for a tool whose input is inspected, which is
         assembled until its block ends (unless it came whole and names no skill)."""
         block = data.get("content_block", {})
+        if block.get("type") not in ("thinking", "redacted_thinking"):
+            self._blocks += 1  # an answer: text or a tool (thinking alone is none)
         if block.get("type") != "tool_use" or self._block is not None:
             return None
         name = str(block.get("name"))
@@ -123,6 +126,12 @@ class FirstChoice:
         return None
 
     def _message_stop(self, data: dict[str, Any]) -> Decision | None:
+        if not self._blocks:  # an empty answer is no answer: never read as "did not trigger"
+            raise StreamError(
+                "the answer held no text and no tool call: nothing was decided",
+                retryable=True,
+                error_type="empty_response",
+            )
         return Decision("text", self.usage)
 
     def _error(self, data: dict[str, Any]) -> Decision | None:

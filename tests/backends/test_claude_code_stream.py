@@ -491,6 +491,13 @@ FAKE_CLI = textwrap.dedent(
         print("9.9.9 (Claude Code)")
         sys.exit(0)
     mode = os.environ["FAKE_CLI_MODE"]
+    if mode == "badflag":  # refuses its arguments at once, before reading anything
+        sys.stderr.write("error: unknown option '--include-partial-messages'\\n")
+        sys.exit(1)
+    if mode == "nologin":  # no credentials: one result line, and out
+        sys.stdout.write(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+            "result": "Invalid API key · Please run /login"}) + "\\n")
+        sys.exit(1)
     query = json.loads(sys.stdin.readline())["message"]["content"]  # the first user message
     project = os.getcwd()
     report = {
@@ -536,6 +543,10 @@ FAKE_CLI = textwrap.dedent(
         sys.stderr.write("starting up\\nwaiting for the API\\n")
         sys.stderr.flush()
         time.sleep(60)
+    elif mode == "cut":  # the stream ends mid-answer: the model's turn never finished
+        out({"type": "stream_event", "event": {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "text", "text": ""}}})
+        sys.exit(0)
     elif mode == "crash":
         for i in range(40):
             sys.stderr.write(f"trace line {i}\\n")
@@ -785,3 +796,22 @@ def test_sigterm_kills_live_runs_and_removes_workspaces(
     with pytest.raises(ProcessLookupError):
         os.kill(seen["pid"], 0)
     assert not root.exists()
+
+
+@pytest.mark.parametrize(
+    "mode,cause",
+    [
+        ("badflag", "unknown option"),
+        ("nologin", "Invalid API key"),
+        ("cut", "before the model chose"),
+    ],
+    ids=["a bad flag", "a missing login", "a stream cut mid-answer"],
+)
+def test_a_cli_that_fails_is_an_error_with_its_cause_never_a_non_trigger(
+    fake_cli: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, mode: str, cause: str
+) -> None:
+    script, _report = fake_cli
+    with cli_backend(script, monkeypatch, mode, timeout=20) as backend:
+        outcome = backend.run(CONTEXT, "merge these pdfs")
+    assert outcome.status == "error", outcome
+    assert cause in (outcome.error or ""), outcome.error

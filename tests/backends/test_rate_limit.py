@@ -272,3 +272,18 @@ def test_a_bad_rate_limit_names_the_option(text: str, problem: str) -> None:
     with pytest.raises(InputError, match=problem) as raised:
         Settings(rate_limit=text).validated()
     assert str(raised.value).startswith("--trigger-rate-limit: ")
+
+
+def test_an_answer_with_no_text_and_no_tool_call_is_an_error_not_a_non_trigger(
+    fake_api: FakeMessagesAPI,
+) -> None:
+    """A message with no content block (a misbehaving proxy's): retried, then an error with
+    its cause; never read as "did not trigger"."""
+    fake_api.script("merge these pdf files number 0", ["empty"])
+    session = TriggerSession(Settings(**ONE_RUN))
+    try:
+        (result,) = session.evaluate(CONTEXT, entries(1))
+    finally:
+        session.close()
+    assert result.status == "error"
+    assert "no text and no tool call" in (result.error or "")

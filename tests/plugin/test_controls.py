@@ -72,3 +72,16 @@ def test_off_runs_no_control_and_says_so(
     result = pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-controls=off"))
     result.stdout.fnmatch_lines(["skilltrigger: controls off (--trigger-controls)*"])
     assert POSITIVE not in queries_sent(fake_api)
+
+
+def test_a_session_whose_every_run_errors_stops_with_one_message(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Every request answered 500 (the SDK's retries too): the controls' runs error, and the
+    session stops there with the cause instead of failing every item."""
+    fake_api.fail_first_tries = {"500": 1000}
+    fake_api.retry_after_ms = 1
+    result = run(pytester, "--trigger-timeout=5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*the control query * did not run: *500*"])
+    assert set(queries_sent(fake_api)) <= {POSITIVE, NEGATIVE}

@@ -93,6 +93,10 @@ class ClaudeCodeBackend:
         resolved = model or os.environ.get("ANTHROPIC_MODEL") or None
         self.key_model = resolved or "cli-default"
         self.model = resolved or DEFAULT_MODEL
+        account = user_account(dict(os.environ))
+        # read before anything can fail: a failure's message is redacted of it
+        self._login_key = str(account.pop(SECRET_ACCOUNT_KEY, "") or "")
+        self._account = account
         self.cli_version = self._version()
         #: The skill names each run's init event listed, in completion order (for tests and
         #: diagnostics: a run that saw no copy, or a stray one, shows up here).
@@ -108,9 +112,6 @@ class ClaudeCodeBackend:
         # paying a cache write of the whole prompt). A folder whose process ended cleanly
         # serves the next process, so the paths, and the cached prefixes, stay few and stable.
         self._idle_dirs: list[str] = []
-        account = user_account(dict(os.environ))
-        self._login_key = str(account.pop(SECRET_ACCOUNT_KEY, "") or "")
-        self._account = account
         remove_stale_roots()
         self._root = tempfile.mkdtemp(prefix=f"{ROOT_PREFIX}{os.getpid()}-")
         self._closed = False
