@@ -23,14 +23,14 @@ from typing import Any
 from _common import ROOT, bench_parser, emit, target_row
 
 sys.path.insert(0, str(ROOT))
-from pytest_skilltrigger.engine.session import TriggerSession  # noqa: E402
-from pytest_skilltrigger.model.context import TriggerContext  # noqa: E402
-from pytest_skilltrigger.model.settings import Settings  # noqa: E402
-from pytest_skilltrigger.model.stats import wilson  # noqa: E402
-from pytest_skilltrigger.skills.evalset import EvalEntry  # noqa: E402
-from pytest_skilltrigger.skills.history import history_text  # noqa: E402
-from pytest_skilltrigger.skills.rivals import crowd_context  # noqa: E402
-from tests.fake_messages_api import FakeMessagesAPI  # noqa: E402
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.model.stats import wilson
+from pytest_skilltrigger.skills.evalset import EvalEntry
+from pytest_skilltrigger.skills.history import history_text
+from pytest_skilltrigger.skills.rivals import crowd_context
+from tests.fake_messages_api import FakeMessagesAPI
 
 MODELS = ("claude-opus-5-5", "claude-haiku-4-5")
 DESCRIPTION = (

@@ -35,8 +35,6 @@ def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesAPI]:
         monkeypatch.setenv("ANTHROPIC_BASE_URL", api.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
         monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-        # the suite counts calls exactly: the controls run where a test asks for them
-        monkeypatch.setenv("SKILLTRIGGER_CONTROLS", "off")
         for name in PROXY_VARIABLES:  # a proxy from the developer's shell must not see them
             monkeypatch.delenv(name, raising=False)
         yield api
@@ -49,6 +47,14 @@ def _private_user_cache(
     """The default result store lives in the user's cache folder: every test gets its own
     (pytester also gives each inner run a HOME of its own), never the developer's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _no_controls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite counts calls exactly and scripts its stand-ins per query: the controls run
+    (two more queries a model) where a test asks for them with --trigger-controls=on
+    (``tests/plugin/test_controls.py``)."""
+    monkeypatch.setenv("SKILLTRIGGER_CONTROLS", "off")
 
 
 @pytest.fixture(autouse=True)
