@@ -27,6 +27,7 @@ from pytest_skilltrigger.optimizer.proposer import (
     build_prompt,
 )
 from pytest_skilltrigger.optimizer.racing import Race, Racer
+from pytest_skilltrigger.optimizer.record import own_unreachable
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Candidate, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import paired_gain
 from pytest_skilltrigger.optimizer.split import split_entries
@@ -306,5 +307,6 @@ class _Rounds:
                 folder_lines=tuple(taken_lines(target.name, run.folder.train, side[own:])),
                 count=self.candidates,
                 competition=self.competition,
+                unreachable=tuple(u.query for u in own_unreachable(run)),
             )
         )

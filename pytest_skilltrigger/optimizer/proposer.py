@@ -98,6 +98,8 @@ class PromptInputs:
     folder_lines: Sequence[str] = ()
     count: int = 1
     competition: Competition | None = None
+    # queries no description so far got right (after two rounds): shown apart, not chased
+    unreachable: Sequence[str] = ()
 
 
 def build_prompt(inputs: PromptInputs) -> str:
@@ -110,8 +112,16 @@ def build_prompt(inputs: PromptInputs) -> str:
         "skill is used.",
         f"The full SKILL.md of the skill:\n<skill_md>\n{inputs.skill_md}\n</skill_md>",
         f"<current_description>\n{current}\n</current_description>",
-        *_failure_parts(skill_name, inputs.train_results),
+        *_failure_parts(
+            skill_name, [r for r in inputs.train_results if r.query not in inputs.unreachable]
+        ),
     ]
+    if inputs.unreachable:
+        parts.append(
+            "No description tried so far has made these requests come out right; the "
+            "assistant answers them its own way. Do not chase them:\n"
+            + "\n".join(f"- {q!r}" for q in inputs.unreachable)
+        )
     if inputs.folder_lines:
         parts.append(
             "The assistant chooses among all the skills of this skill's folder. Requests of "

@@ -17,6 +17,7 @@ from pytest_skilltrigger.optimizer.folder import skill_scores, taken_lines
 from pytest_skilltrigger.optimizer.proposer import Proposal
 from pytest_skilltrigger.optimizer.rounds import Acceptance, Candidate, Iteration, Optimization
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
+from pytest_skilltrigger.optimizer.unreachable import Unreachable, unreachable
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 NOT_MEASURED = "—"
@@ -116,6 +117,8 @@ class RoundsRecord:
     acceptance: AcceptanceRecord | None
     acceptance_text: str | None  # what decided the rewrite, in words (None: nothing did)
     rounds: tuple[RoundRecord, ...]
+    # the queries no round got right the same way (see :mod:`.unreachable`)
+    unreachable: tuple[Unreachable, ...] = ()
 
     @property
     def running(self) -> bool:
@@ -216,7 +219,14 @@ def freeze(run: Optimization, rounds: dict[int, RoundRecord]) -> RoundsRecord:
         acceptance=_acceptance(run.acceptance) if run.acceptance else None,
         acceptance_text=_acceptance_text(run),
         rounds=tuple(rounds.get(it.iteration) or freeze_round(run, it) for it in run.iterations),
+        unreachable=own_unreachable(run),
     )
+
+
+def own_unreachable(run: Optimization) -> tuple[Unreachable, ...]:
+    """The skill's own queries (train and test) no evaluated round got right."""
+    train, test = len(run.train_entries), len(run.test_entries)
+    return unreachable([(*it.train[:train], *it.test[:test]) for it in run.evaluated()])
 
 
 def _sizes(run: Optimization) -> str:

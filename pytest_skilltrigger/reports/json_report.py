@@ -116,6 +116,8 @@ def rounds_json(run: RoundsRecord) -> dict[str, Any]:
         "acceptance": _acceptance_json(run.acceptance) if run.acceptance else None,
         "interrupted": run.interrupted,
         "history": [_history_entry(it) for it in run.rounds],
+        # queries no round got right (after two): drop or rephrase them
+        "unreachable": [u.to_dict() for u in run.unreachable],
     }
 
 

@@ -134,6 +134,7 @@ def summary_lines(report: SessionReport) -> list[str]:
             lines.append(f"  warning: {skill.listing_warning}")
         lines += drafted_lines(skill)
         lines += failure_lines(skill)
+        lines += unreachable_lines(skill)
     split = disagreements(report.skills)
     if split:
         lines.append(f"the models disagree on {len(split)} queries:")
@@ -384,3 +385,13 @@ def control_lines(on: bool, results: Sequence[ControlResult]) -> list[str]:
             f"{negative.triggers}/{negative.runs_made}"
         )
     return lines
+
+
+def unreachable_lines(skill: SkillReport) -> list[str]:
+    """The queries no description of the improvement rounds got right, apart from the
+    failures: the author may drop or rephrase them."""
+    found = skill.optimization.unreachable if skill.optimization is not None else ()
+    if not found:
+        return []
+    lines = [f"  no description reached {len(found)} queries in any round (drop or rephrase):"]
+    return lines + [f"    - {u.text()}" for u in found]

@@ -1,0 +1,61 @@
+"""Queries no description reaches: after two rounds or more, the should-trigger queries that
+no candidate of any round triggered, and the should-not ones every candidate triggered.
+
+These are the "model-fluent" requests: the model answers them its own way whatever the
+description says, so no wording makes them come out right. They are shown apart from the
+ordinary failures, so that the author may drop or rephrase them, and the proposer is told not
+to chase them (chasing them bends the description away from the requests it can win).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_skilltrigger.model.outcome import QueryResult
+
+FEWEST_ROUNDS = 2  # a query is called unreachable only after this many evaluated rounds
+
+
+@dataclass(frozen=True)
+class Unreachable:
+    """One query no round got right: what it expects, and its rate in each round."""
+
+    query: str
+    should_trigger: bool
+    rates: tuple[float, ...]
+
+    def text(self) -> str:
+        side = "should trigger, never did" if self.should_trigger else "should not, always did"
+        rates = ", ".join(f"{rate:.2f}" for rate in self.rates)
+        return f"{self.query!r} ({side}: rates {rates})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "should_trigger": self.should_trigger,
+            "rates": [round(rate, 4) for rate in self.rates],
+        }
+
+
+def unreachable(rounds: Sequence[Sequence[QueryResult]]) -> tuple[Unreachable, ...]:
+    """The queries each evaluated round (its own queries' results) got wrong the same way:
+    never triggered though wanted, or always triggered though not; none before
+    :data:`FEWEST_ROUNDS` rounds."""
+    if len(rounds) < FEWEST_ROUNDS:
+        return ()
+    by_query: dict[tuple[str, bool], list[QueryResult]] = {}
+    for results in rounds:
+        for result in results:
+            by_query.setdefault((result.query, result.should_trigger), []).append(result)
+    found = []
+    for (query, wanted), results in by_query.items():
+        measured = [r for r in results if r.runs_made and not r.errors]
+        if len(measured) < FEWEST_ROUNDS:
+            continue
+        if wanted and all(r.triggers == 0 for r in measured):
+            found.append(Unreachable(query, True, tuple(r.trigger_rate for r in measured)))
+        elif not wanted and all(r.verdict == "triggered" for r in measured):
+            found.append(Unreachable(query, False, tuple(r.trigger_rate for r in measured)))
+    return tuple(found)
