@@ -20,9 +20,9 @@ import os
 import re
 
 from pytest_skilltrigger.model.context import PROJECT, ListedSkill
-from pytest_skilltrigger.skills.cli_frontmatter import disables_model, read_as_cli
-from pytest_skilltrigger.skills.frontmatter import decode_skill_md
-from pytest_skilltrigger.support.errors import InputError
+from pytest_skilltrigger.skills.cli_frontmatter import disables_model
+from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
+from pytest_skilltrigger.skills.skill import read_cli_file
 from pytest_skilltrigger.support.paths import SKILL_FILE
 
 COMMANDS_FOLDER = "commands"
@@ -60,13 +60,8 @@ def command_files(folder: str) -> list[tuple[str, str]]:
 def read_command(path: str, name: str, group: int, plugin: str | None) -> ListedSkill | None:
     """One command as the listing shows it; None when the CLI does not list it. A file
     that cannot be read is an InputError naming it."""
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
-    text = decode_skill_md(raw, path)
-    reading = read_as_cli(text)
+    raw, reading = read_cli_file(path)
+    text = decode_skill_md(raw, path).removeprefix(BOM)
     if disables_model(reading.mapping):
         return None
     description, when_to_use = reading.description, reading.when_to_use

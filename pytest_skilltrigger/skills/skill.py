@@ -159,6 +159,17 @@ def _name_from(frontmatter: dict[str, Any], folder_name: str, where: str) -> tup
     return text, []
 
 
+def read_cli_file(path: str) -> tuple[bytes, CliFrontmatter]:
+    """A SKILL.md or command file's bytes and what the CLI reads of it; a file that cannot
+    be read or decoded is an InputError naming it."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise InputError(path, f"cannot be read ({exc.strerror or exc})") from None
+    return raw, read_as_cli(decode_skill_md(raw, path))
+
+
 def read_skill(folder: str | os.PathLike[str]) -> Skill:
     """Read the skill in ``folder`` (which must hold SKILL.md) as the CLI reads it.
 
@@ -172,13 +183,7 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
         raise InputError(path, "skill folder does not exist")
     if not os.path.isfile(skill_md):
         raise InputError(skill_md, "not found (a skill folder must hold SKILL.md)")
-    try:
-        with open(skill_md, "rb") as handle:
-            raw = handle.read()
-    except OSError as exc:
-        raise InputError(skill_md, f"cannot be read ({exc.strerror or exc})") from None
-    text = decode_skill_md(raw, skill_md)
-    reading = read_as_cli(text)
+    raw, reading = read_cli_file(skill_md)
     description = reading.description
     described = description is not None
     if description is None:
