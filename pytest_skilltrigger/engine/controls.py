@@ -12,7 +12,7 @@ the session with what the control saw.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,13 @@ from pytest_skilltrigger.model.formatting import describe_chosen
 from pytest_skilltrigger.skills.evalset import EvalEntry
 
 if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.session import TriggerSession
+    from concurrent.futures import Future
+
     from pytest_skilltrigger.model.outcome import QueryResult
+    from pytest_skilltrigger.model.plan import SamplingPlan
+
+    #: how a control query is sampled: the session's ``submit``
+    Submit = Callable[[TriggerContext, EvalEntry, SamplingPlan], Future[QueryResult]]
 
 CONTROL = ListedSkill(
     "moon-phase-almanac",
@@ -96,17 +101,18 @@ def control_context(context: TriggerContext) -> TriggerContext:
 
 
 def run_controls(
-    session: TriggerSession, contexts: Sequence[TriggerContext]
+    submit: Submit, plan: SamplingPlan, contexts: Sequence[TriggerContext]
 ) -> list[ControlResult]:
-    """Sample the controls once per model of ``contexts`` (the first context of each)."""
-    plan = replace(session.plan, phase="controls")
+    """Sample the controls with ``submit`` and the items' ``plan`` (in their own phase), once
+    per model of ``contexts`` (the first context of each)."""
+    plan = replace(plan, phase="controls")
     by_model: dict[str | None, TriggerContext] = {}
     for context in contexts:
         by_model.setdefault(context.model, context)
     pending = []
     for model, context in by_model.items():
         probe = control_context(context)
-        positive = session.submit(probe, EvalEntry(-1, POSITIVE, True), plan)
-        negative = session.submit(probe, EvalEntry(-2, NEGATIVE, False), plan)
+        positive = submit(probe, EvalEntry(-1, POSITIVE, True), plan)
+        negative = submit(probe, EvalEntry(-2, NEGATIVE, False), plan)
         pending.append((model, positive, negative))
     return [ControlResult(model, p.result(), n.result()) for model, p, n in pending]

@@ -226,7 +226,7 @@ class TriggerSession:
         :attr:`control_results` for the report."""
         if not self.settings.controls_on or self.lanes is None or not contexts:
             return None
-        self.control_results = tuple(run_controls(self, contexts))
+        self.control_results = tuple(run_controls(self.submit, self.plan, contexts))
         return next((c.problem for c in self.control_results if c.problem), None)
 
     # -- sampling ------------------------------------------------------------------------------
