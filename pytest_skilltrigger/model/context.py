@@ -150,6 +150,20 @@ def listing_order(skill: ListedSkill) -> tuple[int, int, tuple[tuple[int, str], 
     return (*part, _collation(skill.name), skill.name)
 
 
+@dataclass(frozen=True)
+class ProjectSetup:
+    """What a project gives Claude Code beside its skills (``--trigger-setup=project``): its
+    root, its ``CLAUDE.md`` and its other files (``.claude/settings.json``, ``.mcp.json``,
+    hook scripts) as ``(path relative to the root, text)``."""
+
+    root: str
+    claude_md: str | None = None
+    files: tuple[tuple[str, str], ...] = ()
+
+    def file(self, name: str) -> str | None:
+        return next((text for path, text in self.files if path == name), None)
+
+
 def resolve_call(listing: Sequence[ListedSkill], called: str) -> str | None:
     """The id of the skill Claude Code loads for a ``Skill`` call naming ``called``, or None
     when it refuses the name: a skill is a trigger only if the CLI would load it.
@@ -269,6 +283,10 @@ class TriggerContext:
     history: str | None = None
     # the skill under test's usage (see ListedSkill.usage): a new skill has none
     usage: float = 0.0
+    # the project's own setup the session runs under (None: a clean workspace)
+    project: ProjectSetup | None = None
+    # the permission mode the session runs in (None: the default)
+    permission_mode: str | None = None
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
@@ -347,6 +365,10 @@ class TriggerContext:
         used = {s.name: s.usage for s in self.listing() if s.usage}
         if used:  # which skills keep their text past the budget: the request can differ
             payload["usage"] = used
+        if self.project is not None:  # its instructions, hooks and servers shape the run
+            payload["project"] = [self.project.claude_md, list(self.project.files)]
+        if self.permission_mode is not None:
+            payload["permission_mode"] = self.permission_mode
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -40,6 +40,7 @@ CONTEXTS = ("auto", "claude-code", "builtin")
 CACHE_MODES = ("use", "refresh", "off")
 ACCEPT_ON = ("all", "test")  # what the fresh acceptance race runs on
 LINT_MODES = ("warn", "error", "off")  # what the eval sets' lint findings are
+PERMISSION_MODES = ("default", "plan", "auto", "acceptEdits", "dontAsk")
 DRAFT_MISSING, DRAFT_ALSO = "missing", "also"
 
 DEFAULT_MIN_RUNS = 3
@@ -366,6 +367,26 @@ OPTIONS: tuple[Option, ...] = (
         "text, and a new skill has none",
         field="crowd_usage",
         check=at_least(0),
+    ),
+    Option(
+        "--trigger-setup",
+        "choice",
+        None,
+        "project: run every query under the project's own setup (its CLAUDE.md, its "
+        ".claude/settings.json hooks and permission mode, its .mcp.json servers, from "
+        "rootdir); the claude-code backend runs them in its isolated workspace",
+        field="setup",
+        choices=("none", "project"),
+        default_text="none: a clean workspace",
+    ),
+    Option(
+        "--trigger-permission-mode",
+        "choice",
+        None,
+        "the permission mode the session runs in, as Claude Code's --permission-mode",
+        field="permission_mode",
+        choices=PERMISSION_MODES,
+        default_text="the CLI's default",
     ),
     # -- outputs --------------------------------------------------------------------------
     Option(

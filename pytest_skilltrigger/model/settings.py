@@ -89,6 +89,9 @@ class Settings:
     crowd_usage: float = _declared("--trigger-crowd-usage")
     # --trigger-controls: on, off, or None (on, unless $SKILLTRIGGER_CONTROLS says off)
     controls: str | None = None
+    # --trigger-setup: project (the project's CLAUDE.md, hooks, servers), none or None
+    setup: str | None = None
+    permission_mode: str | None = None
 
     @property
     def controls_on(self) -> bool:

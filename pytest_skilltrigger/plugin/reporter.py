@@ -135,7 +135,7 @@ class SkillTriggerReporter:
 
     def _header_lines(self) -> list[str]:
         # deferred: the reports layer, only with a skill in play
-        from pytest_skilltrigger.reports.terminal import control_lines, header_lines
+        from pytest_skilltrigger.reports.terminal import control_lines, header_lines, setup_lines
 
         engine = self.source.sessions.started  # made at session start (not when collecting)
         settings, count = self.source.setup.settings, len(self.source.skills.targets)
@@ -145,6 +145,10 @@ class SkillTriggerReporter:
         self.lines.expect(estimate)
         lines = header_lines(count, settings, engine.context_label, estimate, self.source.drafted)
         lines += control_lines(settings.controls_on, engine.control_results)
+        project = self.source.setup.project
+        if project is not None:
+            builtin = (engine.context_label or "").startswith("builtin")
+            lines += setup_lines(project, builtin)
         load = engine.load()
         if load is not None:
             # deferred: the reports layer, only with a skill in play

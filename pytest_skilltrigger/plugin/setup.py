@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.backends import BackendParts, TriggerBackend
     from pytest_skilltrigger.engine.session import Notice, TriggerSession
     from pytest_skilltrigger.engine.share import ProcessShare
-    from pytest_skilltrigger.model.context import ListedSkill, TriggerContext
+    from pytest_skilltrigger.model.context import ListedSkill, ProjectSetup, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
     from pytest_skilltrigger.skills.catalog import Found, Target
     from pytest_skilltrigger.skills.plugin_eval.read import NotCollected
@@ -63,17 +63,30 @@ class Setup:
 
         return load_installed(options.extra_skill_paths(self.config))
 
+    @cached_property
+    def project(self) -> ProjectSetup | None:
+        """The project's own setup, from rootdir (``--trigger-setup=project``)."""
+        if self.settings.setup != "project":
+            return None
+        # deferred: the skills layer, only with a skill in play
+        from pytest_skilltrigger.skills.project_setup import read_project_setup
+
+        return read_project_setup(str(self.config.rootpath))
+
     def find(self, paths: list[str]) -> Found:
         """The skills under ``paths`` with their eval sets, and those without one (with
         ``--draft-eval-set`` a controller drafts theirs)."""
         # deferred: the skills layer loads yaml, only when skills are read
         from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
+        mode = self.settings.permission_mode
         target_options = TargetOptions(
             eval_set=self.config.getoption("eval_set"),
             description=self.config.getoption("skill_description"),
             installed=self.installed,
             draft_missing=bool(self.draft),
+            project=self.project,
+            permission_mode=None if mode in (None, "default") else mode,
         )
         return find_targets(paths, target_options)
 

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import Notice
+    from pytest_skilltrigger.model.context import ProjectSetup
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
 
@@ -395,3 +396,18 @@ def unreachable_lines(skill: SkillReport) -> list[str]:
         return []
     lines = [f"  no description reached {len(found)} queries in any round (drop or rephrase):"]
     return lines + [f"    - {u.text()}" for u in found]
+
+
+def setup_lines(project: ProjectSetup, builtin: bool) -> list[str]:
+    """What of the project's own setup the runs are under, and what the builtin context
+    cannot give them (hooks and servers run only where Claude Code runs)."""
+    held = [name for name, _ in project.files if not name.startswith(".claude/hooks/")]
+    if project.claude_md is not None:
+        held.insert(0, "CLAUDE.md")
+    lines = [f"skilltrigger: under the project's setup: {', '.join(held)}"]
+    if builtin and any(name in held for name in (".mcp.json", ".claude/settings.json")):
+        lines.append(
+            "skilltrigger: the builtin context adds CLAUDE.md only: the project's hooks and "
+            "MCP servers need the claude-code backend or --trigger-context=claude-code"
+        )
+    return lines

@@ -16,6 +16,7 @@ from pytest_skilltrigger.model.context import (
     LISTED_LIMIT,
     PROJECT,
     ListedSkill,
+    ProjectSetup,
     TriggerContext,
     cut_point,
     resolve_call,
@@ -66,6 +67,8 @@ class Target:
     warnings: tuple[str, ...]
     installed: tuple[ListedSkill, ...] = ()
     group: int = PROJECT
+    project: ProjectSetup | None = None  # the project's setup every run is under
+    permission_mode: str | None = None
     # each crowd's context, made once (every item of a crowd size uses it)
     _crowds: dict[tuple[int, float], TriggerContext] = field(
         default_factory=dict, compare=False, repr=False, hash=False
@@ -81,7 +84,8 @@ class Target:
         """The context of the starting description, built once: every item of the skill uses
         it, and the sampler keys its store lookups by it."""
         listing = Listing(self.siblings, self.installed, self.group)
-        return context_of(self.skill, self.description, listing)
+        context = context_of(self.skill, self.description, listing)
+        return replace(context, project=self.project, permission_mode=self.permission_mode)
 
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
@@ -172,6 +176,9 @@ class TargetOptions:
     description: str | None = None
     installed: tuple[ListedSkill, ...] = ()
     draft_missing: bool = False
+    # the session around every listing: the project's setup, the permission mode
+    project: ProjectSetup | None = None
+    permission_mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -358,6 +365,8 @@ def _target(
         warnings=tuple(skill.warnings) + tuple(warnings),
         installed=tuple(options.installed) + session.neighbours(skill),
         group=group,
+        project=options.project,
+        permission_mode=options.permission_mode,
     )
 
 

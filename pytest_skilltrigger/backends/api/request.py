@@ -171,22 +171,57 @@ def build_messages(
     earlier = history_messages(layout, context)
     content: list[dict[str, Any]] = []
     for section in layout.reminders:
+        if section == layouts.DATE and context.project is not None:
+            content += _project_blocks(context)  # after the budget, before the date
         text = reminder(section_text(section, context, model))
         if section == layouts.ATTRIBUTION:
             text += "\n"  # as the CLI's attribution reminder ends
         content.append({"type": "text", "text": text})
+        if section == layouts.SKILLS and context.permission_mode in MODE_TEXTS:
+            content.append({"type": "text", "text": reminder(MODE_TEXTS[context.permission_mode])})
+    if layout.system_sections and context.project is not None:
+        content = [*_project_blocks(context), *content]  # at the front of the user's message
     if not layout.system_sections:
         if content:
             content[-1] = {**content[-1], **cached}
         content.append({"type": "text", "text": query, **cached})
         return [*earlier, {"role": "user", "content": content}]
     content.append({"type": "text", "text": query})
-    sections = "\n\n".join(section_text(s, context, model) for s in layout.system_sections)
+    texts = [section_text(s, context, model) for s in layout.system_sections]
+    if context.permission_mode in MODE_TEXTS:  # right after the listing
+        texts.insert(
+            layout.system_sections.index(layouts.SKILLS) + 1, MODE_TEXTS[context.permission_mode]
+        )
+    sections = "\n\n".join(texts)
     return [
         *earlier,
         {"role": "user", "content": content},
         {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
     ]
+
+
+# Our own short texts for the permission modes that change the request (acceptEdits and
+# dontAsk do not): where the pinned CLI puts its own, right after the listing.
+MODE_TEXTS = {
+    "plan": (
+        "Plan mode is on: research the request and present a plan for the user to approve. "
+        "Make no edits and run nothing that changes the system until the user accepts it."
+    ),
+    "auto": "Auto mode is on: routine actions need no confirmation from the user.",
+}
+PROJECT_HEADER = (
+    "The project's own instructions follow. They take precedence over default behaviour and "
+    "must be followed exactly as written.\n\nContents of CLAUDE.md (the project's "
+    "instructions, checked into the codebase):\n\n"
+)
+
+
+def _project_blocks(context: TriggerContext) -> list[dict[str, Any]]:
+    """The project's CLAUDE.md as a reminder block (none without one)."""
+    project = context.project
+    if project is None or project.claude_md is None:
+        return []
+    return [{"type": "text", "text": reminder(PROJECT_HEADER + project.claude_md)}]
 
 
 def history_messages(layout: RequestLayout, context: TriggerContext) -> list[dict[str, Any]]:

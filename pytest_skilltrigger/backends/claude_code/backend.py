@@ -40,6 +40,7 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     WORKSPACE_LAYOUT,
     credential_store_dir,
     empty_workspace,
+    install_project,
     install_skills,
     remove_stale_roots,
     safe_id,
@@ -200,7 +201,7 @@ class ClaudeCodeBackend:
         run_dir = run_dir or tempfile.mkdtemp(prefix="run-", dir=self._root)
         try:
             plugins = self._install(Path(run_dir), context)
-            command = self._command(plugins=plugins, resume=_session_file(Path(run_dir), context))
+            command = self._context_command(Path(run_dir), context, plugins)
             call = CliCall(
                 command, Path(run_dir) / "project", self._env(Path(run_dir)), self.timeout
             )
@@ -242,6 +243,8 @@ class ClaudeCodeBackend:
             seed.update(_usage_seed(context))
         (config / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
         (run_dir / "tmp").mkdir()
+        if context is not None and context.project is not None:
+            install_project(run_dir / "project", context.project)
         return install_skills(run_dir, context) if context is not None else []
 
     def _base_env(self) -> dict[str, str]:
@@ -257,6 +260,16 @@ class ClaudeCodeBackend:
         if self._login_key and not env.get("ANTHROPIC_API_KEY"):
             env["ANTHROPIC_API_KEY"] = self._login_key  # in memory, never in a run's files
         return env
+
+    def _context_command(
+        self, run_dir: Path, context: TriggerContext, plugins: Sequence[Path]
+    ) -> list[str]:
+        """A trigger run's arguments for ``context``: its plugins, the history it resumes,
+        the permission mode it runs in."""
+        command = self._command(plugins=plugins, resume=_session_file(run_dir, context))
+        if context.permission_mode is not None:
+            command += ["--permission-mode", context.permission_mode]
+        return command
 
     def _command(
         self,
@@ -350,7 +363,7 @@ class ClaudeCodeBackend:
             env["ANTHROPIC_API_KEY"] = "capture"
             try:
                 # exactly as a trigger run starts it
-                command = self._command(plugins=plugins)
+                command = self._context_command(run_dir, context, plugins)
                 call = CliCall(command, run_dir / "project", env, max(self.timeout, 60.0))
                 return record_cli_request(call, self.cli_version, self._root, query_line)
             finally:

@@ -19,7 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, TriggerContext
+from pytest_skilltrigger.model.context import (
+    FIRST_PLUGIN,
+    USER,
+    ListedSkill,
+    ProjectSetup,
+    TriggerContext,
+)
 from pytest_skilltrigger.skills.plugins import MANIFEST, SAFE_NAME_RE
 from pytest_skilltrigger.skills.rewrite import replace_description
 from pytest_skilltrigger.support.errors import InputError
@@ -191,3 +197,29 @@ def _plugin_root(run_dir: Path, item: ListedSkill, plugins: dict[int, Path]) -> 
         (root / MANIFEST).write_text(json.dumps({"name": item.plugin}), "utf-8")
         plugins[item.group] = root
     return plugins[item.group]
+
+
+def install_project(project: Path, setup: ProjectSetup) -> None:
+    """The project's own setup in the run's project folder, for the CLI to run as it would
+    in the user's: CLAUDE.md, its settings (with its .mcp.json servers enabled, as a user
+    who trusted them has), .mcp.json and the hook scripts. A path that would leave the
+    folder is left out."""
+    if setup.claude_md is not None:
+        (project / "CLAUDE.md").write_text(setup.claude_md, encoding="utf-8")
+    for name, text in setup.files:
+        target = (project / name).resolve()
+        if not target.is_relative_to(project.resolve()):
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if name == ".claude/settings.json":
+            settings = json.loads(text)
+            if setup.file(".mcp.json") is not None:
+                settings["enableAllProjectMcpServers"] = True
+            text = json.dumps(settings, indent=2)
+        target.write_text(text, encoding="utf-8")
+        if name.startswith(".claude/hooks/"):
+            target.chmod(0o755)  # a hook script runs as a command
+    if setup.file(".mcp.json") is not None and setup.file(".claude/settings.json") is None:
+        settings_path = project / ".claude" / "settings.json"
+        settings_path.parent.mkdir(parents=True, exist_ok=True)
+        settings_path.write_text(json.dumps({"enableAllProjectMcpServers": True}), "utf-8")
