@@ -1,0 +1,129 @@
+"""The project's own setup: read before any call, copied into the claude-code backend's
+workspace, and CLAUDE.md placed in the builtin request where the pinned CLI puts it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_skilltrigger.backends.api.request import MODE_TEXTS, build_request
+from pytest_skilltrigger.backends.claude_code.workspace import install_project
+from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.skills.project_setup import read_project_setup
+from pytest_skilltrigger.support.errors import InputError
+from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
+from tests.cli_session import cli_request
+from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import make_skill
+
+INSTRUCTIONS = "Always answer in French. The build runs with make; never call npm."
+CONTEXT = TriggerContext("pdf", "Merge and split PDF files.")
+
+
+def first_user_texts(body: dict[str, Any]) -> list[str]:
+    content = body["messages"][0]["content"]
+    return [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+
+
+def order(texts: list[str]) -> list[str]:
+    """Which of CLAUDE.md, the listing and the query come first in the first user message."""
+    marks = {"claude.md": INSTRUCTIONS, "listing": "- pdf", "query": "xyzzy"}
+    found = []
+    for text in texts:
+        found += [name for name, mark in marks.items() if mark in text and name not in found]
+    return found
+
+
+def lay_out(root: Path) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "CLAUDE.md").write_text(INSTRUCTIONS + "\n")
+    (root / ".claude" / "hooks").mkdir(parents=True)
+    (root / ".claude" / "hooks" / "greet.sh").write_text("#!/bin/sh\necho hello\n")
+    settings = {"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": "x"}]}]}}
+    (root / ".claude" / "settings.json").write_text(json.dumps(settings))
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {}}))
+    return root
+
+
+def test_the_setup_is_read_with_its_files(tmp_path: Path) -> None:
+    setup = read_project_setup(str(lay_out(tmp_path)))
+    assert setup.claude_md == INSTRUCTIONS + "\n"
+    assert [name for name, _ in setup.files] == [
+        ".claude/settings.json",
+        ".mcp.json",
+        ".claude/hooks/greet.sh",
+    ]
+    assert (
+        CONTEXT.key()
+        != TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup).key()
+    )
+
+
+def test_nothing_to_set_up_or_a_bad_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no CLAUDE.md, .claude/settings.json or .mcp.json"):
+        read_project_setup(str(tmp_path))
+    (tmp_path / ".mcp.json").write_text("[1, 2")
+    with pytest.raises(InputError, match=r"\.mcp\.json: is not valid JSON"):
+        read_project_setup(str(tmp_path))
+
+
+def test_the_backends_workspace_holds_the_setup_with_its_servers_enabled(tmp_path: Path) -> None:
+    setup = read_project_setup(str(lay_out(tmp_path / "source")))
+    project = tmp_path / "run" / "project"
+    project.mkdir(parents=True)
+    install_project(project, setup)
+    assert (project / "CLAUDE.md").read_text() == INSTRUCTIONS + "\n"
+    settings = json.loads((project / ".claude" / "settings.json").read_text())
+    assert settings["enableAllProjectMcpServers"] is True and "hooks" in settings
+    assert (project / ".claude" / "hooks" / "greet.sh").stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_plan_mode_adds_its_section_after_the_listing(model: str) -> None:
+    body = json.dumps(
+        build_request(
+            TriggerContext(CONTEXT.skill_name, CONTEXT.description, permission_mode="plan"),
+            "q",
+            model,
+        )
+    )
+    assert MODE_TEXTS["plan"] in body
+    assert body.index(MODE_TEXTS["plan"]) > body.index("- pdf: Merge")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_claude_md_sits_where_the_pinned_cli_puts_it(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    model: str,
+) -> None:
+    project = tmp_path / "project"
+    folder = project / ".claude" / "skills" / "pdf"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\ndescription: {CONTEXT.description}\n---\nx\n")
+    (project / "CLAUDE.md").write_text(INSTRUCTIONS + "\n")
+    cli = cli_request(claude_bin, fake_api, project, tmp_path / "home", query="xyzzy", model=model)
+    setup = read_project_setup(str(project))
+    context = TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup)
+    ours = build_request(context, "xyzzy", model)
+    assert order(first_user_texts(cli)) == order(first_user_texts(ours))
+    # at the front of the first user message; for 4.x among the reminders, after the listing
+    expected = (
+        ["claude.md", "query"] if model == "claude-opus-5-5" else ["listing", "claude.md", "query"]
+    )
+    assert order(first_user_texts(ours)) == expected
+
+
+def test_a_project_with_nothing_to_set_up_is_a_usage_error(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    folder = make_skill(pytester.path, [("merge these pdfs", True)])
+    result = pytester.runpytest_subprocess(f"--skill-path={folder}", "--trigger-setup=project")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--trigger-setup=project: * has no CLAUDE.md*"])
+    assert fake_api.stats["calls"] == 0
