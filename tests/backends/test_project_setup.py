@@ -63,7 +63,7 @@ def test_the_setup_is_read_with_its_files(tmp_path: Path) -> None:
 
 
 def test_nothing_to_set_up_or_a_bad_file_is_one_line(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="no CLAUDE.md, .claude/settings.json or .mcp.json"):
+    with pytest.raises(InputError, match=r"no CLAUDE\.md, \.claude/settings\.json or \.mcp\.json"):
         read_project_setup(str(tmp_path))
     (tmp_path / ".mcp.json").write_text("[1, 2")
     with pytest.raises(InputError, match=r"\.mcp\.json: is not valid JSON"):
