@@ -9,11 +9,10 @@ options page is rendered from it (:func:`options_markdown`), so the four cannot 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Literal
 
-from pytest_skilltrigger.model.option_checks import (
-    Check,
+from pytest_skilltrigger.model.option_spec import (
+    Holder,
+    Option,
     as_number,
     at_least,
     backend_name,
@@ -23,13 +22,6 @@ from pytest_skilltrigger.model.option_checks import (
     rate_limit_problem,
     within_unit,
 )
-from pytest_skilltrigger.support.errors import InputError
-
-#: how a value is read: argparse's action and the ini key's type follow from it
-Kind = Literal["int", "float", "str", "bool", "choice", "path", "paths", "append", "optional"]
-#: which settings object an option fills (``run``: read by the pytest layer itself)
-# which of the session's value objects an option fills (``run``: the pytest layer reads it)
-Holder = Literal["settings", "optimizer", "gates", "outputs", "run"]
 
 GROUP_TITLE = "skill trigger tests"
 
@@ -51,69 +43,6 @@ DEFAULT_MARGIN = 0.15
 # the sequential test's bounds are calibrated exactly at every look, which takes about a
 # second past this many runs
 MOST_RUNS = 100
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option: its flag, and the ini key of the same name unless ``ini`` is false."""
-
-    flag: str
-    kind: Kind
-    default: object
-    help: str
-    holder: Holder = "settings"
-    #: the settings field it fills (None: the pytest layer reads it itself, as it does the
-    #: model matrix, which two options name)
-    field: str | None = None
-    ini: bool = True
-    choices: tuple[str, ...] = ()
-    check: Check | None = None
-    #: how the default reads in the help and the docs, when not the value itself
-    default_text: str | None = None
-
-    @property
-    def dest(self) -> str:
-        """The attribute argparse stores it under (also the ini key's name)."""
-        return self.flag.lstrip("-").replace("-", "_")
-
-    @property
-    def ini_key(self) -> str | None:
-        return self.dest if self.ini else None
-
-    @property
-    def takes_value(self) -> bool:
-        return self.kind != "bool"
-
-    def shown_default(self) -> str | None:
-        """The default as the help and the docs show it (None: nothing worth saying)."""
-        if self.default_text is not None:
-            return self.default_text
-        if self.default is None or self.default is False or self.kind in ("append", "paths"):
-            return None
-        return f"{self.default:g}" if isinstance(self.default, float) else str(self.default)
-
-    def help_text(self) -> str:
-        """The help with its choices and default, as ``pytest --help`` shows it."""
-        text = self.help
-        if self.choices:
-            text = f"{' | '.join(self.choices)}: {text}"
-        shown = self.shown_default()
-        return f"{text} (default {shown})" if shown is not None else text
-
-    def problem(self, value: object) -> str | None:
-        """What is wrong with a value of this option, if anything."""
-        unset = value is None and self.default is None  # not given, and no default to keep
-        if self.choices and value not in self.choices and not unset:
-            return f"must be one of {', '.join(self.choices)}"
-        if self.check is not None and value is not None:
-            return self.check(value)
-        return None
-
-    def validate(self, value: object) -> None:
-        """Raise :class:`InputError` naming the option when the value is wrong."""
-        problem = self.problem(value)
-        if problem is not None:
-            raise InputError(self.flag, f"{problem}, got {value!r}")
 
 
 OPTIONS: tuple[Option, ...] = (

@@ -12,8 +12,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pytest_skilltrigger.model.option_checks import crowd_sizes
-from pytest_skilltrigger.model.options import Holder, default, of_holder
+from pytest_skilltrigger.model.option_spec import Holder, crowd_sizes
+from pytest_skilltrigger.model.options import default, of_holder
 from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule

@@ -307,6 +307,6 @@ class _Rounds:
                 folder_lines=tuple(taken_lines(target.name, run.folder.train, side[own:])),
                 count=self.candidates,
                 competition=self.competition,
-                unreachable=tuple(u.query for u in own_unreachable(run)),
+                unreachable=tuple(u.query for u in own_unreachable(run, test_too=False)),
             )
         )

@@ -223,9 +223,10 @@ def freeze(run: Optimization, rounds: dict[int, RoundRecord]) -> RoundsRecord:
     )
 
 
-def own_unreachable(run: Optimization) -> tuple[Unreachable, ...]:
-    """The skill's own queries (train and test) no evaluated round got right."""
-    train, test = len(run.train_entries), len(run.test_entries)
+def own_unreachable(run: Optimization, *, test_too: bool = True) -> tuple[Unreachable, ...]:
+    """The skill's own queries no evaluated round got right: train and test for the
+    reports; train alone for the proposer, which never sees a test query."""
+    train, test = len(run.train_entries), len(run.test_entries) if test_too else 0
     return unreachable([(*it.train[:train], *it.test[:test]) for it in run.evaluated()])
 
 

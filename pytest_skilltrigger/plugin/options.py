@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
+from pytest_skilltrigger.model.option_spec import Holder, Option
 from pytest_skilltrigger.model.options import (
     DRAFT_ALSO,
     DRAFT_MISSING,
@@ -21,8 +22,6 @@ from pytest_skilltrigger.model.options import (
     OPTIONS,
     SKILL_PATHS_HELP,
     SKILL_PATHS_INI,
-    Holder,
-    Option,
     of_holder,
     option,
 )

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_skilltrigger.model.context import USER, ListedSkill, TriggerContext
 from pytest_skilltrigger.model.listing_budget import BARE, FULL, fit_of, how_shown
-from pytest_skilltrigger.model.option_checks import crowd_sizes
+from pytest_skilltrigger.model.option_spec import crowd_sizes
 from pytest_skilltrigger.skills.rivals import crowd_context, nearest, rivals
 from pytest_skilltrigger.support.errors import InputError
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
