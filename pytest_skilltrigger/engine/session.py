@@ -128,7 +128,7 @@ class TriggerSession:
                 self.guard,
                 reused,
                 self.record,
-                store_batch_runs=self._store_runs,
+                store_batch_runs=self.record,
                 progress=notices,
                 share=share,
             )
@@ -311,23 +311,11 @@ class TriggerSession:
         outcomes: Sequence[RunOutcome],
         sampling: str | None = None,
     ) -> None:
-        """Store the runs of a query's sampling (this process's, or an xdist worker's), and
-        with ``sampling``, that its verdict used them.
-
-        Batch runs are stored already: the process that made the batches stored them as it
-        read them."""
-        self._store_runs(context_key, query, outcomes, sampling)
-
-    def _store_runs(
-        self,
-        context_key: str,
-        query: str,
-        outcomes: Sequence[RunOutcome],
-        sampling: str | None = None,
-    ) -> None:
-        """The one place the store's runs are written. Nothing is written in a process that
-        hands its runs to another (an xdist worker), with ``--trigger-cache off``, or without
-        a backend to name the runs' origin."""
+        """Store the runs of a query's sampling (this process's, a batch's as it is read, or
+        an xdist worker's), and with ``sampling``, that its verdict used them: the one place
+        the store's runs are written. Nothing is written in a process that hands its runs to
+        another (an xdist worker), with ``--trigger-cache off``, or without a backend to name
+        the runs' origin."""
         backend = self.backend
         if self.store is None or not self.writes_store or backend is None:
             return

@@ -344,6 +344,11 @@ class TriggerContext:
             listed.setdefault(skill.name, skill)
         return list(listed.values())
 
+    def shadowing_command(self) -> ListedSkill | None:
+        """The command listed under the tested skill's id in its place (a plugin's command
+        of the same name wins over its skill, as in the pinned CLI), if any."""
+        return next((s for s in self._listing if s.command and s.name == self.skill_name), None)
+
     def resolve(self, called: str) -> str | None:
         """The id of the listed skill a ``Skill`` call naming ``called`` loads (see
         :func:`resolve_call`)."""

@@ -85,7 +85,11 @@ class Target:
         it, and the sampler keys its store lookups by it."""
         listing = Listing(self.siblings, self.installed, self.group)
         context = context_of(self.skill, self.description, listing)
-        return replace(context, project=self.project, permission_mode=self.permission_mode)
+        context = replace(context, project=self.project, permission_mode=self.permission_mode)
+        command = context.shadowing_command() if context.model_invocable else None
+        if command is None:
+            return context
+        return replace(context, model_invocable=False, unlisted_reason=shadowed(command.name))
 
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
@@ -112,6 +116,14 @@ class Listing:
     siblings: tuple[ListedSkill, ...] = ()
     installed: tuple[ListedSkill, ...] = ()
     group: int = PROJECT
+
+
+def shadowed(command: str) -> str:
+    """Why a skill that a command of its name shadows is never listed."""
+    return (
+        f"the command {command} has this skill's name: Claude Code lists the command in the "
+        "skill's place, so the skill can never trigger (rename the command or the skill)"
+    )
 
 
 def context_of(skill: Skill, description: str, listing: Listing = Listing()) -> TriggerContext:
@@ -357,7 +369,7 @@ def _target(
     siblings, warnings = folder_siblings(skill, read, group, session.paths)
     start = options.description if options.description is not None else skill.description
     warnings += listing_warnings(skill, start)
-    return Target(
+    target = Target(
         skill=skill,
         eval_set=with_drafted_extra(evals, skill.path),
         description=start,
@@ -368,6 +380,11 @@ def _target(
         project=options.project,
         permission_mode=options.permission_mode,
     )
+    reason = target.start_context.unlisted_reason
+    if reason and not skill.unlisted_reason:  # a command of its name shadows it
+        shadow = f"{skill.skill_md}: {reason}; its should-trigger queries fail without a call"
+        return replace(target, warnings=(*target.warnings, shadow))
+    return target
 
 
 def _unique_skills(paths: Sequence[str]) -> list[Skill]:

@@ -188,3 +188,42 @@ def test_the_lines_are_what_the_pinned_cli_lists(
     body = cli_request(claude_bin, fake_api, project, tmp_path / "home", args=args)
     assert listing_lines(body)[: len(expected)] == expected
     assert own_lines(context(project, skills)) == expected
+
+
+SHADOW_FILES = {
+    "acme/.claude-plugin/plugin.json": '{"name": "acme"}',
+    "acme/skills/alpha/SKILL.md": "---\nname: alpha-tutor\ndescription: The skill alpha.\n---\nx\n",
+    "acme/skills/alpha/evals/trigger-eval.json": EVALS,
+    "acme/commands/alpha.md": "---\ndescription: The command alpha.\n---\nx\n",
+}
+
+
+def test_a_command_of_the_tested_skills_name_shadows_it(tmp_path: Path) -> None:
+    """As in a public plugin (a ``jp`` command beside a ``jp`` skill): the CLI lists the
+    command in the skill's place, so the skill never triggers; said before any call."""
+    lay_out(tmp_path, SHADOW_FILES)
+    (target,) = find_targets([str(tmp_path / "acme/skills/alpha")]).targets
+    context = target.context()
+    assert not context.model_invocable
+    assert "the command acme:alpha has this skill's name" in (context.unlisted_reason or "")
+    assert any("acme:alpha has this skill's name" in w for w in target.warnings)
+    assert own_lines(context) == ["- acme:alpha: The command alpha."]
+
+
+@pytest.mark.slow
+def test_the_pinned_cli_lists_the_command_in_the_shadowed_skills_place(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    lay_out(project, SHADOW_FILES)
+    body = cli_request(
+        claude_bin,
+        fake_api,
+        project,
+        tmp_path / "home",
+        args=["--plugin-dir", str(project / "acme")],
+    )
+    lines = [line for line in listing_lines(body) if line.startswith("- acme:")]
+    assert lines == ["- acme:alpha: The command alpha."]
