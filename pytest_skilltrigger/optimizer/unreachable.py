@@ -14,28 +14,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.model.outcome import QueryResult
+from pytest_skilltrigger.model.stats import wilson
 
 FEWEST_ROUNDS = 2  # a query is called unreachable only after this many evaluated rounds
 
 
 @dataclass(frozen=True)
 class Unreachable:
-    """One query no round got right: what it expects, and its rate in each round."""
+    """One query no round got right: what it expects, and its triggers and runs in each
+    round (its rate there has the Wilson interval of those counts)."""
 
     query: str
     should_trigger: bool
-    rates: tuple[float, ...]
+    counts: tuple[tuple[int, int], ...]  # (triggers, runs) a round
 
     def text(self) -> str:
         side = "should trigger, never did" if self.should_trigger else "should not, always did"
-        rates = ", ".join(f"{rate:.2f}" for rate in self.rates)
-        return f"{self.query!r} ({side}: rates {rates})"
+        rounds = ", ".join(f"{triggers}/{runs}" for triggers, runs in self.counts)
+        triggers, runs = (sum(c[i] for c in self.counts) for i in (0, 1))
+        low, high = wilson(triggers, runs)
+        return (
+            f"{self.query!r} ({side}: triggered {rounds} a round; over all rounds "
+            f"{triggers / runs:.2f}, 95% interval {low:.2f}–{high:.2f})"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "should_trigger": self.should_trigger,
-            "rates": [round(rate, 4) for rate in self.rates],
+            "rounds": [
+                {
+                    "triggers": triggers,
+                    "runs": runs,
+                    "rate": round(triggers / runs, 4),
+                    "interval": [round(x, 4) for x in wilson(triggers, runs)],
+                }
+                for triggers, runs in self.counts
+            ],
         }
 
 
@@ -55,7 +70,11 @@ def unreachable(rounds: Sequence[Sequence[QueryResult]]) -> tuple[Unreachable, .
         if len(measured) < FEWEST_ROUNDS:
             continue
         if wanted and all(r.triggers == 0 for r in measured):
-            found.append(Unreachable(query, True, tuple(r.trigger_rate for r in measured)))
+            found.append(Unreachable(query, True, _counts(measured)))
         elif not wanted and all(r.verdict == "triggered" for r in measured):
-            found.append(Unreachable(query, False, tuple(r.trigger_rate for r in measured)))
+            found.append(Unreachable(query, False, _counts(measured)))
     return tuple(found)
+
+
+def _counts(results: Sequence[QueryResult]) -> tuple[tuple[int, int], ...]:
+    return tuple((r.triggers, r.runs_made) for r in results)

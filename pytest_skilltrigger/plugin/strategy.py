@@ -73,8 +73,6 @@ class Strategy:
         of an error for every item."""
         if not self.skills.targets or self.config.option.collectonly:
             return
-        # the engine's module is loaded by now: its error type costs nothing more
-
         try:
             reason = self.sessions.engine.no_backend
         except InputError as exc:  # a backend nobody makes: bad input, before any call

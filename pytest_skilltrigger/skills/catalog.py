@@ -297,10 +297,10 @@ class _PluginCases:
         self._read_root(skill.path, [listed_skill(skill, group_of(skill, self.session.plugins))])
         if skill.plugin is not None:
             self._read_root(skill.plugin.root, self.session.skills_of(skill.plugin.root))
-        seen: set[str] = set()
+        seen: set[tuple[str, str | None]] = set()
         unique = []
         for case in self._by_skill.get(skill.id, []):  # a prompt in two eval dirs: the first
-            same = f"{_same_query(case.prompt)}\0{case.history}"
+            same = (_same_query(case.prompt), case.history)
             if same not in seen:
                 seen.add(same)
                 unique.append(case)

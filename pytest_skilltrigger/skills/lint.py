@@ -60,8 +60,9 @@ def lint_sets(skills: Sequence[LintedSkill], split: Any = None) -> list[LintFind
     """Every finding of every skill's set, then those across a folder's skills. ``split``
     (``problem(entries) -> str | None``) checks the improvement rounds' split when given."""
     findings: list[LintFinding] = []
+    finders = {s.eval_set.path: _LineFinder(s.eval_set.path) for s in skills}  # read once
     for skill in skills:
-        lines = _LineFinder(skill.eval_set.path)
+        lines = finders[skill.eval_set.path]
         findings += _leaks(skill, lines)
         findings += _repeats(skill.eval_set, lines)
         findings += _shapes(skill.eval_set, lines)
@@ -69,7 +70,7 @@ def lint_sets(skills: Sequence[LintedSkill], split: Any = None) -> list[LintFind
             problem = split(skill.eval_set.entries)
             if problem:
                 findings.append(LintFinding("split", skill.eval_set.path, None, problem))
-    findings += _across_folder(skills)
+    findings += _across_folder(skills, finders)
     return findings
 
 
@@ -135,7 +136,9 @@ def _shapes(evals: EvalSet, lines: _LineFinder) -> list[LintFinding]:
     return found
 
 
-def _across_folder(skills: Sequence[LintedSkill]) -> list[LintFinding]:
+def _across_folder(
+    skills: Sequence[LintedSkill], finders: dict[str, _LineFinder]
+) -> list[LintFinding]:
     """A query two skills of one folder both expect: the model chooses one of them."""
     found = []
     wanted: dict[tuple[str, str], tuple[LintedSkill, EvalEntry]] = {}
@@ -150,7 +153,7 @@ def _across_folder(skills: Sequence[LintedSkill]) -> list[LintFinding]:
                     f"entry [{entry.index:02d}] should trigger {skill.names[0]}, and "
                     f"{other[0].names[0]}'s set expects the same query: the model chooses one"
                 )
-                line = _LineFinder(skill.eval_set.path).of(entry)
+                line = finders[skill.eval_set.path].of(entry)
                 found.append(LintFinding("routing-clash", skill.eval_set.path, line, message))
     return found
 

@@ -32,8 +32,9 @@ def rounds(*triggers_of_fine: int) -> list[list[QueryResult]]:
 def test_a_query_no_round_got_right_is_unreachable_with_its_rates() -> None:
     found = unreachable(rounds(2, 6, 5))
     assert [(u.query, u.should_trigger) for u in found] == [(FLUENT, True), (GREEDY, False)]
-    assert found[0].rates == (0.0, 0.0, 0.0) and found[1].rates == (1.0, 1.0, 1.0)
+    assert found[0].counts == ((0, 6),) * 3 and found[1].counts == ((6, 6),) * 3
     assert "never did" in found[0].text() and "always did" in found[1].text()
+    assert "95% interval 0.00–0.18" in found[0].text()  # every rate with its interval
 
 
 def test_one_round_calls_nothing_unreachable() -> None:

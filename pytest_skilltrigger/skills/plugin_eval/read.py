@@ -341,11 +341,11 @@ def eval_set_of(cases: Sequence[TriggerCase], path: str) -> EvalSet:
     skills = sorted({case.skill for case in ordered})
     if len(skills) > 1:
         raise InputError(path, f"the cases name several skills ({', '.join(skills)})")
-    seen: dict[str, TriggerCase] = {}
+    seen: dict[tuple[str, str | None], TriggerCase] = {}
     entries: list[EvalEntry] = []
     for case in ordered:
         check_query(case.prompt, True, case.folder, "prompt")  # as an eval file's query is
-        earlier = seen.setdefault(f"{case.prompt.strip()}\0{case.history}", case)
+        earlier = seen.setdefault((case.prompt.strip(), case.history), case)
         if earlier is not case:
             raise InputError(path, f"{case.folder} repeats the prompt of {earlier.folder}")
         extra = {"case": case.name, "case_dir": case.folder}
