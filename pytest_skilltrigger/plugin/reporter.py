@@ -144,7 +144,8 @@ class SkillTriggerReporter:
         estimate = self._estimate(engine)
         self.lines.expect(estimate)
         lines = header_lines(count, settings, engine.context_label, estimate, self.source.drafted)
-        lines += control_lines(settings.controls_on, engine.control_results)
+        spent = engine.spending().get("controls")
+        lines += control_lines(settings.controls_on, engine.control_results, spent)
         project = self.source.setup.project
         if project is not None:
             builtin = (engine.context_label or "").startswith("builtin")

@@ -369,8 +369,11 @@ def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = Non
     return lines
 
 
-def control_lines(on: bool, results: Sequence[ControlResult]) -> list[str]:
-    """What the controls found before the items (or that they are off)."""
+def control_lines(
+    on: bool, results: Sequence[ControlResult], spend: Spend | None = None
+) -> list[str]:
+    """What the controls found before the items, and what they cost (none on a rerun: the
+    store holds their runs), or that they are off."""
     if not on:
         return [
             "skilltrigger: controls off (--trigger-controls): nothing checks that this "
@@ -385,6 +388,8 @@ def control_lines(on: bool, results: Sequence[ControlResult]) -> list[str]:
             f"{positive.triggers}/{positive.runs_made}, the negative "
             f"{negative.triggers}/{negative.runs_made}"
         )
+    if lines and spend is not None:
+        lines[-1] += f" ({_calls(spend)}{_cost(spend)})"
     return lines
 
 
