@@ -127,3 +127,39 @@ def test_a_project_with_nothing_to_set_up_is_a_usage_error(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trigger-setup=project: * has no CLAUDE.md*"])
     assert fake_api.stats["calls"] == 0
+
+
+def _listing_texts(body: dict[str, Any]) -> list[str]:
+    """The texts of the message that holds the listing, block by block."""
+    for message in body["messages"]:
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [b.get("text", "") for b in content]
+        if any("- pdf" in t for t in texts):
+            return texts
+    raise AssertionError("no listing in the request")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_plan_mode_adds_to_the_request_after_the_listing_as_in_the_pinned_cli(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    model: str,
+) -> None:
+    """The CLI in plan mode sends what it sends in the default mode, with more after the
+    listing, and the builtin request adds its plan-mode text after the listing too."""
+    project = tmp_path / "project"
+    folder = project / ".claude" / "skills" / "pdf"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\ndescription: {CONTEXT.description}\n---\nx\n")
+    bodies = [
+        cli_request(claude_bin, fake_api, project, tmp_path / f"h{n}", model=model, args=args)
+        for n, args in enumerate(([], ["--permission-mode", "plan"]))
+    ]
+    default, plan = ("\n".join(_listing_texts(b)) for b in bodies)
+    differ = next(i for i, (a, b) in enumerate(zip(default, plan, strict=False)) if a != b)
+    assert differ > plan.index("- pdf")  # the same up to the listing, more after it
+    ours = TriggerContext(CONTEXT.skill_name, CONTEXT.description, permission_mode="plan")
+    text = "\n".join(_listing_texts(build_request(ours, "q", model)))
+    assert text.index(MODE_TEXTS["plan"]) > text.index("- pdf")
