@@ -83,14 +83,14 @@ class Controlling(Strategy):
 
         check_before_drafts(self.outputs, self.setup.gates)
         model = options.improve_model(self.config)
-        self.drafted = tuple(draft_and_write(self.sessions.engine, jobs, model))
+        self.drafted = tuple(draft_and_write(self.session_engine.engine, jobs, model))
         return super()._found()
 
     def start(self, session: pytest.Session) -> None:
         """The engine made (see :meth:`Strategy.start`), the controls run before any item:
         a session that cannot see a trigger stops here, before the items' spend."""
         super().start(session)
-        engine = self.sessions.started
+        engine = self.session_engine.started
         if engine is None or engine.no_backend:
             return
         models = self.setup.settings.models or (None,)
@@ -142,7 +142,7 @@ class Controlling(Strategy):
         from pytest_skilltrigger.plugin.results import ResultTaker  # deferred: with the skills
 
         return ResultTaker(
-            self.end, self.sessions, html=self.html, take_worker_result=self._worker_results()
+            self.end, self.session_engine, html=self.html, take_worker_result=self._worker_results()
         )
 
     def result_taker(self) -> ResultTaker:
@@ -170,7 +170,7 @@ class Controlling(Strategy):
     def finish(self, session: pytest.Session) -> None:
         """The end of the session (the report also when only the ``skill_trigger`` fixture
         made calls: its totals say what they cost)."""
-        if self.skills.targets or self.sessions.started is not None:
+        if self.skills.targets or self.session_engine.started is not None:
             self.taker.finish(session, log=self.lines.write)
 
 
@@ -182,7 +182,7 @@ class LocalRun(Controlling):
         or start them live, so many are in flight at once."""
         if self.config.option.collectonly or not self.skills.targets:
             return  # (the skill_trigger fixture's checks start when a test makes them)
-        engine = self.sessions.engine
+        engine = self.session_engine.engine
         if self.setup.settings.batch:
             # deferred: the items load the model layer, only with a skill in play
             from pytest_skilltrigger.plugin.items import requests_of_items
@@ -222,13 +222,13 @@ class DistControl(Controlling):
         # deferred: the engine, only with a skill in play
         from pytest_skilltrigger.engine.exchange import SessionExchange
 
-        return SessionExchange(self.sessions.engine)
+        return SessionExchange(self.session_engine.engine)
 
     def start(self, session: pytest.Session) -> None:
         """Make the engine, and with it each skill's request (a captured Claude Code
         context is captured and stored here once), before any worker needs it."""
         super().start(session)
-        engine = self.sessions.started
+        engine = self.session_engine.started
         if engine is not None and not engine.no_backend:
             engine.prepare([t.context() for t in self.skills.targets])
 
@@ -252,7 +252,7 @@ class DistControl(Controlling):
         # deferred: the items load the model layer, only with a skill in play
         from pytest_skilltrigger.plugin.items import Crowd, SessionRequests
 
-        engine = self.sessions.engine
+        engine = self.session_engine.engine
         requests = SessionRequests(
             self.skills, self.setup.settings.models, Crowd.of(self.setup.settings)
         ).of_ids(ids, self.config.rootpath, engine.plan)

@@ -90,7 +90,7 @@ class ReportSource(Protocol):
     @property
     def skills(self) -> SkillsInPlay: ...
     @property
-    def sessions(self) -> SessionEngine: ...
+    def session_engine(self) -> SessionEngine: ...
     @property
     def end(self) -> SessionEnd: ...
     @property
@@ -137,7 +137,7 @@ class SkillTriggerReporter:
         # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import control_lines, header_lines, setup_lines
 
-        engine = self.source.sessions.started  # made at session start (not when collecting)
+        engine = self.source.session_engine.started  # made at session start (not when collecting)
         settings, count = self.source.setup.settings, len(self.source.skills.targets)
         if engine is None or engine.no_backend:
             return header_lines(count, settings, None)
@@ -185,7 +185,7 @@ class SkillTriggerReporter:
         """The estimate again once the items are known, when it differs from the header's:
         for the items ``-k``, ``--ignore`` or a node id selected, or under ``-q``, which
         shows no header (the line is then the only word on the cost before any call)."""
-        engine = self.source.sessions.started
+        engine = self.source.session_engine.started
         if not self.source.skills.targets or engine is None or engine.no_backend:
             return []
         # deferred: the items load the model layer, only with a skill in play
@@ -230,7 +230,7 @@ class SkillTriggerReporter:
         if not source.skills.targets and conclusion is None:
             return
         lines = self._quiet_lines(terminalreporter) + source.end.status_lines(
-            source.sessions.started
+            source.session_engine.started
         )
         if conclusion is not None:
             lines += conclusion.terminal_lines()
@@ -268,7 +268,7 @@ class SkillTriggerReporter:
         # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import TerminalLine, load_summary_line
 
-        load = self.source.end.load(self.source.sessions.started)
+        load = self.source.end.load(self.source.session_engine.started)
         if load is None or not load.most_in_flight:
             return []
         return [TerminalLine(load_summary_line(load))]

@@ -41,7 +41,7 @@ class ResultTaker:
         take_worker_result: TakeWorkerResult | None = None,
     ) -> None:
         self.end = end
-        self.sessions = engine
+        self.session_engine = engine
         self.html = html
         self.take_worker_result = take_worker_result
         #: what the session's end concluded, once it has
@@ -82,7 +82,7 @@ class ResultTaker:
         session's exit status then says what the gates found."""
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         conclusion = self.conclusion = self.end.finish(
-            self.sessions.started, interrupted=interrupted, log=log
+            self.session_engine.started, interrupted=interrupted, log=log
         )
         if conclusion.interrupted:
             session.exitstatus = pytest.ExitCode.INTERRUPTED

@@ -63,7 +63,7 @@ class ItemRunner:
     ) -> None:
         self.setup = setup
         self.skills = skills
-        self.sessions = engine
+        self.session_engine = engine
         self.upcoming = upcoming
         self.before_runs = before_runs
         self._submitted: dict[str, Future[QueryResult]] = {}
@@ -74,7 +74,7 @@ class ItemRunner:
 
     @property
     def engine(self) -> TriggerSession:
-        return self.sessions.engine
+        return self.session_engine.engine
 
     def collect_file(
         self, file_path: Any, parent: pytest.Collector

@@ -65,7 +65,7 @@ class SkillTriggerPlugin:
         try:
             self.strategy.finish(session)
         finally:
-            self.strategy.sessions.close()
+            self.strategy.session_engine.close()
 
     @pytest.fixture
     def skill_trigger(self, request: pytest.FixtureRequest) -> Callable[..., TriggerCheck]:

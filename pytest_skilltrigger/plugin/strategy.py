@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 class Strategy:
     """A process's part in the session: its skills in play and its engine."""
 
-    def __init__(self, setup: Setup, sessions: SessionEngine) -> None:
+    def __init__(self, setup: Setup, session_engine: SessionEngine) -> None:
         self.setup = setup
-        self.sessions = sessions
+        self.session_engine = session_engine
         self.skills: SkillsInPlay = setup.in_play(self._found())
 
     @property
@@ -74,7 +74,7 @@ class Strategy:
         if not self.skills.targets or self.config.option.collectonly:
             return
         try:
-            reason = self.sessions.engine.no_backend
+            reason = self.session_engine.engine.no_backend
         except InputError as exc:  # a backend nobody makes: bad input, before any call
             raise pytest.UsageError(str(exc)) from None
         if reason and self.setup.gates.require_backend:
@@ -95,7 +95,7 @@ def item_runner_for(strategy: Strategy, **how: Any) -> ItemRunner:
     # never needs
     from pytest_skilltrigger.plugin.running import ItemRunner
 
-    return ItemRunner(strategy.setup, strategy.skills, strategy.sessions, **how)
+    return ItemRunner(strategy.setup, strategy.skills, strategy.session_engine, **how)
 
 
 class DistWork(Strategy):
@@ -116,7 +116,7 @@ class DistWork(Strategy):
     def finish(self, session: pytest.Session) -> None:
         """Tell the controller how many CLI runs were in flight here (it has the terminal
         and writes the JSON)."""
-        engine = self.sessions.started
+        engine = self.session_engine.started
         load = engine.load() if engine is not None else None
         output = getattr(self.config, "workeroutput", None)
         if load is not None and load.most_in_flight and output is not None:
