@@ -28,10 +28,11 @@ def cli_request(
     query: str = QUERY,
     model: str | None = None,
     args: Sequence[str] = (),
+    last: bool = False,
 ) -> dict[str, Any]:
     """The body of the first request of one ``claude -p QUERY`` run in ``project`` with
-    ``home`` as HOME that offered the Skill tool. Raises AssertionError with the CLI's
-    output when it sent none."""
+    ``home`` as HOME that offered the Skill tool (``last``: the last such request). Raises
+    AssertionError with the CLI's output when it sent none."""
     home.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "CLAUDE"))}
     env.update(
@@ -52,9 +53,13 @@ def cli_request(
         timeout=180,
         check=False,
     )
-    for body in list(api.requests)[seen:]:
-        if any(t.get("name") == "Skill" for t in body.get("tools") or []):
-            return body
+    offered = [
+        body
+        for body in list(api.requests)[seen:]
+        if any(t.get("name") == "Skill" for t in body.get("tools") or [])
+    ]
+    if offered:
+        return offered[-1] if last else offered[0]
     raise AssertionError(f"the CLI sent no request offering Skill:\n{done.stdout}\n{done.stderr}")
 
 

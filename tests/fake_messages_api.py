@@ -231,6 +231,30 @@ def extract_query(body: dict[str, Any]) -> str:
     return ""
 
 
+def _read_answered(body: dict[str, Any]) -> int | None:
+    """The index of the assistant message whose ``Read`` the request's last user message
+    answers (a session reading its way into a subfolder's skills), else None: such a
+    request still asks for the decision on the query before it."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not users or users[-1] == 0:
+        return None
+    content = messages[users[-1]].get("content")
+    if not isinstance(content, list) or not any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    ):
+        return None
+    before = messages[users[-1] - 1]
+    calls = [
+        b
+        for b in before.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+    if before.get("role") == "assistant" and calls and calls[-1].get("name") == "Read":
+        return users[-1] - 1
+    return None
+
+
 def _has_tool_result(body: dict[str, Any]) -> bool:
     messages = body.get("messages")
     if not isinstance(messages, list):
@@ -1702,11 +1726,12 @@ class FakeMessagesAPI:
             return self._plan_draft(body, advance)
         if not trigger:
             return self._plan_improve(body, advance)
-        if _has_tool_result(body):
+        read = _read_answered(body)
+        if read is None and _has_tool_result(body):
             if advance:
                 self._bump("decisions", "done")
             return [{"type": "text", "text": DONE_TEXT}], "end_turn"
-        query = extract_query(body)
+        query = extract_query(body if read is None else {"messages": body["messages"][:read]})
         outcome = self._trigger_outcome(body, query, advance)
         if advance:
             self._bump("decisions", outcome)

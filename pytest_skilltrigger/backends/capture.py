@@ -115,9 +115,11 @@ class CapturedRequest:
 class _Recorder(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self) -> None:
+    def __init__(self, reads: str | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _RecorderHandler)
         self.recorded: list[tuple[str, dict[str, str], bytes]] = []
+        # a file the first answer reads (how a session finds a subfolder's skills)
+        self.reads = reads
 
 
 class _RecorderHandler(BaseHTTPRequestHandler):
@@ -132,6 +134,16 @@ class _RecorderHandler(BaseHTTPRequestHandler):
         server: _Recorder = self.server  # type: ignore[assignment]
         headers = {k.lower(): v for k, v in self.headers.items()}
         server.recorded.append((self.path, headers, raw))
+        block: dict[str, Any] = {"type": "text", "text": ""}
+        delta: dict[str, Any] = {"type": "text_delta", "text": "OK"}
+        stop = "end_turn"
+        if server.reads is not None and len(server.recorded) == 1:
+            block = {"type": "tool_use", "id": "toolu_capture", "name": "Read", "input": {}}
+            delta = {
+                "type": "input_json_delta",
+                "partial_json": json.dumps({"file_path": server.reads}),
+            }
+            stop = "tool_use"
         events = [
             (
                 "message_start",
@@ -153,7 +165,7 @@ class _RecorderHandler(BaseHTTPRequestHandler):
                 {
                     "type": "content_block_start",
                     "index": 0,
-                    "content_block": {"type": "text", "text": ""},
+                    "content_block": block,
                 },
             ),
             (
@@ -161,7 +173,7 @@ class _RecorderHandler(BaseHTTPRequestHandler):
                 {
                     "type": "content_block_delta",
                     "index": 0,
-                    "delta": {"type": "text_delta", "text": "OK"},
+                    "delta": delta,
                 },
             ),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
@@ -169,7 +181,7 @@ class _RecorderHandler(BaseHTTPRequestHandler):
                 "message_delta",
                 {
                     "type": "message_delta",
-                    "delta": {"stop_reason": "end_turn"},
+                    "delta": {"stop_reason": stop},
                     "usage": {"output_tokens": 1},
                 },
             ),
@@ -186,9 +198,10 @@ class _RecorderHandler(BaseHTTPRequestHandler):
 def record_cli_request(
     call: CliCall, cli_version: str, workspace: str, given: Callable[[str], str]
 ) -> CapturedRequest:
-    """Run the CLI with the marker as its query against a recorder; its first request.
+    """Run the CLI with the marker as its query against a recorder; its first request (the
+    one after the Read, when the call lets a Read through to find a subfolder's skills).
     ``given`` is what the CLI reads on stdin for a query (as trigger runs give it)."""
-    recorder = _Recorder()
+    recorder = _Recorder(call.passes)
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
     thread.start()
     try:
@@ -210,7 +223,8 @@ def record_cli_request(
     finally:
         recorder.shutdown()
         recorder.server_close()
-    for path, headers, raw in recorder.recorded:
+    recorded = recorder.recorded[1:] if call.passes is not None else recorder.recorded
+    for path, headers, raw in recorded:
         try:
             body = json.loads(raw)
         except ValueError:

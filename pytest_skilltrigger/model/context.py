@@ -131,6 +131,13 @@ class ListedSkill:
         return self.alias.rpartition(":")[2] if self.alias else self.folder
 
 
+def _nearer_first(skill: ListedSkill, farther: Sequence[ListedSkill]) -> tuple[object, ...]:
+    """The listing order, the skills of the session's own folder before the project root's
+    (a session started in a subfolder lists that folder's skills first)."""
+    order = listing_order(skill)
+    return (*order[:2], any(skill is s for s in farther), *order[2:])
+
+
 def _collation(name: str) -> tuple[tuple[int, str], ...]:
     """A name's order as ``localeCompare`` gives it for the names the CLI lists: punctuation
     before digits before letters, letters without regard to case."""
@@ -162,6 +169,33 @@ class ProjectSetup:
 
     def file(self, name: str) -> str | None:
         return next((text for path, text in self.files if path == name), None)
+
+
+@dataclass(frozen=True)
+class Subfolder:
+    """Where a skill of a monorepo's subfolder (``<folder>/.claude/skills`` below the project
+    root) is offered, as the pinned CLI offers it.
+
+    By default the session starts at the project root, where the skill is not listed: it is
+    found when the model reads a file under ``folder`` (``read_path``, whose Read result is
+    ``read_text``), and then announced with its siblings after that result. ``started_in``:
+    the session starts in ``folder`` instead, and its skills are listed at the start, before
+    the root's. ``root_skills`` are the project root's own skills.
+    """
+
+    folder: str
+    read_path: str = ""
+    read_text: str = ""
+    started_in: bool = False
+    root_skills: tuple[ListedSkill, ...] = ()
+
+    def suffix(self, clash: bool) -> str:
+        """What the announcement adds after a found skill's text (our words)."""
+        if clash:
+            return (
+                f" (for files under {self.folder}/, in place of the project's skill of that name)"
+            )
+        return f" (from {self.folder}/.claude/skills, for files under {self.folder}/)"
 
 
 def resolve_call(listing: Sequence[ListedSkill], called: str) -> str | None:
@@ -287,6 +321,8 @@ class TriggerContext:
     project: ProjectSetup | None = None
     # the permission mode the session runs in (None: the default)
     permission_mode: str | None = None
+    # the subfolder the skill and its siblings live in (None: the project root, or a plugin)
+    subfolder: Subfolder | None = None
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""
@@ -335,14 +371,48 @@ class TriggerContext:
         one name the first in that order is listed (a user's skill before the project's, a
         project skill before a command, a plugin's command before its skill); of two in the
         same place, the tested skill, then its siblings, then the session's others."""
-        candidates = [s for s in self.siblings if s.name != self.skill_name]
-        if self.model_invocable:
-            candidates.insert(0, self.tested)
+        candidates = self.folder_skills() if self._listed_at_start else []
+        farther = self.subfolder.root_skills if self.subfolder is not None else ()
+        candidates += farther
         candidates += [s for s in self.installed if s.command or s.name != self.skill_name]
         listed: dict[str, ListedSkill] = {}
-        for skill in sorted(candidates, key=listing_order):  # stable: ties keep that order
-            listed.setdefault(skill.name, skill)
+        for skill in sorted(candidates, key=lambda s: _nearer_first(s, farther)):
+            listed.setdefault(skill.name, skill)  # stable: ties keep the order above
         return list(listed.values())
+
+    @property
+    def _listed_at_start(self) -> bool:
+        """Whether the skill's folder is listed in the first request (not a subfolder found
+        only after a Read)."""
+        return self.subfolder is None or self.subfolder.started_in
+
+    def folder_skills(self) -> list[ListedSkill]:
+        """The tested skill (when listed) and its siblings."""
+        found = [s for s in self.siblings if s.name != self.skill_name]
+        if self.model_invocable:
+            found.insert(0, self.tested)
+        return found
+
+    def discovered(self) -> list[ListedSkill]:
+        """The skills of a subfolder found after the model read a file there, in the order
+        and under the names the CLI announces them: by name, a name the listing has already
+        as ``<folder>:<name>``, each with its note of where it applies. Empty for a skill
+        listed at the start."""
+        if self.subfolder is None or self._listed_at_start:
+            return []
+        folder = self.subfolder.folder
+        taken = {s.name for s in self._listing}
+        found = []
+        for skill in sorted(self.folder_skills(), key=lambda s: _collation(s.name)):
+            name = skill.name.rpartition(":")[2]
+            found.append(replace(skill, name=f"{folder}:{name}" if name in taken else name))
+        return found
+
+    def discovery_line(self, skill: ListedSkill) -> str:
+        """A found skill's line in the announcement: its listing line and where it applies."""
+        assert self.subfolder is not None
+        clash = skill.name.startswith(self.subfolder.folder + ":")
+        return skill.line + self.subfolder.suffix(clash)
 
     def shadowing_command(self) -> ListedSkill | None:
         """The command listed under the tested skill's id in its place (a plugin's command
@@ -352,7 +422,7 @@ class TriggerContext:
     def resolve(self, called: str) -> str | None:
         """The id of the listed skill a ``Skill`` call naming ``called`` loads (see
         :func:`resolve_call`)."""
-        return resolve_call(self.listing(), called)
+        return resolve_call([*self.listing(), *self.discovered()], called)
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics.
@@ -374,6 +444,10 @@ class TriggerContext:
             payload["project"] = [self.project.claude_md, list(self.project.files)]
         if self.permission_mode is not None:
             payload["permission_mode"] = self.permission_mode
+        if self.subfolder is not None:  # where the skill is found, and how
+            sub = self.subfolder
+            found = [self.discovery_line(s) for s in self.discovered()]
+            payload["subfolder"] = [sub.folder, sub.started_in, sub.read_path, sub.read_text, found]
         blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 

@@ -317,6 +317,16 @@ OPTIONS: tuple[Option, ...] = (
         choices=PERMISSION_MODES,
         default_text="the CLI's default",
     ),
+    Option(
+        "--trigger-cwd",
+        "str",
+        None,
+        "a subfolder of the project: its skills (<folder>/.claude/skills) are tested in a "
+        "session started there, listed at the start before the root's, instead of after "
+        "the model reads a file there",
+        field="cwd",
+        default_text="the project root",
+    ),
     # -- outputs --------------------------------------------------------------------------
     Option(
         "--trigger-json",

@@ -92,6 +92,8 @@ class Settings:
     # --trigger-setup: project (the project's CLAUDE.md, hooks, servers), none or None
     setup: str | None = None
     permission_mode: str | None = None
+    # --trigger-cwd: the subfolder sessions start in for its skills (None: the project root)
+    cwd: str | None = None
 
     @property
     def controls_on(self) -> bool:

@@ -87,6 +87,7 @@ class Setup:
             draft_missing=bool(self.draft),
             project=self.project,
             permission_mode=None if mode in (None, "default") else mode,
+            cwd=self.settings.cwd,
         )
         return find_targets(paths, target_options)
 

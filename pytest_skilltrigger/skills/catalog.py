@@ -17,6 +17,7 @@ from pytest_skilltrigger.model.context import (
     PROJECT,
     ListedSkill,
     ProjectSetup,
+    Subfolder,
     TriggerContext,
     cut_point,
     resolve_call,
@@ -46,6 +47,7 @@ from pytest_skilltrigger.skills.plugin_eval.read import (
 from pytest_skilltrigger.skills.rivals import crowd_context
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
+from pytest_skilltrigger.skills.subfolders import check_cwd, subfolder_of
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within
 
@@ -69,6 +71,7 @@ class Target:
     group: int = PROJECT
     project: ProjectSetup | None = None  # the project's setup every run is under
     permission_mode: str | None = None
+    subfolder: Subfolder | None = None  # a subfolder's skill: how the session reaches it
     # each crowd's context, made once (every item of a crowd size uses it)
     _crowds: dict[tuple[int, float], TriggerContext] = field(
         default_factory=dict, compare=False, repr=False, hash=False
@@ -85,7 +88,13 @@ class Target:
         it, and the sampler keys its store lookups by it."""
         listing = Listing(self.siblings, self.installed, self.group)
         context = context_of(self.skill, self.description, listing)
-        context = replace(context, project=self.project, permission_mode=self.permission_mode)
+        context = replace(
+            context,
+            project=self.project,
+            permission_mode=self.permission_mode,
+            subfolder=self.subfolder,
+        )
+        context = _as_announced(context)
         command = context.shadowing_command() if context.model_invocable else None
         if command is None:
             return context
@@ -116,6 +125,15 @@ class Listing:
     siblings: tuple[ListedSkill, ...] = ()
     installed: tuple[ListedSkill, ...] = ()
     group: int = PROJECT
+
+
+def _as_announced(context: TriggerContext) -> TriggerContext:
+    """A subfolder's skill under the name the CLI announces it by (``<folder>:<name>`` when
+    a listed skill has its name): the name a Skill call must give to load it."""
+    for found in context.discovered():
+        if found.name.rpartition(":")[2] == context.skill_name and found.name != context.skill_name:
+            return replace(context, skill_name=found.name)
+    return context
 
 
 def shadowed(command: str) -> str:
@@ -191,6 +209,8 @@ class TargetOptions:
     # the session around every listing: the project's setup, the permission mode
     project: ProjectSetup | None = None
     permission_mode: str | None = None
+    # --trigger-cwd: the subfolder whose skills are tested in a session started there
+    cwd: str | None = None
 
 
 @dataclass(frozen=True)
@@ -220,6 +240,8 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     """
     skills = _unique_skills(paths)
     _check_options(options, skills)
+    if options.cwd is not None:
+        options = replace(options, cwd=check_cwd(options.cwd, skills))
     read = _reader({skill.path: skill for skill in skills})
     session = SessionSkills.of(skills, read, paths)
     cases = _PluginCases(session)
@@ -379,6 +401,7 @@ def _target(
         group=group,
         project=options.project,
         permission_mode=options.permission_mode,
+        subfolder=subfolder_of(skill, read, options.cwd),
     )
     reason = target.start_context.unlisted_reason
     if reason and not skill.unlisted_reason:  # a command of its name shadows it

@@ -185,7 +185,7 @@ def build_messages(
         if content:
             content[-1] = {**content[-1], **cached}
         content.append({"type": "text", "text": query, **cached})
-        return [*earlier, {"role": "user", "content": content}]
+        return [*earlier, {"role": "user", "content": content}, *read_turns(layout, context)]
     content.append({"type": "text", "text": query})
     texts = [section_text(s, context, model) for s in layout.system_sections]
     if context.permission_mode in MODE_TEXTS:  # right after the listing
@@ -197,7 +197,58 @@ def build_messages(
         *earlier,
         {"role": "user", "content": content},
         {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
+        *read_turns(layout, context),
     ]
+
+
+READ_ID = "toolu_skilltrigger_read"
+
+
+def discovery_texts(context: TriggerContext) -> list[str]:
+    """The announcement of a subfolder's skills found by a Read (our words, the CLI's
+    layout): which skills were found, then their listing, each line saying where it
+    applies."""
+    sub = context.subfolder
+    found = context.discovered()
+    if sub is None or not found:
+        return []
+    names = "\n".join(f"- {s.name}" for s in found)
+    lines = "\n".join(context.discovery_line(s) for s in found)
+    return [
+        f"Skills found in {sub.folder}/.claude/skills can now be used with the Skill tool:\n"
+        + names,
+        LISTING_HEADER + "\n\n" + lines,
+    ]
+
+
+def read_turns(layout: RequestLayout, context: TriggerContext) -> list[dict[str, Any]]:
+    """What follows the query when the session reaches a subfolder's skill by reading a file
+    there (none otherwise): the model's Read, its result, and the announcement of the
+    skills found, as a system-role message where the layout has one, else as reminders at
+    the end of the result (as the pinned CLI does for each model)."""
+    texts = discovery_texts(context)
+    sub = context.subfolder
+    if sub is None or not texts:
+        return []
+    call = {
+        "type": "tool_use",
+        "id": READ_ID,
+        "name": "Read",
+        "input": {"file_path": sub.read_path},
+    }
+    result = sub.read_text
+    if not layout.system_sections:
+        result += "".join("\n\n" + reminder(text) for text in texts)
+    turns: list[dict[str, Any]] = [
+        {"role": "assistant", "content": [call]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": READ_ID, "content": result}],
+        },
+    ]
+    if layout.system_sections:
+        turns.append({"role": "system", "content": [{"type": "text", "text": "\n\n".join(texts)}]})
+    return turns
 
 
 # Our own short texts for the permission modes that change the request (acceptEdits and

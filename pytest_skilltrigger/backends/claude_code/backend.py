@@ -44,6 +44,7 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     install_skills,
     remove_stale_roots,
     safe_id,
+    session_folder,
     user_account,
 )
 from pytest_skilltrigger.model.context import TriggerContext
@@ -170,7 +171,9 @@ class ClaudeCodeBackend:
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One query to a CLI process of this context (started for it, or kept from an
         earlier run of it: :mod:`.pool`); failures come back as error outcomes."""
-        if not safe_id(context.skill_name):
+        if not safe_id(
+            context.skill_name.rpartition(":")[2] if context.subfolder else context.skill_name
+        ):
             return RunOutcome("error", error=f"unsafe skill name {context.skill_name!r}")
         if self._closed:
             return RunOutcome("error", error="claude-code backend already closed")
@@ -186,7 +189,9 @@ class ClaudeCodeBackend:
         try:
             outcome = self._outcome(started.cli.ask(query), context)
             # a process that did not settle (timeout, crash, an error) takes no other query
-            kept = started.cli.reusable and self._pool.give_back(started)
+            # a process that found a subfolder's skills would list them from the start
+            fresh = context.subfolder is None or context.subfolder.started_in
+            kept = fresh and started.cli.reusable and self._pool.give_back(started)
             return outcome
         finally:
             if not kept:
@@ -202,9 +207,7 @@ class ClaudeCodeBackend:
         try:
             plugins = self._install(Path(run_dir), context)
             command = self._context_command(Path(run_dir), context, plugins)
-            call = CliCall(
-                command, Path(run_dir) / "project", self._env(Path(run_dir)), self.timeout
-            )
+            call = self._call(Path(run_dir), context, command, self._env(Path(run_dir)))
             started = Started(WarmCli(call, memory=self.memory), Path(run_dir), key)
         except OSError:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -247,6 +250,21 @@ class ClaudeCodeBackend:
             install_project(run_dir / "project", context.project)
         return install_skills(run_dir, context) if context is not None else []
 
+    def _call(
+        self,
+        run_dir: Path,
+        context: TriggerContext,
+        command: list[str],
+        env: dict[str, str],
+        timeout: float | None = None,
+    ) -> CliCall:
+        """How a context's CLI starts: in its folder (a subfolder asked for), and letting the
+        Read that finds a subfolder's skills through."""
+        sub = context.subfolder
+        passes = sub.read_path if sub is not None and not sub.started_in else None
+        folder = session_folder(run_dir, context)
+        return CliCall(command, folder, env, timeout or self.timeout, passes)
+
     def _base_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in NESTING_ENV}
         env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
@@ -266,7 +284,11 @@ class ClaudeCodeBackend:
     ) -> list[str]:
         """A trigger run's arguments for ``context``: its plugins, the history it resumes,
         the permission mode it runs in."""
-        command = self._command(plugins=plugins, resume=_session_file(run_dir, context))
+        sub = context.subfolder
+        turns = 2 if sub is not None and not sub.started_in else 1  # the Read, then the choice
+        command = self._command(
+            plugins=plugins, resume=_session_file(run_dir, context), turns=turns
+        )
         if context.permission_mode is not None:
             command += ["--permission-mode", context.permission_mode]
         return command
@@ -277,6 +299,7 @@ class ClaudeCodeBackend:
         model: str | None = None,
         plugins: Sequence[Path] = (),
         resume: Path | None = None,
+        turns: int = 1,
     ) -> list[str]:
         """The CLI's arguments: events as they arrive for trigger runs, one JSON result for
         plain questions; the plugins of the context, in order; the session to resume (the
@@ -296,7 +319,7 @@ class ClaudeCodeBackend:
         if streaming:
             # one model turn: after choosing a tool the CLI stops instead of running it and
             # sending its next request (the kill at the decision may come a moment too late)
-            cmd += ["--max-turns", "1"]
+            cmd += ["--max-turns", str(turns)]
         if model or self._model_arg:
             cmd += ["--model", str(model or self._model_arg)]
         return cmd
@@ -364,7 +387,7 @@ class ClaudeCodeBackend:
             try:
                 # exactly as a trigger run starts it
                 command = self._context_command(run_dir, context, plugins)
-                call = CliCall(command, run_dir / "project", env, max(self.timeout, 60.0))
+                call = self._call(run_dir, context, command, env, max(self.timeout, 60.0))
                 return record_cli_request(call, self.cli_version, self._root, query_line)
             finally:
                 empty_workspace(run_dir)

@@ -35,6 +35,8 @@ class CliCall:
     cwd: Path
     env: dict[str, str]
     timeout: float
+    # a file whose Read is not the decision: how a run reaches a subfolder's skills
+    passes: str | None = None
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class WarmCli:
 
         with _watchdog(self.call.timeout, on_timeout):
             self._send(user_message(query, message_id))
-            verdict = read_stream(self._lines)
+            verdict = read_stream(self._lines, self.call.passes)
         decided = verdict.chosen is not None and not timed_out.is_set()
         with _watchdog(SETTLE_TIMEOUT, lambda: kill_group(self.proc)):
             self.reusable = decided and self._settle(message_id, verdict)

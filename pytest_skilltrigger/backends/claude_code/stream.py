@@ -46,7 +46,7 @@ class CliVerdict:
     turn_over: bool = False  # decided at the turn's ``result``: nothing of the query still runs
 
 
-def read_stream(lines: Iterable[str]) -> CliVerdict:
+def read_stream(lines: Iterable[str], passes: str | None = None) -> CliVerdict:
     """Consume ``--output-format stream-json`` lines until the first decision, then return.
 
     Decides on the first tool call of the main conversation, from the raw stream events
@@ -55,8 +55,10 @@ def read_stream(lines: Iterable[str]) -> CliVerdict:
     ``.claude/skills/<name>/SKILL.md`` counts as ``skill:<name>``. A message that ends without
     a tool, or a successful ``result`` without one, is ``text``. An API error reported by the
     CLI, an error result, or output that ends undecided is an error, never a miss.
+    ``passes``: a file whose Read is not the decision (the run's way into a subfolder's
+    skills), the model's next choice is.
     """
-    reader = _StreamReader()
+    reader = _StreamReader(passes)
     for raw in lines:
         msg = _json_line(raw)
         if msg is not None and reader.take(msg):
@@ -80,7 +82,8 @@ class _StreamReader:
     """The state of one CLI run's output: each ``take`` reads one line and says whether the
     verdict is decided."""
 
-    def __init__(self) -> None:
+    def __init__(self, passes: str | None = None) -> None:
+        self.passes = passes
         self.verdict = CliVerdict()
         self.choice = FirstChoice(INSPECTED_TOOLS)
         self.earlier = Usage()  # the usage of requests before the current one
@@ -140,6 +143,9 @@ class _StreamReader:
             return False
         if decision is None:
             return False
+        if self._passed(decision.chosen, decision.tool_input):
+            self.choice = FirstChoice(INSPECTED_TOOLS)  # the next request decides
+            return False
         self.verdict.usage = self.earlier + decision.usage
         self.verdict.chosen = _chosen(decision.chosen, decision.tool_input)
         return True
@@ -161,6 +167,8 @@ class _StreamReader:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 tool_input = block.get("input")
                 tool_input = tool_input if isinstance(tool_input, dict) else {}
+                if self._passed(choice_of(str(block.get("name")), tool_input), tool_input):
+                    return False
                 verdict.chosen = _chosen(choice_of(str(block.get("name")), tool_input), tool_input)
                 streamed = self.choice.usage != Usage()
                 verdict.usage = self.earlier + (
@@ -169,6 +177,13 @@ class _StreamReader:
                 verdict.requests = max(verdict.requests, 1)
                 return True
         return False
+
+    def _passed(self, chosen: str, tool_input: dict[str, Any] | None) -> bool:
+        """Whether a choice is the Read of the file the run lets through."""
+        if self.passes is None or chosen != "tool:Read" or not tool_input:
+            return False
+        path = str(tool_input.get("file_path") or "").replace("\\", "/")
+        return path == self.passes or path.endswith("/" + self.passes)
 
     def _result(self, msg: dict[str, Any]) -> bool:
         """The run's last line: an error result, or an answer without a tool call."""

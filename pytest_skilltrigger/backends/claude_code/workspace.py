@@ -21,6 +21,7 @@ from typing import Any
 
 from pytest_skilltrigger.model.context import (
     FIRST_PLUGIN,
+    PROJECT,
     USER,
     ListedSkill,
     ProjectSetup,
@@ -139,7 +140,7 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
     with its manifest); the plugin folders, in the order to load them. A skill whose id
     could not be placed safely is left out, never written elsewhere."""
     plugins: dict[int, Path] = {}
-    for skill in context.own_listing():  # the CLI lists its built-ins itself
+    for skill in _own_skills(run_dir, context):  # the CLI lists its built-ins itself
         if skill.command:
             _install_command(run_dir, skill, plugins)
             continue
@@ -150,6 +151,40 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
         tested = skill.name == context.skill_name
         (folder / "SKILL.md").write_text(installed_text(skill, tested), encoding="utf-8")
     return [plugins[group] for group in sorted(plugins)]
+
+
+def _own_skills(run_dir: Path, context: TriggerContext) -> list[ListedSkill]:
+    """The context's skills to install where their group goes; a subfolder's skills and the
+    project root's are written here, where the CLI finds them (the farther of two of one
+    name too: a session started in the subfolder does not list it, but it is there)."""
+    sub = context.subfolder
+    if sub is None:
+        return context.own_listing()
+    scoped = run_dir / "project" / sub.folder
+    for skill in context.folder_skills():
+        folder = scoped / ".claude" / "skills" / skill.name.rpartition(":")[2]
+        folder.mkdir(parents=True)
+        text = installed_text(skill, skill.name == context.skill_name)
+        (folder / "SKILL.md").write_text(text, encoding="utf-8")
+    if sub.read_path:
+        read = run_dir / "project" / sub.read_path
+        read.parent.mkdir(parents=True, exist_ok=True)
+        read.write_text(read_file_text(sub.read_text), encoding="utf-8")
+    others = [s for s in context.own_listing() if s.command or s.group != PROJECT]
+    return [*sub.root_skills, *others]
+
+
+def read_file_text(read_text: str) -> str:
+    """The file's text back from its Read result (each line's number and tab taken off)."""
+    return "\n".join(line.partition("\t")[2] for line in read_text.split("\n"))
+
+
+def session_folder(run_dir: Path, context: TriggerContext) -> Path:
+    """Where the CLI of a context's runs starts: the project, or the subfolder asked for."""
+    sub = context.subfolder
+    if sub is not None and sub.started_in:
+        return run_dir / "project" / sub.folder
+    return run_dir / "project"
 
 
 def _install_command(run_dir: Path, command: ListedSkill, plugins: dict[int, Path]) -> None:
