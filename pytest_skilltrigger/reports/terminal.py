@@ -405,14 +405,15 @@ def unreachable_lines(skill: SkillReport) -> list[str]:
 
 def setup_lines(project: ProjectSetup, builtin: bool) -> list[str]:
     """What of the project's own setup the runs are under, and what the builtin context
-    cannot give them (hooks and servers run only where Claude Code runs)."""
+    cannot give them (MCP servers run only where Claude Code runs)."""
     held = [name for name, _ in project.files if not name.startswith(".claude/hooks/")]
     if project.claude_md is not None:
         held.insert(0, "CLAUDE.md")
     lines = [f"skilltrigger: under the project's setup: {', '.join(held)}"]
-    if builtin and any(name in held for name in (".mcp.json", ".claude/settings.json")):
+    if builtin and ".mcp.json" in held:
         lines.append(
-            "skilltrigger: the builtin context adds CLAUDE.md only: the project's hooks and "
-            "MCP servers need the claude-code backend or --trigger-context=claude-code"
+            "skilltrigger: the builtin context adds CLAUDE.md and runs the UserPromptSubmit "
+            "hooks; the project's MCP servers need the claude-code backend or "
+            "--trigger-context=claude-code"
         )
     return lines

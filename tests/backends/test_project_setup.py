@@ -9,13 +9,14 @@ from typing import Any
 
 import pytest
 
+from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import MODE_TEXTS, build_request
 from pytest_skilltrigger.backends.claude_code.workspace import install_project
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.skills.project_setup import read_project_setup
 from pytest_skilltrigger.support.errors import InputError
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
-from tests.cli_session import cli_request
+from tests.cli_session import cli_request, texts
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import make_skill
 
@@ -163,3 +164,80 @@ def test_plan_mode_adds_to_the_request_after_the_listing_as_in_the_pinned_cli(
     ours = TriggerContext(CONTEXT.skill_name, CONTEXT.description, permission_mode="plan")
     text = "\n".join(_listing_texts(build_request(ours, "q", model)))
     assert text.index(MODE_TEXTS["plan"]) > text.index("- pdf")
+
+
+HOOK = 'import json, sys\nprint("HOOKTAG " + json.load(sys.stdin)["prompt"].upper())\n'
+
+
+def hooked_project(root: Path, script: str = HOOK) -> Path:
+    """A project with a skill, CLAUDE.md and a UserPromptSubmit hook whose output depends on
+    the prompt."""
+    folder = root / ".claude" / "skills" / "pdf"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(f"---\ndescription: {CONTEXT.description}\n---\nx\n")
+    (root / "CLAUDE.md").write_text(INSTRUCTIONS + "\n")
+    (root / ".claude" / "hooks").mkdir()
+    (root / ".claude" / "hooks" / "tag.py").write_text(script)
+    command = {"type": "command", "command": "python3 .claude/hooks/tag.py"}
+    settings = {"hooks": {"UserPromptSubmit": [{"hooks": [command]}]}}
+    (root / ".claude" / "settings.json").write_text(json.dumps(settings))
+    return root
+
+
+def hook_order(body: dict[str, Any]) -> list[str]:
+    """Where the listing, the hook's output, CLAUDE.md and the query come, in the request."""
+    marks = {
+        "listing": "- pdf",
+        "hook": "HOOKTAG XYZZY",
+        "claude.md": INSTRUCTIONS,
+        "query": "xyzzy",
+    }
+    found: list[str] = []
+    for text in texts(body):
+        for name, mark in marks.items():
+            if mark in text and name not in found:
+                found.append(name)
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_the_builtin_context_runs_the_prompt_hook_and_places_it_as_the_cli_does(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    model: str,
+) -> None:
+    """The hook is given the prompt as the CLI gives it, and what it prints goes after the
+    listing, before the date and CLAUDE.md (for the 4.x models), as in the CLI's request;
+    the builtin backend runs it per query, in a copy of the project, and sends its output."""
+    project = hooked_project(tmp_path / "project")
+    cli = cli_request(claude_bin, fake_api, project, tmp_path / "home", query="xyzzy", model=model)
+    setup = read_project_setup(str(project))
+    context = TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup)
+    backend = AnthropicBackend(model=model)
+    try:
+        seen = len(fake_api.requests)
+        outcome = backend.run(context, "xyzzy")
+        sent = fake_api.requests[seen]
+    finally:
+        backend.close()
+    assert outcome.status != "error"
+    assert hook_order(sent) == hook_order(cli)
+    assert hook_order(sent).index("hook") > hook_order(sent).index("listing")
+    assert not list(project.glob("**/transcript.jsonl"))  # nothing written in the project
+
+
+def test_a_failing_prompt_hook_is_an_error_without_a_call(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    project = hooked_project(tmp_path / "project", "import sys\nsys.exit(2)\n")
+    setup = read_project_setup(str(project))
+    context = TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup)
+    backend = AnthropicBackend(model="claude-opus-5-5")
+    try:
+        outcome = backend.run(context, "xyzzy")
+    finally:
+        backend.close()
+    assert outcome.status == "error" and "blocked the prompt" in (outcome.error or "")
+    assert fake_api.stats["calls"] == 0

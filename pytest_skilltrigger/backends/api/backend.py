@@ -27,6 +27,7 @@ from pytest_skilltrigger.backends.api.rate_limit import (
 from pytest_skilltrigger.backends.api.request import (
     ApiRequest,
     RequestTemplate,
+    build_request,
     builtin_template,
 )
 from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
@@ -34,7 +35,8 @@ from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import Captures
 from pytest_skilltrigger.backends.first_choice import StreamError
-from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.backends.prompt_hooks import HookFailed, PromptHooks
+from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.prices import did_you_mean
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL
@@ -104,6 +106,7 @@ class AnthropicBackend:
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._dead_streak = 0  # connections not made in a row before the endpoint answered
+        self._hooks: dict[ProjectSetup, PromptHooks] = {}  # each project's prompt hooks
 
     def template(self, context: TriggerContext) -> RequestTemplate:
         """The request every run of ``context`` sends, but for its query: the captured CLI
@@ -111,6 +114,20 @@ class AnthropicBackend:
         if self.captures is None:
             return builtin_template(context, self.model)
         return self.captures.get(context)[1]
+
+    def _request(self, context: TriggerContext, query: str) -> ApiRequest:
+        """A run's request: the context's template with the query, or (for the builtin
+        context of a project whose ``UserPromptSubmit`` hooks say something of each query)
+        built with what they said."""
+        setup = context.project
+        if self.captures is None and setup is not None:
+            with self._lock:
+                hooks = self._hooks.setdefault(setup, PromptHooks(setup))
+            if hooks.commands:
+                output = hooks.output(query) or None
+                params = build_request(context, query, self.model, output)
+                return ApiRequest({**params, "stream": True})
+        return self.template(context).for_query(query)
 
     def context_key(self, context: TriggerContext) -> str:
         if self.captures is not None:
@@ -148,7 +165,10 @@ class AnthropicBackend:
         model = self.model_of(context)
         state = RunState(time.monotonic() + self.timeout, model=model)
         need = Need(model, self._input_for_limit(context, query), DECISION_OUTPUT_TOKENS)
-        request = self.template(context).for_query(query)  # built once, sent by every try
+        try:
+            request = self._request(context, query)  # built once, sent by every try
+        except HookFailed as exc:
+            return RunOutcome("error", error=str(exc), requests=0, model=model)
         with self.connection.running(state):
             outcome = self._attempts(request, context, need, state)
         if outcome.status != "error":
@@ -337,6 +357,8 @@ class AnthropicBackend:
         """Stop retrying and close the pool (and the capturing CLI's workspace)."""
         if self.captures is not None:
             self.captures.close()
+        for hooks in self._hooks.values():
+            hooks.close()
         self.connection.close()
 
 

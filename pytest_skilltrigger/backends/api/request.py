@@ -158,7 +158,11 @@ def section_text(section: str, context: TriggerContext, model: str) -> str:
 
 
 def build_messages(
-    layout: RequestLayout, context: TriggerContext, query: str, model: str
+    layout: RequestLayout,
+    context: TriggerContext,
+    query: str,
+    model: str,
+    hook_output: str | None = None,
 ) -> list[dict[str, Any]]:
     """The request's messages in ``layout``: the user's message (its reminders, then the
     query), and after it the system-role message when the layout has one. The block the CLI
@@ -166,19 +170,11 @@ def build_messages(
     listing in the reminders, the last reminder is marked as well: every run of a context
     then reads the reminders (the listing) from the cache instead of writing them again,
     which the CLI's one marker on the query would make each run pay for; what the model is
-    shown does not change."""
+    shown does not change. ``hook_output``: what the project's ``UserPromptSubmit`` hooks
+    said for this query, after the listing and before the date (and CLAUDE.md)."""
     cached = {"cache_control": {"type": "ephemeral"}}
     earlier = history_messages(layout, context)
-    content: list[dict[str, Any]] = []
-    for section in layout.reminders:
-        if section == layouts.DATE and context.project is not None:
-            content += _project_blocks(context)  # after the budget, before the date
-        text = reminder(section_text(section, context, model))
-        if section == layouts.ATTRIBUTION:
-            text += "\n"  # as the CLI's attribution reminder ends
-        content.append({"type": "text", "text": text})
-        if section == layouts.SKILLS and context.permission_mode in MODE_TEXTS:
-            content.append({"type": "text", "text": reminder(MODE_TEXTS[context.permission_mode])})
+    content = _reminder_blocks(layout, context, model, hook_output)
     if layout.system_sections and context.project is not None:
         content = [*_project_blocks(context), *content]  # at the front of the user's message
     if not layout.system_sections:
@@ -187,18 +183,48 @@ def build_messages(
         content.append({"type": "text", "text": query, **cached})
         return [*earlier, {"role": "user", "content": content}, *read_turns(layout, context)]
     content.append({"type": "text", "text": query})
-    texts = [section_text(s, context, model) for s in layout.system_sections]
-    if context.permission_mode in MODE_TEXTS:  # right after the listing
-        texts.insert(
-            layout.system_sections.index(layouts.SKILLS) + 1, MODE_TEXTS[context.permission_mode]
-        )
-    sections = "\n\n".join(texts)
+    sections = "\n\n".join(_system_texts(layout, context, model, hook_output))
     return [
         *earlier,
         {"role": "user", "content": content},
         {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
         *read_turns(layout, context),
     ]
+
+
+def _reminder_blocks(
+    layout: RequestLayout, context: TriggerContext, model: str, hook_output: str | None
+) -> list[dict[str, Any]]:
+    """The reminder blocks that open the user's message, in the layout's order; the hook's
+    output and CLAUDE.md before the date, a mode's section after the listing."""
+    content: list[dict[str, Any]] = []
+    for section in layout.reminders:
+        if section == layouts.DATE and hook_output:
+            content.append({"type": "text", "text": reminder(HOOK_HEADER + hook_output)})
+        if section == layouts.DATE and context.project is not None:
+            content += _project_blocks(context)  # after the budget, before the date
+        text = reminder(section_text(section, context, model))
+        if section == layouts.ATTRIBUTION:
+            text += "\n"  # as the CLI's attribution reminder ends
+        content.append({"type": "text", "text": text})
+        if section == layouts.SKILLS and context.permission_mode in MODE_TEXTS:
+            content.append({"type": "text", "text": reminder(MODE_TEXTS[context.permission_mode])})
+    return content
+
+
+def _system_texts(
+    layout: RequestLayout, context: TriggerContext, model: str, hook_output: str | None
+) -> list[str]:
+    """The sections of the system-role message: a mode's right after the listing, the
+    hook's output right before the date."""
+    texts = [section_text(s, context, model) for s in layout.system_sections]
+    if context.permission_mode in MODE_TEXTS:
+        texts.insert(
+            layout.system_sections.index(layouts.SKILLS) + 1, MODE_TEXTS[context.permission_mode]
+        )
+    if hook_output and layouts.DATE in layout.system_sections:
+        texts.insert(len(texts) - 1 - _after_date(layout), HOOK_HEADER + hook_output)
+    return texts
 
 
 READ_ID = "toolu_skilltrigger_read"
@@ -251,6 +277,15 @@ def read_turns(layout: RequestLayout, context: TriggerContext) -> list[dict[str,
     return turns
 
 
+HOOK_HEADER = "The project's UserPromptSubmit hook added:\n"
+
+
+def _after_date(layout: RequestLayout) -> int:
+    """How many sections of the system message follow the date."""
+    sections = layout.system_sections
+    return len(sections) - 1 - sections.index(layouts.DATE)
+
+
 # Our own short texts for the permission modes that change the request (acceptEdits and
 # dontAsk do not): where the pinned CLI puts its own, right after the listing.
 MODE_TEXTS = {
@@ -294,9 +329,12 @@ def history_messages(layout: RequestLayout, context: TriggerContext) -> list[dic
     return messages
 
 
-def build_request(context: TriggerContext, query: str, model: str) -> dict[str, Any]:
+def build_request(
+    context: TriggerContext, query: str, model: str, hook_output: str | None = None
+) -> dict[str, Any]:
     """The keyword arguments of one ``messages.create`` call (without ``stream``), laid out
-    for ``model`` as the pinned CLI lays out its request."""
+    for ``model`` as the pinned CLI lays out its request (with what the project's hooks said
+    for ``query``, if anything)."""
     layout = layout_for(model)
     tools = [*ORDINARY_TOOLS, {**SKILL_TOOL, "cache_control": {"type": "ephemeral"}}]
     params: dict[str, Any] = {
@@ -305,7 +343,7 @@ def build_request(context: TriggerContext, query: str, model: str) -> dict[str, 
         "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
         "tools": tools,
         "tool_choice": {"type": "auto"},
-        "messages": build_messages(layout, context, query, model),
+        "messages": build_messages(layout, context, query, model, hook_output),
     }
     thinking = layout.thinking_param()
     if thinking is not None:
