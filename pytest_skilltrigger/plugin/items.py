@@ -88,6 +88,20 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
     return "\n".join(lines)
 
 
+def subfolder_line(context: TriggerContext) -> str:
+    """How the session reached a subfolder's skill, and the root skill a bare name reaches."""
+    sub = context.subfolder
+    if sub is None:
+        return ""
+    if sub.started_in:
+        return f"\nasked in a session started in {sub.folder}"
+    line = f"\nasked at the project root; the skill is found after a Read of {sub.read_path}"
+    bare = context.skill_name.rpartition(":")[2]
+    if bare != context.skill_name:
+        line += f" (a Skill call naming {bare!r} loads the project's own {bare!r}, not this one)"
+    return line
+
+
 def invoked_lines(result: QueryResult, context: TriggerContext) -> str:
     """The names the model wrote in its Skill calls that were not a skill's id, and what
     Claude Code makes of each (the skill it loads, or a refusal: no trigger)."""
@@ -342,14 +356,15 @@ class TriggerItem(SamplingItem):
         if result.passed:
             return None
         listed = None
+        context = self.target.context()
         if self.config.get_verbosity() > 0:  # the skill's summary names it once otherwise
-            context = self.target.context()
             listed = context.tested.line if context.model_invocable else None
-        message = failure_message(result, self.target.name, listed)
+        # the name the runs' choices are read against (a subfolder's skill's may be scoped)
+        message = failure_message(result, context.skill_name, listed)
         if self.entry.history is not None:
             turns = len(turns_of(self.entry.history))
             message += f"\nasked after {turns} earlier turn(s) (the entry's history)"
-        return message + invoked_lines(result, self.target.context())
+        return message + subfolder_line(context) + invoked_lines(result, context)
 
     def reportinfo(self) -> tuple[str, int | None, str]:
         return self.target.eval_set.path, None, f"{self.name}: {self.entry.query}"

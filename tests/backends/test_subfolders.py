@@ -20,6 +20,7 @@ from pytest_skilltrigger.support.errors import InputError
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
 from tests.cli_session import cli_request, listing_lines, texts
 from tests.fake_messages_api import FakeMessagesAPI
+from tests.helpers import plugin_args
 
 MODELS = ["claude-opus-5-5", "claude-haiku-4-5"]
 QUERY = "please check apps/web/app.py"
@@ -220,3 +221,29 @@ def test_bad_subfolder_input_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "repo" / "apps" / "web" / "app.py").unlink()
     with pytest.raises(InputError, match="holds no file to read"):
         context_of(tested)
+
+
+def test_a_pytest_run_tests_the_subfolder_skill_and_a_rerun_makes_no_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """A bare name reaching the root skill fails the item, and the failure says how the
+    session reached the skill and what the bare name loads; the same run again is served
+    from the store without a call, with the same verdict."""
+    tested = monorepo(pytester.path / "repo")
+    fake_api.script(QUERY, ["skill:deploy"])
+    store = pytester.path / "store.db"
+    args = plugin_args(tested, "-v", f"--trigger-store={store}")
+    first = pytester.runpytest_subprocess(*args)
+    first.stdout.fnmatch_lines(
+        [
+            "*deploy*FAILED*",
+            "*the model chose instead: skill 'deploy'*",
+            "*found after a Read of apps/web/app.py (a Skill call naming 'deploy' loads the "
+            "project's own 'deploy', not this one)*",
+        ]
+    )
+    calls = fake_api.stats["calls"]
+    assert calls > 0
+    again = pytester.runpytest_subprocess(*args)
+    again.assert_outcomes(failed=1)
+    assert fake_api.stats["calls"] == calls
