@@ -29,6 +29,8 @@ from pytest_skilltrigger.model.formatting import (
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import format_usd
 from pytest_skilltrigger.reports.analysis import disagreements
+from pytest_skilltrigger.reports.crowd_chart import crowd_chart
+from pytest_skilltrigger.reports.crowd_curve import crowd_curves
 from pytest_skilltrigger.reports.routing_table import RoutingTable, choice_label
 from pytest_skilltrigger.skills.drafted_set import REVIEW
 
@@ -174,6 +176,7 @@ def render_results_page(report: SessionReport, title: str = "Skill trigger resul
         "empty": not report.has_results,
         "routing": [routing_view(t, report.table_label(t)) for t in report.routing],
         "matrix": _matrix_view(report),
+        "crowds": [crowd_chart(curve) for curve in crowd_curves(report.skills)],
     }
     return render("results.html.j2", title=title, refresh=False, page=page)
 

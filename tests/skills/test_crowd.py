@@ -124,7 +124,14 @@ def test_crowd_sizes_are_items_of_their_own_with_a_curve(
     fake_api.script(rows[1]["query"], ["text"] * 20)
     (folder / "evals" / "trigger-eval.json").write_text(json.dumps(rows))
     out = pytester.path / "out.json"
-    args = plugin_args(folder.parent, "-v", "--trigger-crowd=10,40", f"--trigger-json={out}")
+    page = pytester.path / "report.html"
+    args = plugin_args(
+        folder.parent,
+        "-v",
+        "--trigger-crowd=10,40",
+        f"--trigger-json={out}",
+        f"--trigger-report={page}",
+    )
     result = pytester.runpytest_subprocess(*args)
     result.stdout.fnmatch_lines(["*pdf[[]00-merge-these-pdf-files-into-one-crowd40[]] PASSED*"])
     result.stdout.fnmatch_lines(["*pdf in a crowd: alone: recall *; 10 skills: *; 40 skills: *"])
@@ -132,3 +139,8 @@ def test_crowd_sizes_are_items_of_their_own_with_a_curve(
     (curve,) = report["crowd_curves"]
     assert [p["crowd"] for p in curve["points"]] == [0, 10, 40]
     assert sorted(s.get("crowd") or 0 for s in report["skills"]) == [0, 10, 40]
+    html = page.read_text()  # the curve as a chart: a point per size and measure, the listing
+    chart = html[html.index('<section class="crowds">') :]
+    chart = chart[: chart.index("</section>")]
+    assert chart.count('<g class="recall">') == 3 and "40 skills" in chart
+    assert all(f">{p['listed']}<" in chart for p in curve["points"])
