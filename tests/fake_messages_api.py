@@ -413,6 +413,11 @@ def drafted_set(prompt: str, stubborn: bool = False) -> str:
         entries.append({"query": f"please {' '.join(pick)} {filler}", "should_trigger": True})
         near = [other[(2 * i + k) % len(other)] for k in range(3)]
         entries.append({"query": f"could you {' '.join(near)} {filler}", "should_trigger": False})
+    for entry in entries[:4]:  # a few asked mid-conversation, as the request asks
+        entry["history"] = [
+            {"role": "user", "content": f"hello, a question first about {filler}s"},
+            {"role": "assistant", "content": "Sure. What would you like to know?"},
+        ]
     return "Here is the eval set:\n```json\n" + json.dumps(entries, indent=1) + "\n```\n"
 
 

@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.skills.history import read_entry_history, turns_of
 from pytest_skilltrigger.skills.skill import Skill
+from pytest_skilltrigger.support.errors import InputError
 
 FEWEST, MOST = 16, 24  # entries a drafted set may have
 MIN_SHARE = 1 / 3  # the least share of either kind
 QUOTE_WORDS = 6  # this many consecutive words of the description in a query quote it
 MAX_QUERY = 2000  # characters: a request, not a document
+MIN_MID = 2  # the fewest entries asked mid-conversation (after a history)
 DRAFTED_NAME = "trigger-eval.json"  # where a skill without an eval set gets its draft
 EXTRA_NAME = "trigger-eval.drafted.json"  # where ``--draft-eval-set=also`` drafts more
 REVIEW = "drafted: review these queries before you trust them"
@@ -38,9 +41,13 @@ class DraftedEntry:
 
     query: str
     should_trigger: bool
+    history: str | None = None  # the turns before it, canonical (None: it opens the session)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "should_trigger": self.should_trigger, "drafted": True}
+        entry: dict[str, Any] = {"query": self.query, "should_trigger": self.should_trigger}
+        if self.history is not None:
+            entry["history"] = turns_of(self.history)
+        return {**entry, "drafted": True}
 
 
 def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = ()) -> str:
@@ -78,9 +85,14 @@ def draft_prompt(skill: Skill, context: TriggerContext, avoid: Sequence[str] = (
         "topic rather than the task); never requests that are plainly unrelated;\n"
         "- every request substantial enough that a skill could help: a one-step request "
         "(read a file, answer a fact) is answered directly whatever the description says;\n"
-        "- no request quoting the description or naming the skill's own name.\n\n"
-        'Answer with a JSON array of objects {"query": "...", "should_trigger": true or false} '
-        "and nothing else."
+        "- no request quoting the description or naming the skill's own name;\n"
+        "- about a quarter of them, of both kinds, asked mid-conversation: give those a "
+        '"history" of the two to four turns before the request, as a list of '
+        '{"role": "user" or "assistant", "content": text}, starting with the user and ending '
+        "with the assistant's answer (a session where the skill was not needed yet, or where "
+        "an earlier request went elsewhere).\n\n"
+        'Answer with a JSON array of objects {"query": "...", "should_trigger": true or false, '
+        'optionally "history": [...]} and nothing else.'
     )
 
 
@@ -91,9 +103,10 @@ def repair_prompt(prompt: str, problems: Sequence[str]) -> str:
     return (
         f"{prompt}\n\nAn earlier answer to this could not be used:\n{listed}\nWrite it again, "
         "fixing these: "
-        f"{FEWEST} to {MOST} entries, both kinds about equally, no duplicates, none the eval "
-        "set has already, no request quoting the description. Answer with only the JSON "
-        'array of {"query", "should_trigger"} objects.'
+        f"{FEWEST} to {MOST} entries, both kinds about equally, at least {MIN_MID} with a "
+        "history, no duplicates, none the eval set has already, no request quoting the "
+        'description. Answer with only the JSON array of {"query", "should_trigger", '
+        'optionally "history"} objects.'
     )
 
 
@@ -141,6 +154,23 @@ def _entry_problem(n: int, item: Any, seen: set[str], description: str) -> str |
         return f"entry {n} repeats an earlier query: {query[:60]!r}"
     if _quotes(query, description):
         return f"entry {n} quotes the description: {query[:60]!r}"
+    return _history_problem(n, item)
+
+
+def _history_problem(n: int, item: dict[str, Any]) -> str | None:
+    """What is wrong with an entry's history (None: it has none, or a usable one): turns
+    that replay, ending with the assistant's answer before the request."""
+    if "history_file" in item:
+        return f"entry {n} names a history file; a drafted entry carries its turns"
+    if "history" not in item:
+        return None
+    try:
+        text = read_entry_history(item, "the draft", f"entry {n}")
+    except InputError as exc:
+        return exc.problem
+    assert text is not None
+    if turns_of(text)[-1]["role"] != "assistant":
+        return f"entry {n}: its history must end with the assistant's answer"
     return None
 
 
@@ -183,9 +213,15 @@ def check_answer(data: Any, description: str, known: Sequence[str] = ()) -> Chec
             repeats.append(item["query"].strip())
         else:
             seen.add(_normalised(item["query"]))
-            entries.append(DraftedEntry(item["query"].strip(), item["should_trigger"]))
+            history = read_entry_history(item, "the draft", f"entry {n}")
+            entries.append(DraftedEntry(item["query"].strip(), item["should_trigger"], history))
     if not FEWEST <= len(data) <= MOST:
         problems.append(f"{len(data)} entries; {FEWEST} to {MOST} are wanted")
+    mid = sum(e.history is not None for e in entries)
+    if entries and mid < MIN_MID:
+        problems.append(
+            f"{mid} entries asked mid-conversation; at least {MIN_MID} with a history are wanted"
+        )
     positives = sum(e.should_trigger for e in entries)
     for kind, count in (("should-trigger", positives), ("should-not", len(entries) - positives)):
         if count < MIN_SHARE * max(len(entries), 1) and (entries or not repeats):

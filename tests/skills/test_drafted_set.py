@@ -16,14 +16,25 @@ from pytest_skilltrigger.skills.drafted_set import (
 DESCRIPTION = "Clean and repair messy CSV files so they load correctly in spreadsheets."
 
 
-def entries(positives: int, negatives: int) -> list[dict]:
-    return [
+EARLIER = [
+    {"role": "user", "content": "I have a few exports from the shop's till"},
+    {"role": "assistant", "content": "Happy to help. What should happen to them?"},
+]
+
+
+def entries(positives: int, negatives: int, mid: int = 4) -> list[dict]:
+    """``positives`` and ``negatives`` entries, the last ``mid`` of each kind (at most)
+    asked after two earlier turns."""
+    made = [
         {"query": f"tidy up export number {i} please", "should_trigger": True}
         for i in range(positives)
     ] + [
         {"query": f"write a limerick about topic {i}", "should_trigger": False}
         for i in range(negatives)
     ]
+    for entry in made[positives - mid // 2 : positives] + made[len(made) - mid // 2 :]:
+        entry["history"] = EARLIER
+    return made
 
 
 @pytest.mark.parametrize(
@@ -78,6 +89,25 @@ def test_a_good_set_has_no_problems() -> None:
 def test_a_bad_set_says_what_is_wrong(data: object, expected: str) -> None:
     problems = check_answer(data, DESCRIPTION).refusals(repaired=False)
     assert any(expected in p for p in problems), problems
+
+
+def test_a_draft_asks_some_entries_mid_conversation() -> None:
+    """A usable draft has entries after earlier turns, each history replayable and ending
+    with the assistant's answer; they are written with their turns."""
+    assert any(
+        "0 entries asked mid-conversation" in p
+        for p in check_answer(entries(10, 10, mid=0), DESCRIPTION).problems
+    )
+    bad = entries(10, 10)
+    bad[0]["history"] = [{"role": "robot", "content": "hi"}]
+    bad[1]["history"] = EARLIER[:1]
+    problems = check_answer(bad, DESCRIPTION).problems
+    assert any("entry 1: history turn 1: role 'robot'" in p for p in problems), problems
+    assert any("entry 2: its history must end with the assistant" in p for p in problems)
+    good = check_answer(entries(10, 10), DESCRIPTION).entries
+    written = json.loads(drafted_json(good))
+    assert sum("history" in e for e in written) == 4
+    assert next(e for e in written if "history" in e)["history"] == EARLIER
 
 
 def test_queries_the_set_has_already_are_not_new() -> None:
