@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -21,21 +20,12 @@ from pytest_skilltrigger.reports.routing_table import (
     RoutingTable,
     routing_tables,
 )
-from pytest_skilltrigger.reports.summary import SessionResults
+from pytest_skilltrigger.reports.summary import SessionResults, Variant
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.load_governor import LoadReport
-
-
-@dataclass(frozen=True)
-class Variant:
-    """Where an item's result belongs beyond its skill: its model in a matrix (None: the
-    session's one model) and the crowd it was asked among (None: none)."""
-
-    model: str | None = None
-    crowd: int | None = None
 
 
 class Gathered:
@@ -69,7 +59,7 @@ class Gathered:
         skill_md: str,
         index: int,
         result: QueryResult,
-        variant: Variant = Variant(),
+        variant: Variant | None = None,
     ) -> Target | None:
         """Keep a trigger item's result under its skill (and its model in a matrix, its crowd
         size); its target, or None for a skill this process did not load (a worker that read
@@ -78,7 +68,7 @@ class Gathered:
         if target is None:
             return None
         self._by_node[nodeid] = (target, result)
-        self.results.add(target, index, result, variant.model, variant.crowd)
+        self.results.add(target, index, result, variant or Variant())
         return target
 
     def add_routing(
@@ -106,7 +96,7 @@ class Gathered:
             folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
         tables = []
         for model in self.results.models or (None,):  # a matrix: each model's own tables
-            skills = [s for s in self.results.ordered() if s.model == model and s.crowd is None]
+            skills = [s for s in self.results.ordered() if s.model == model and s.variant.base]
             routing = {folder: items for (folder, m), items in self.routing.items() if m == model}
             for table in routing_tables(skills, routing, folders):
                 table.model = model
@@ -120,8 +110,8 @@ class Gathered:
         skills = self.results.skills.items()
         return {
             skill_md: dict(skill.rows)
-            for (skill_md, model, crowd), skill in skills
-            if model == first and crowd is None
+            for (skill_md, variant), skill in skills
+            if variant.model == first and variant.base
         }
 
     def over_budget(self) -> int:

@@ -332,6 +332,12 @@ class TriggerContext:
         """The same context on another model of the matrix."""
         return replace(self, model=model)
 
+    def in_mode(self, mode: str | None) -> TriggerContext:
+        """The same context in another permission mode of a matrix (None: its own)."""
+        if mode is None:
+            return self
+        return replace(self, permission_mode=None if mode == "default" else mode)
+
     def with_history(self, history: str | None) -> TriggerContext:
         """The same context after a conversation (an eval entry's), or at its start."""
         return self if history == self.history else replace(self, history=history)

@@ -76,6 +76,30 @@ def crowd_problem(value: object) -> str | None:
     return None
 
 
+PERMISSION_MODES = ("default", "plan", "auto", "acceptEdits", "dontAsk")
+
+
+def permission_modes(value: object) -> tuple[str, ...]:
+    """``--trigger-permission-mode``'s modes: one, or several comma-separated as a matrix
+    (``default,plan``), each a mode Claude Code knows, once each; InputError otherwise."""
+    parts = [p for p in str(value).replace(" ", "").split(",") if p]
+    unknown = [p for p in parts if p not in PERMISSION_MODES]
+    if not parts or unknown:
+        raise InputError(
+            "--trigger-permission-mode",
+            f"takes {', '.join(PERMISSION_MODES)}, or several comma-separated: {value!r}",
+        )
+    return tuple(dict.fromkeys(parts))
+
+
+def mode_problem(value: object) -> str | None:
+    try:
+        permission_modes(value)
+    except InputError as exc:
+        return exc.problem
+    return None
+
+
 def as_number(value: object) -> float:
     return float(value) if isinstance(value, (int, float)) else math.nan
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from pytest_skilltrigger.model.option_spec import (
+    PERMISSION_MODES,
     Holder,
     Option,
     as_number,
     at_least,
     backend_name,
     crowd_problem,
+    mode_problem,
     not_negative,
     positive,
     rate_limit_problem,
@@ -32,7 +34,6 @@ CONTEXTS = ("auto", "claude-code", "builtin")
 CACHE_MODES = ("use", "refresh", "off")
 ACCEPT_ON = ("all", "test")  # what the fresh acceptance race runs on
 LINT_MODES = ("warn", "error", "off")  # what the eval sets' lint findings are
-PERMISSION_MODES = ("default", "plan", "auto", "acceptEdits", "dontAsk")
 DRAFT_MISSING, DRAFT_ALSO = "missing", "also"
 
 DEFAULT_MIN_RUNS = 3
@@ -310,11 +311,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "--trigger-permission-mode",
-        "choice",
+        "str",
         None,
-        "the permission mode the session runs in, as Claude Code's --permission-mode",
+        "the permission mode the session runs in, as Claude Code's --permission-mode "
+        f"({', '.join(PERMISSION_MODES)}); several comma-separated (default,plan) ask every "
+        "query in each, the modes after the first as items of their own ([plan] in the id)",
         field="permission_mode",
-        choices=PERMISSION_MODES,
+        check=mode_problem,
         default_text="the CLI's default",
     ),
     Option(

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pytest_skilltrigger.model.option_spec import Holder, crowd_sizes
+from pytest_skilltrigger.model.option_spec import Holder, crowd_sizes, permission_modes
 from pytest_skilltrigger.model.options import default, of_holder
 from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
@@ -105,6 +105,23 @@ class Settings:
     def crowd_sizes(self) -> tuple[int, ...]:
         """The crowd sizes every query is also asked among (empty: none)."""
         return crowd_sizes(self.crowd) if self.crowd else ()
+
+    @property
+    def permission_modes(self) -> tuple[str, ...]:
+        """The permission modes every query is asked in, the first the session's own (empty:
+        the CLI's default)."""
+        return permission_modes(self.permission_mode) if self.permission_mode else ()
+
+    @property
+    def first_mode(self) -> str | None:
+        """The session's own mode (None: the default): every context's."""
+        modes = self.permission_modes
+        return modes[0] if modes and modes[0] != "default" else None
+
+    @property
+    def more_modes(self) -> tuple[str, ...]:
+        """The modes after the first (a matrix): each its own items."""
+        return self.permission_modes[1:]
 
     @property
     def rule(self) -> Rule:

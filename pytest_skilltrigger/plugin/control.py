@@ -250,12 +250,12 @@ class DistControl(Controlling):
             return
         self._made_ahead = True
         # deferred: the items load the model layer, only with a skill in play
-        from pytest_skilltrigger.plugin.items import Crowd, SessionRequests
+        from pytest_skilltrigger.plugin.items import ItemAxes, SessionRequests
 
         engine = self.session_engine.engine
-        requests = SessionRequests(
-            self.skills, self.setup.settings.models, Crowd.of(self.setup.settings)
-        ).of_ids(ids, self.config.rootpath, engine.plan)
+        requests = SessionRequests(self.skills, ItemAxes.of(self.setup.settings)).of_ids(
+            ids, self.config.rootpath, engine.plan
+        )
         made = engine.sample_ahead(requests)
         self.runs_ahead_file.write(self.exchange.export_runs_ahead(made))
 

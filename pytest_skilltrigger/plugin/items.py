@@ -135,13 +135,19 @@ def verdict_text(result: QueryResult) -> str:
 
 
 def trigger_item_name(
-    target: Target, entry: EvalEntry, model: str | None = None, crowd: int | None = None
+    target: Target,
+    entry: EvalEntry,
+    model: str | None = None,
+    crowd: int | None = None,
+    mode: str | None = None,
 ) -> str:
     """A trigger item's name, read like a parametrized test's: ``pdf[03-merge-these-pdfs]``;
     in a model matrix with the model last, ``pdf[03-merge-these-pdfs-claude-haiku-4-5]``
     (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items); among a crowd
-    with its size after that, ``pdf[03-merge-these-pdfs-crowd40]``."""
+    with its size after that, ``pdf[03-merge-these-pdfs-crowd40]``; in another permission
+    mode of a matrix with the mode last, ``pdf[03-merge-these-pdfs-plan]``."""
     params = _params(entry.index, entry.query, model) + (f"-crowd{crowd}" if crowd else "")
+    params += f"-{safe_name(mode)}" if mode else ""
     return f"{safe_name(target.name)}[{params}]"
 
 
@@ -161,6 +167,41 @@ class Crowd:
 
     def at(self, size: int | None) -> Crowd:
         return replace(self, size=size)
+
+
+@dataclass(frozen=True)
+class ItemAxes:
+    """What each entry is asked in, beside its skill: each model of a matrix (empty: the
+    session's one, no model in the ids), alone and among each crowd size, in the session's
+    permission mode and each further mode of a matrix."""
+
+    models: tuple[str, ...] = ()
+    crowd: Crowd = Crowd()
+    modes: tuple[str, ...] = ()  # the modes after the session's own
+
+    @classmethod
+    def of(cls, settings: Settings) -> ItemAxes:
+        return cls(tuple(settings.models), Crowd.of(settings), settings.more_modes)
+
+    def each(self) -> Iterator[tuple[str | None, int | None, str | None]]:
+        """Every (model, crowd size, mode) of an entry (None: the session's own)."""
+        for model in self.models or (None,):
+            for size in (None, *self.crowd.sizes):
+                for mode in (None, *self.modes):
+                    yield model, size, mode
+
+
+def item_context(
+    target: Target,
+    entry: EvalEntry,
+    model: str | None,
+    crowd: Crowd,
+    mode: str | None,
+) -> TriggerContext:
+    """The context one trigger item samples: its skill's, among its crowd, on its model,
+    after its entry's history, in its permission mode."""
+    base = target.crowded(crowd.size, crowd.usage).on_model(model)
+    return base.with_history(entry.history).in_mode(mode)
 
 
 def routing_item_name(entry: RoutingEntry, model: str | None = None) -> str:
@@ -224,36 +265,34 @@ class SkillFile(pytest.File):
         target: Target,
         source: ResultSource,
         soft_misses: bool,
-        models: tuple[str, ...] = (),
-        crowd: Crowd = Crowd(),
+        axes: ItemAxes,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.target = target
         self.source = source
         self.soft_misses = soft_misses
-        self.models = models  # the matrix (): one model, no model in the ids)
-        self.crowd = crowd
+        self.axes = axes
 
     def collect(self) -> Iterator[TriggerItem]:
         """One item per entry (and per model of a matrix), with the id of a parametrized
         test (``skill[params]``), so ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k``
         treat it as one."""
         for entry in self.target.eval_set.entries:
-            for model in self.models or (None,):
-                for size in (None, *self.crowd.sizes):
-                    name = trigger_item_name(self.target, entry, model, size)
-                    yield TriggerItem.from_parent(
-                        self,
-                        name=name,
-                        nodeid=f"{self.nodeid}::{name}",  # parsed by pytest as name, params
-                        entry=entry,
-                        target=self.target,
-                        source=self.source,
-                        soft_misses=self.soft_misses,
-                        model=model,
-                        crowd=self.crowd.at(size),
-                    )
+            for model, size, mode in self.axes.each():
+                name = trigger_item_name(self.target, entry, model, size, mode)
+                yield TriggerItem.from_parent(
+                    self,
+                    name=name,
+                    nodeid=f"{self.nodeid}::{name}",  # parsed by pytest as name, params
+                    entry=entry,
+                    target=self.target,
+                    source=self.source,
+                    soft_misses=self.soft_misses,
+                    model=model,
+                    crowd=self.axes.crowd.at(size),
+                    mode=mode,
+                )
 
 
 class SamplingItem(pytest.Item):
@@ -328,6 +367,7 @@ class TriggerItem(SamplingItem):
         target: Target,
         model: str | None = None,
         crowd: Crowd = Crowd(),
+        mode: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -335,10 +375,10 @@ class TriggerItem(SamplingItem):
         self.target = target
         self.model = model  # its model in a matrix (None: the session's one model)
         self.crowd = crowd  # its crowd size, if any (``crowd.size``)
+        self.mode = mode  # its permission mode in a matrix (None: the session's own)
 
     def request(self, plan: SamplingPlan) -> tuple[TriggerContext, EvalEntry, SamplingPlan]:
-        base = self.target.crowded(self.crowd.size, self.crowd.usage)
-        context = base.on_model(self.model).with_history(self.entry.history)
+        context = item_context(self.target, self.entry, self.model, self.crowd, self.mode)
         return context, self.entry, plan
 
     def record(self, context_key: str | None) -> wire.Record:
@@ -350,6 +390,7 @@ class TriggerItem(SamplingItem):
             self.model,
             self.result,
             self.crowd.size,
+            self.mode,
         )
 
     def failure(self, result: QueryResult) -> str | None:
@@ -467,12 +508,10 @@ class SessionRequests:
     """What the items of the session's skills will sample, found by the item names the
     collected items are given (once per model of a matrix)."""
 
-    def __init__(
-        self, skills: SkillsInPlay, models: Sequence[str | None] | None, crowd: Crowd = Crowd()
-    ) -> None:
+    def __init__(self, skills: SkillsInPlay, axes: ItemAxes = ItemAxes()) -> None:
         self.skills = skills
-        self.models: Sequence[str | None] = models or (None,)
-        self.crowd = crowd
+        self.axes = axes
+        self.models: Sequence[str | None] = axes.models or (None,)
 
     def of_ids(self, ids: Sequence[str], root: Path, plan: SamplingPlan) -> list[Request]:
         """What the items with these node ids will sample (the xdist controller's, which has
@@ -499,16 +538,14 @@ class SessionRequests:
     def _named(self, path: str, plan: SamplingPlan) -> dict[str, Request]:
         target = self.skills.by_skill_md.get(path)
         if target is not None:
-            usage = self.crowd.usage
             return {
-                trigger_item_name(target, e, m, size): (
-                    target.crowded(size, usage).on_model(m).with_history(e.history),
+                trigger_item_name(target, e, m, size, mode): (
+                    item_context(target, e, m, self.axes.crowd.at(size), mode),
                     e,
                     plan,
                 )
                 for e in target.eval_set.entries
-                for m in self.models
-                for size in (None, *self.crowd.sizes)
+                for m, size, mode in self.axes.each()
             }
         routing = self.skills.by_routing_path.get(path)
         if routing is None:

@@ -161,12 +161,10 @@ class SkillTriggerReporter:
     def _estimate(self, engine: TriggerSession) -> Estimate | None:
         """What the session's items (and its improvement rounds, at most) may cost."""
         # deferred: the items load the model layer, only with a skill in play
-        from pytest_skilltrigger.plugin.items import Crowd, SessionRequests
+        from pytest_skilltrigger.plugin.items import ItemAxes, SessionRequests
 
         setup, skills = self.source.setup, self.source.skills
-        requests = SessionRequests(
-            skills, setup.settings.models, Crowd.of(setup.settings)
-        ).of_session(engine.plan)
+        requests = SessionRequests(skills, ItemAxes.of(setup.settings)).of_session(engine.plan)
         self._planned_items = len(requests)
         estimate = engine.estimate(requests)
         if estimate is not None and setup.optimize is not None:

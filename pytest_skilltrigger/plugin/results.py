@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_skilltrigger.conclusion.gathered import Variant, junit_properties
+from pytest_skilltrigger.conclusion.gathered import junit_properties
 from pytest_skilltrigger.plugin import wire
+from pytest_skilltrigger.reports.summary import Variant
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.gathered import Gathered
@@ -67,7 +68,7 @@ class ResultTaker:
 
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""
-        variant = Variant(record.model, record.crowd)
+        variant = Variant(record.model, record.crowd, record.mode)
         target: Target | None = self.gathered.add_item(
             report.nodeid, record.skill_md, record.index, record.result, variant
         )

@@ -18,7 +18,7 @@ from pytest_skilltrigger.model.verdict import with_runs
 from pytest_skilltrigger.plugin import wire
 from pytest_skilltrigger.plugin.items import (
     BackendRequiredError,
-    Crowd,
+    ItemAxes,
     RoutingFile,
     SamplingItem,
     SkillFile,
@@ -102,8 +102,7 @@ class ItemRunner:
             target=target,
             source=self,
             soft_misses=gates.min_accuracy is not None,
-            models=models,
-            crowd=Crowd.of(self.setup.settings),
+            axes=ItemAxes.of(self.setup.settings),
         )
 
     def start_runs(self, items: list[pytest.Item]) -> None:

@@ -79,14 +79,13 @@ class Setup:
         # deferred: the skills layer loads yaml, only when skills are read
         from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
-        mode = self.settings.permission_mode
         target_options = TargetOptions(
             eval_set=self.config.getoption("eval_set"),
             description=self.config.getoption("skill_description"),
             installed=self.installed,
             draft_missing=bool(self.draft),
             project=self.project,
-            permission_mode=None if mode in (None, "default") else mode,
+            permission_mode=self.settings.first_mode,
             cwd=self.settings.cwd,
         )
         return find_targets(paths, target_options)

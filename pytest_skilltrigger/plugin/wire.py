@@ -29,6 +29,7 @@ class ItemRecord:
     model: str | None  # its model in a matrix (None: the session's one model)
     result: QueryResult
     crowd: int | None = None  # the other installed skills it was asked among (--trigger-crowd)
+    mode: str | None = None  # its permission mode in a matrix (None: the session's own)
 
 
 @dataclass(frozen=True)

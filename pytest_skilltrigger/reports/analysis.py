@@ -299,7 +299,7 @@ def disagreements(skills: Sequence[SkillReport]) -> list[Disagreement]:
     (skills in report order, queries in eval-file order)."""
     by_target: dict[str, list[SkillReport]] = {}
     for skill in skills:
-        if skill.model and skill.crowd is None:  # a crowd's is another context, not a model
+        if skill.model and skill.results.variant.base:  # a crowd's, a mode's: not a model
             by_target.setdefault(skill.target.skill.skill_md, []).append(skill)
     found = []
     for group in by_target.values():

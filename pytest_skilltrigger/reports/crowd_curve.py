@@ -81,15 +81,17 @@ class CrowdCurve:
 
 def crowd_curves(skills: Sequence[SkillReport]) -> list[CrowdCurve]:
     """The curve of every skill (and model) that ran among crowds; none without crowds."""
-    groups: dict[tuple[str, str | None], list[SkillReport]] = {}
-    for skill in skills:
-        groups.setdefault((skill.target.skill.skill_md, skill.model), []).append(skill)
+    groups: dict[tuple[str, str | None, str | None], list[SkillReport]] = {}
+    for skill in skills:  # a permission mode of a matrix draws its own curve
+        key = (skill.target.skill.skill_md, skill.model, skill.mode)
+        groups.setdefault(key, []).append(skill)
     curves = []
-    for (_path, model), group in groups.items():
+    for (_path, model, mode), group in groups.items():
         if all(s.crowd is None for s in group):
             continue
         points = sorted((_point(s) for s in group), key=lambda p: p.crowd)
-        curves.append(CrowdCurve(group[0].name, model, tuple(points)))
+        name = f"{group[0].name} in {mode} mode" if mode else group[0].name
+        curves.append(CrowdCurve(name, model, tuple(points)))
     return curves
 
 

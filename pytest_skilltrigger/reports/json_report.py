@@ -74,6 +74,8 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
     }
     if skill.crowd is not None:  # the other installed skills it was asked among
         entry["crowd"] = skill.crowd
+    if skill.mode is not None:  # its permission mode, in a matrix of them
+        entry["permission_mode"] = skill.mode
     if skill.optimization is not None:
         entry.update(rounds_json(skill.optimization))
     return entry

@@ -61,11 +61,17 @@ class SkillReport:
         return self.results.crowd
 
     @property
+    def mode(self) -> str | None:
+        """Its permission mode in a matrix (None: the session's own)."""
+        return self.results.mode
+
+    @property
     def label(self) -> str:
         """The skill as reports head it: ``pdf``, in a matrix ``pdf on claude-haiku-4-5``,
-        in a crowd ``pdf among 40 skills``."""
+        in a crowd ``pdf among 40 skills``, in another mode ``pdf in plan mode``."""
         label = f"{self.name} on {self.model}" if self.model else self.name
-        return f"{label} among {self.crowd} skills" if self.crowd else label
+        label = f"{label} among {self.crowd} skills" if self.crowd else label
+        return f"{label} in {self.mode} mode" if self.mode else label
 
     @property
     def listed_description(self) -> str | None:
@@ -196,7 +202,7 @@ def build_report(
             skill,
             summarize(skill.results(), skill.model or model, context.prices),
             (optimizations or {}).get(skill.target.skill.path)
-            if skill.model == first and skill.crowd is None
+            if skill.model == first and skill.variant.base
             else None,
             fit_of(skill.target.crowded(skill.crowd, context.crowd_usage), skill.model or model),
         )

@@ -180,6 +180,22 @@ def models_used(results: Iterable[QueryResult]) -> list[str]:
     return sorted(counts, key=lambda m: (-counts[m], m))
 
 
+@dataclass(frozen=True)
+class Variant:
+    """Where an item's result belongs beyond its skill: its model in a matrix (None: the
+    session's one model), the crowd it was asked among (None: none) and its permission mode
+    in a matrix (None: the session's own)."""
+
+    model: str | None = None
+    crowd: int | None = None
+    mode: str | None = None
+
+    @property
+    def base(self) -> bool:
+        """Whether it is the skill's own session (a model's, alone, in the session's mode)."""
+        return self.crowd is None and self.mode is None
+
+
 @dataclass
 class SkillResults:
     """What the controller gathered for one skill: typed results by eval-file index."""
@@ -188,6 +204,11 @@ class SkillResults:
     rows: dict[int, QueryResult] = field(default_factory=dict)
     model: str | None = None  # its model in a matrix (None: the session's one model)
     crowd: int | None = None  # the other installed skills it was asked among (--trigger-crowd)
+    mode: str | None = None  # its permission mode in a matrix (None: the session's own)
+
+    @property
+    def variant(self) -> Variant:
+        return Variant(self.model, self.crowd, self.mode)
 
     def results(self) -> list[QueryResult]:
         """The results in eval-file order (whatever order they arrived in)."""
@@ -215,20 +236,17 @@ class SessionResults:
     def __init__(self, targets: Iterable[Target] = (), models: Sequence[str] = ()) -> None:
         self._order = [t.skill.skill_md for t in targets]
         self._models = list(models)  # a matrix's models, in the order the user gave them
-        self.skills: dict[tuple[str, str | None, int | None], SkillResults] = {}
+        self.skills: dict[tuple[str, Variant], SkillResults] = {}
 
     def add(
-        self,
-        target: Target,
-        index: int,
-        result: QueryResult,
-        model: str | None = None,
-        crowd: int | None = None,
+        self, target: Target, index: int, result: QueryResult, variant: Variant = Variant()
     ) -> None:
-        key = (target.skill.skill_md, model, crowd)
+        key = (target.skill.skill_md, variant)
         skill = self.skills.get(key)
         if skill is None:
-            skill = self.skills[key] = SkillResults(target, model=model, crowd=crowd)
+            skill = self.skills[key] = SkillResults(
+                target, model=variant.model, crowd=variant.crowd, mode=variant.mode
+            )
         skill.rows[index] = result
 
     @property
@@ -249,14 +267,15 @@ class SessionResults:
         rank = {k: i for i, k in enumerate(self._order)}
         models = {m: i for i, m in enumerate(self._models)}
 
-        def place(key: tuple[str, str | None, int | None]) -> tuple[int, str, int, str, int]:
-            skill_md, model, crowd = key
+        def place(key: tuple[str, Variant]) -> tuple[int, str, int, str, int, str]:
+            skill_md, variant = key
             return (
                 rank.get(skill_md, len(rank)),
                 skill_md,
-                models.get(model or "", -1),
-                model or "",
-                crowd or 0,
+                models.get(variant.model or "", -1),
+                variant.model or "",
+                variant.crowd or 0,
+                variant.mode or "",
             )
 
         keys = sorted(self.skills, key=place)
