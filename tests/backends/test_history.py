@@ -187,3 +187,22 @@ def test_a_broken_session_file_names_the_line(tmp_path: Path) -> None:
     path.write_text("{not json\n")
     with pytest.raises(InputError, match="line 1: not valid JSON"):
         read_session_file(str(path))
+
+
+def test_the_estimate_counts_the_history_on_both_backends(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+) -> None:
+    """A history's turns are input tokens of every run: the header's estimate counts them."""
+    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
+
+    after = CONTEXT.with_history(history_text(TURNS))
+    cli = ClaudeCodeBackend(claude_bin=claude_bin)
+    api = AnthropicBackend()
+    try:
+        for backend in (cli, api):
+            grown = backend.estimate(after, QUERY).input_tokens
+            assert grown > backend.estimate(CONTEXT, QUERY).input_tokens
+    finally:
+        cli.close()
+        api.close()

@@ -159,10 +159,17 @@ class ClaudeCodeBackend:
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it starts: the CLI's own prompt and tools
-        (about :data:`CLI_BASE_TOKENS`), the listing and the query, all as uncached input."""
-        listed = sum(len(s.line) for s in context.listing())
+        (about :data:`CLI_BASE_TOKENS`), the listing, what the context adds (a history,
+        CLAUDE.md, a subfolder's Read) and the query, all as uncached input."""
+        extra = sum(len(s.line) for s in context.listing())
+        extra += len(context.history or "")  # the conversation it resumes
+        if context.project is not None:  # the project's instructions
+            extra += len(context.project.claude_md or "")
+        if context.subfolder is not None:  # the file read and the skills found after it
+            extra += len(context.subfolder.read_text)
+            extra += sum(len(context.discovery_line(s)) for s in context.discovered())
         return Usage(
-            input_tokens=CLI_BASE_TOKENS + (listed + len(query)) // 3,
+            input_tokens=CLI_BASE_TOKENS + (extra + len(query)) // 3,
             output_tokens=DECISION_OUTPUT_TOKENS,
         )
 
