@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import build_request
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.model.context import TriggerContext
@@ -194,8 +195,6 @@ def test_the_estimate_counts_the_history_on_both_backends(
     claude_bin: str,  # noqa: F811 (the fixture)
 ) -> None:
     """A history's turns are input tokens of every run: the header's estimate counts them."""
-    from pytest_skilltrigger.backends.api.backend import AnthropicBackend
-
     after = CONTEXT.with_history(history_text(TURNS))
     cli = ClaudeCodeBackend(claude_bin=claude_bin)
     api = AnthropicBackend()
