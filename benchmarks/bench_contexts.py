@@ -29,7 +29,7 @@ from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.model.stats import wilson
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.skills.history import history_text
-from pytest_skilltrigger.skills.rivals import crowd_context
+from pytest_skilltrigger.skills.rivals import crowd_context, rivals
 from tests.fake_messages_api import FakeMessagesAPI
 
 MODELS = ("claude-opus-5-5", "claude-haiku-4-5")
@@ -117,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     args = bench_parser(__doc__).parse_args(argv)
     queries = 10 if args.quick else 20
     base = TriggerContext("ledger-reconciler", DESCRIPTION)
+    catalog = rivals()
+    domains = {domain for domain, _name, _text in catalog}
+    print(f"rival catalog: {len(catalog)} descriptions, {len(domains)} domains")
     rows: list[Row] = []
     with FakeMessagesAPI(latency=0.05) as api:
         os.environ["ANTHROPIC_BASE_URL"] = api.url
