@@ -1806,8 +1806,9 @@ class FakeMessagesAPI:
         return outcome
 
     def _decorate(self, content: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
-        """Add what real responses carry before the answer: thinking, a text preamble."""
-        if not self.awkward:
+        """Add what real responses carry before the answer: thinking, a text preamble (an
+        empty answer, a proxy's fault, stays empty)."""
+        if not self.awkward or not content:
             return content
         out: list[dict[str, Any]] = []
         if rng.random() < 0.8:

@@ -127,11 +127,7 @@ class FirstChoice:
 
     def _message_stop(self, data: dict[str, Any]) -> Decision | None:
         if not self._blocks:  # an empty answer is no answer: never read as "did not trigger"
-            raise StreamError(
-                "the answer held no text and no tool call: nothing was decided",
-                retryable=True,
-                error_type="empty_response",
-            )
+            raise empty_answer()
         return Decision("text", self.usage)
 
     def _error(self, data: dict[str, Any]) -> Decision | None:
@@ -165,14 +161,26 @@ def choice_of(tool: str, tool_input: dict[str, Any]) -> str:
     return f"tool:{tool}"
 
 
+def empty_answer() -> StreamError:
+    """The error of an answer with no content block: nothing was decided (a retry may)."""
+    return StreamError(
+        "the answer held no text and no tool call: nothing was decided",
+        retryable=True,
+        error_type="empty_response",
+    )
+
+
 def decide_message(
     content: Sequence[dict[str, Any]], stop_reason: str | None, usage: Usage
 ) -> Decision | None:
     """The same rule read from a whole message (a batch answer, which is not streamed): the
     first ``tool_use`` block decides; a message without one is "text". None when the answer
     was cut at ``max_tokens`` before a tool call was complete: it might still have called
-    one, so it decides nothing."""
+    one, so it decides nothing. An answer with no block at all is an error
+    (:func:`empty_answer`), as in a stream: never "did not trigger"."""
     capped = stop_reason == "max_tokens"
+    if not content and not capped:  # (cut at the cap before any block: undecided, not empty)
+        raise empty_answer()
     for block in content:
         if block.get("type") != "tool_use":
             continue

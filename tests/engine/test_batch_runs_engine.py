@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_skilltrigger.backends.api.message_batches import DECISION_MAX_TOKENS, batch_params
-from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.backends.first_choice import StreamError, decide_message
 from pytest_skilltrigger.engine.cost_guard import CostGuard
 from pytest_skilltrigger.engine.exchange import SessionExchange
 from pytest_skilltrigger.engine.run_sources.batches import BatchProgress
@@ -59,6 +59,21 @@ def test_a_whole_message_is_decided_by_its_first_tool_call(
 ) -> None:
     decision = decide_message(content, stop, Usage(1, 2))
     assert (decision.chosen if decision else None) == chosen
+
+
+def test_a_batch_answer_with_no_block_is_an_error_never_a_miss(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """An answer with no content block decides nothing, in a batch as in a stream: the
+    runs error (and are sent again), none reads as "did not trigger"."""
+    with pytest.raises(StreamError, match="no text and no tool call"):
+        decide_message([], "end_turn", Usage(1, 0))
+    queries = [("tidy csv one", ["empty"])]
+    results, _session = sample_once(
+        fake_api, alpha_target(tmp_path, queries), queries, batch=True, confidence=None
+    )
+    (result,) = results
+    assert result.triggers == 0 and result.errors and "no text and no tool call" in result.error
 
 
 def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:

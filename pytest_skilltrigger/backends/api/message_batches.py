@@ -26,7 +26,7 @@ from pytest_skilltrigger.backends.api.errors import describe_error
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.api.sdk_client import retry_after
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
-from pytest_skilltrigger.backends.first_choice import decide_message
+from pytest_skilltrigger.backends.first_choice import StreamError, decide_message
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
@@ -221,7 +221,11 @@ class MessageBatches:
             usage = Usage.from_dict(message.get("usage"))
             model = message.get("model") or self.backend.model
             content = message.get("content") or []
-            decision = decide_message(content, message.get("stop_reason"), usage)
+            try:
+                decision = decide_message(content, message.get("stop_reason"), usage)
+            except StreamError as exc:  # an empty answer: an error, sent again
+                outcome = RunOutcome("error", error=str(exc), usage=usage, model=model, batch=True)
+                return BatchAnswer(custom_id, outcome, retry=True)
             if decision is None and custom_id in self._uncapped:
                 # the live request's own cap: a stream would have ended here, undecided by a
                 # tool, so it reads as one that ended
