@@ -4,6 +4,7 @@ workspace, and CLAUDE.md placed in the builtin request where the pinned CLI puts
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import MODE_TEXTS, build_request
+from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.workspace import install_project
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.skills.project_setup import read_project_setup
@@ -241,3 +243,31 @@ def test_a_failing_prompt_hook_is_an_error_without_a_call(
         backend.close()
     assert outcome.status == "error" and "blocked the prompt" in (outcome.error or "")
     assert fake_api.stats["calls"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_capture_mode_carries_the_projects_mcp_tools_and_instructions(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+) -> None:
+    """The project's .mcp.json server, started by the CLI in the run's workspace: its tool
+    joins the deferred tools as ``mcp__<server>__<tool>`` and its instructions come before
+    the skill listing, in the request capture mode replays (the builtin context cannot)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    server = Path(__file__).with_name("mcp_stdio_server.py")
+    root = tmp_path / "project"
+    root.mkdir()
+    servers = {"mcpServers": {"ledger": {"command": sys.executable, "args": [str(server)]}}}
+    (root / ".mcp.json").write_text(json.dumps(servers))
+    context = TriggerContext("pdf", CONTEXT.description, project=read_project_setup(str(root)))
+    backend = ClaudeCodeBackend(model=model, claude_bin=claude_bin)
+    try:
+        body = json.dumps(backend.capture(context).body)
+    finally:
+        backend.close()
+    assert "mcp__ledger__lookup_invoice" in body
+    assert body.index("LEDGER-INSTRUCTIONS") < body.index("- pdf: ")
