@@ -271,3 +271,31 @@ def test_capture_mode_carries_the_projects_mcp_tools_and_instructions(
         backend.close()
     assert "mcp__ledger__lookup_invoice" in body
     assert body.index("LEDGER-INSTRUCTIONS") < body.index("- pdf: ")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("code", "said"), [(2, "hook blocked the prompt"), (1, "hook failed (exit 1)")]
+)
+def test_a_failing_hook_under_the_cli_is_an_error_never_a_miss(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    code: int,
+    said: str,
+) -> None:
+    """The CLI answers nothing for a blocked prompt, and goes on after a failing hook: the
+    claude-code backend reads the hook's event and makes the run an error instead."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    project = hooked_project(tmp_path / "project", f"import sys\nsys.exit({code})\n")
+    setup = read_project_setup(str(project))
+    context = TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup)
+    backend = ClaudeCodeBackend(timeout=60, claude_bin=claude_bin)
+    try:
+        outcome = backend.run(context, "merge these pdf files")
+    finally:
+        backend.close()
+    assert outcome.status == "error" and said in (outcome.error or "")
+    if code == 2:  # a blocked prompt is never sent (after a failed hook the CLI may be)
+        assert fake_api.stats["calls"] == 0

@@ -298,6 +298,8 @@ class ClaudeCodeBackend:
         )
         if context.permission_mode is not None:
             command += ["--permission-mode", context.permission_mode]
+        if context.project is not None:  # a failing hook of the project's is an error
+            command += ["--include-hook-events"]
         return command
 
     def _command(

@@ -113,6 +113,8 @@ class _StreamReader:
             verdict.cli_version = msg.get("claude_code_version")
             if isinstance(msg.get("model"), str):
                 verdict.model = msg["model"]
+        elif subtype in ("hook_response", "informational"):
+            return self._hook(msg)
         elif subtype == "api_retry":
             verdict.requests += 1  # a request that failed and that the CLI retries
             status = msg.get("error_status")
@@ -121,6 +123,22 @@ class _StreamReader:
                 verdict.error = f"API error {status}: {msg.get('error')}"
                 verdict.fatal = True
                 return True
+        return False
+
+    def _hook(self, msg: dict[str, Any]) -> bool:
+        """A hook of the project's that failed, or blocked the prompt: the run is an error
+        (the CLI would go on, or answer nothing, and read as "did not trigger")."""
+        event = msg.get("hook_event") or msg.get("hook_name") or "a"
+        if msg.get("subtype") == "hook_response" and msg.get("outcome") == "error":
+            said = str(msg.get("stderr") or msg.get("output") or "").strip()[-300:]
+            code = msg.get("exit_code")
+            what = "blocked the prompt" if code == 2 else f"failed (exit {code})"
+            self.verdict.error = f"the project's {event} hook {what}: {said or 'no output'}"
+            return True
+        if msg.get("prevent_continuation"):  # blocked, also without its hook's event
+            text = str(msg.get("content") or "blocked").splitlines()[0]
+            self.verdict.error = f"the prompt was not sent: {text}"
+            return True
         return False
 
     def _event(self, event: Any) -> bool:
