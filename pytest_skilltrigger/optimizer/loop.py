@@ -298,13 +298,13 @@ class _Rounds:
         side, own = self.train_side(best), len(run.train_entries)
         return build_prompt(
             PromptInputs(
-                target.name,
+                target.choice_id,
                 target.skill.raw.decode("utf-8", "replace"),
                 best.description,
                 side[:own],
                 attempts,
                 when_to_use=target.skill.when_to_use,
-                folder_lines=tuple(taken_lines(target.name, run.folder.train, side[own:])),
+                folder_lines=tuple(taken_lines(target.choice_id, run.folder.train, side[own:])),
                 count=self.candidates,
                 competition=self.competition,
                 unreachable=tuple(u.query for u in own_unreachable(run, test_too=False)),

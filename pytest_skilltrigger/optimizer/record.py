@@ -183,7 +183,7 @@ def _folder(run: Optimization, it: Iteration) -> FolderRecord:
         skill_scores=tuple((skill, p, t) for skill, (p, t) in scores.items()),
         passed=sum(p for p, _t in scores.values()),
         total=sum(t for _p, t in scores.values()),
-        taken=tuple(taken_lines(name, cross, cross_results)),
+        taken=tuple(taken_lines(run.target.choice_id, cross, cross_results)),
     )
 
 

@@ -222,7 +222,7 @@ def failure_lines(skill: SkillReport) -> list[str]:
         for r in failed:
             for choice, count in r.chosen.items():
                 chosen[choice] = chosen.get(choice, 0) + count
-        own = f"skill:{skill.name}"
+        own = f"skill:{skill.target.choice_id}"
         won = f"; chosen instead: {describe_chosen(chosen, exclude=own)}" if should else ""
         lines.append(f"  {verb} {len(failed)} of {of} {kind} queries{won}")
         for r in failed[:MAX_LISTED_QUERIES]:

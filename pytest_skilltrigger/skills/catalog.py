@@ -100,6 +100,12 @@ class Target:
             return context
         return replace(context, model_invocable=False, unlisted_reason=shadowed(command.name))
 
+    @property
+    def choice_id(self) -> str:
+        """The id its runs' choices name it by: its own, or a subfolder skill's scoped name
+        (``apps/web:deploy``) where a listed skill has its name."""
+        return self.start_context.skill_name
+
     def context(self, description: str | None = None) -> TriggerContext:
         """The trigger context for the starting description, or another one."""
         if description is None or description == self.description:

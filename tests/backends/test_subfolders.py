@@ -240,6 +240,7 @@ def test_a_pytest_run_tests_the_subfolder_skill_and_a_rerun_makes_no_call(
             "*the model chose instead: skill 'deploy'*",
             "*found after a Read of apps/web/app.py (a Skill call naming 'deploy' loads the "
             "project's own 'deploy', not this one)*",
+            "*missed 1 of 1 should-trigger queries; chosen instead: skill 'deploy' x*",
         ]
     )
     calls = fake_api.stats["calls"]
