@@ -313,8 +313,8 @@ OPTIONS: tuple[Option, ...] = (
         "--trigger-permission-mode",
         "str",
         None,
-        "the permission mode the session runs in, as Claude Code's --permission-mode "
-        f"({', '.join(PERMISSION_MODES)}); several comma-separated (default,plan) ask every "
+        "the permission mode the session runs in, as Claude Code's --permission-mode: "
+        f"{', '.join(PERMISSION_MODES)}; several comma-separated, as default,plan, ask every "
         "query in each, the modes after the first as items of their own ([plan] in the id)",
         field="permission_mode",
         check=mode_problem,
