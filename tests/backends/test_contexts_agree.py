@@ -14,8 +14,10 @@ from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
 from pytest_skilltrigger.skills.history import history_text
+from pytest_skilltrigger.skills.project_setup import read_project_setup
 from pytest_skilltrigger.skills.rivals import crowd_context
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
+from tests.backends.test_project_setup import hooked_project
 from tests.fake_messages_api import FakeMessagesAPI
 
 PDF = TriggerContext("pdf", "Merge, split and rotate PDF files and extract their pages.")
@@ -28,7 +30,9 @@ CONTEXTS = {
     "crowd 10, opus-5-5": ("claude-opus-5-5", crowd_context(PDF, 10)),
     "crowd 40, haiku-4-5": ("claude-haiku-4-5", crowd_context(PDF, 40)),
     "CLAUDE.md": ("claude-opus-5-5", PDF),  # with the project set below, in tmp_path
+    "prompt hook": ("claude-haiku-4-5", PDF),  # likewise
     "history": ("claude-haiku-4-5", PDF.with_history(history_text(EARLIER))),
+    "plan mode": ("claude-opus-5-5", PDF.in_mode("plan")),
 }
 
 
@@ -45,6 +49,9 @@ def test_both_backends_reach_the_same_verdicts(
     model, context = CONTEXTS[name]
     if name == "CLAUDE.md":
         setup = ProjectSetup(str(tmp_path), "Answer briefly. The project builds with make.\n")
+        context = TriggerContext(PDF.skill_name, PDF.description, project=setup)
+    if name == "prompt hook":
+        setup = read_project_setup(str(hooked_project(tmp_path / "project")))
         context = TriggerContext(PDF.skill_name, PDF.description, project=setup)
     cli = ClaudeCodeBackend(model=model, timeout=90, claude_bin=claude_bin)
     api = AnthropicBackend(model=model)

@@ -248,3 +248,32 @@ def test_a_pytest_run_tests_the_subfolder_skill_and_a_rerun_makes_no_call(
     again = pytester.runpytest_subprocess(*args)
     again.assert_outcomes(failed=1)
     assert fake_api.stats["calls"] == calls
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS)
+def test_capture_mode_records_the_request_after_the_read(
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+) -> None:
+    """The recorder answers the CLI's first request with a Read of the file under the
+    subfolder; the request after it, which announces the subfolder's skills, is the one
+    replayed, with the query in its place."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    context = context_of(monorepo(tmp_path / "repo"))
+    backend = ClaudeCodeBackend(model=model, claude_bin=claude_bin)
+    try:
+        captured = backend.capture(context)
+    finally:
+        backend.close()
+    body = captured.template().for_query(QUERY).params
+    reads = [
+        b
+        for m in body["messages"]
+        for b in (m["content"] if isinstance(m["content"], list) else [])
+        if b.get("type") == "tool_use" and b.get("name") == "Read"
+    ]
+    assert [r["input"]["file_path"] for r in reads] == ["apps/web/app.py"]
+    assert announced(body) == ["apps/web:deploy", "webtool"]
