@@ -299,3 +299,26 @@ def test_a_failing_hook_under_the_cli_is_an_error_never_a_miss(
     assert outcome.status == "error" and said in (outcome.error or "")
     if code == 2:  # a blocked prompt is never sent (after a failed hook the CLI may be)
         assert fake_api.stats["calls"] == 0
+
+
+@pytest.mark.slow
+def test_a_server_that_fails_to_start_under_the_cli_is_an_error(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its tools and instructions would be missing from what the model is shown: the run
+    is an error, not a verdict on a session the project does not have."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / ".mcp.json").write_text(json.dumps({"mcpServers": {"broken": {"command": "false"}}}))
+    context = TriggerContext("pdf", CONTEXT.description, project=read_project_setup(str(root)))
+    backend = ClaudeCodeBackend(timeout=60, claude_bin=claude_bin)
+    try:
+        outcome = backend.run(context, "merge these pdf files")
+    finally:
+        backend.close()
+    assert outcome.status == "error"
+    assert "MCP server broken failed to start" in (outcome.error or "")

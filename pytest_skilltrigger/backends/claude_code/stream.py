@@ -113,9 +113,10 @@ class _StreamReader:
             verdict.cli_version = msg.get("claude_code_version")
             if isinstance(msg.get("model"), str):
                 verdict.model = msg["model"]
-        elif subtype in ("hook_response", "informational"):
+            return self._servers(msg.get("mcp_servers"))
+        if subtype in ("hook_response", "informational"):
             return self._hook(msg)
-        elif subtype == "api_retry":
+        if subtype == "api_retry":
             verdict.requests += 1  # a request that failed and that the CLI retries
             status = msg.get("error_status")
             verdict.last_problem = f"API error {status} ({msg.get('error')}), retried by the CLI"
@@ -124,6 +125,19 @@ class _StreamReader:
                 verdict.fatal = True
                 return True
         return False
+
+    def _servers(self, servers: Any) -> bool:
+        """The project's MCP servers as the CLI started them: one that failed makes the run
+        an error (its tools and instructions are missing from what the model is shown)."""
+        listed = servers if isinstance(servers, list) else []
+        failed = [
+            str(s.get("name"))
+            for s in listed
+            if isinstance(s, dict) and s.get("status") == "failed"
+        ]
+        if failed:
+            self.verdict.error = f"the project's MCP server {', '.join(failed)} failed to start"
+        return bool(failed)
 
     def _hook(self, msg: dict[str, Any]) -> bool:
         """A hook of the project's that failed, or blocked the prompt: the run is an error
