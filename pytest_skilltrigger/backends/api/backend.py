@@ -122,7 +122,7 @@ class AnthropicBackend:
         setup = context.project
         if self.captures is None and setup is not None:
             with self._lock:
-                hooks = self._hooks.setdefault(setup, PromptHooks(setup))
+                hooks = self._hooks.get(setup) or self._hooks.setdefault(setup, PromptHooks(setup))
             if hooks.commands:
                 output = hooks.output(query) or None
                 params = build_request(context, query, self.model, output)
