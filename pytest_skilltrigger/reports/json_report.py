@@ -76,6 +76,14 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
         entry["crowd"] = skill.crowd
     if skill.mode is not None:  # its permission mode, in a matrix of them
         entry["permission_mode"] = skill.mode
+    sub = target.start_context.subfolder
+    if sub is not None:  # a subfolder's skill: how the session reached it, by which name
+        entry["subfolder"] = {
+            "folder": sub.folder,
+            "session": "started in the folder" if sub.started_in else "root, after a Read",
+            "read": sub.read_path or None,
+            "called_as": target.choice_id,
+        }
     if skill.optimization is not None:
         entry.update(rounds_json(skill.optimization))
     return entry

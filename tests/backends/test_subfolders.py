@@ -277,3 +277,20 @@ def test_capture_mode_records_the_request_after_the_read(
     ]
     assert [r["input"]["file_path"] for r in reads] == ["apps/web/app.py"]
     assert announced(body) == ["apps/web:deploy", "webtool"]
+
+
+def test_the_json_says_how_the_session_reached_the_skill(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    tested = monorepo(pytester.path / "repo")
+    fake_api.script(QUERY, ["skill:apps/web:deploy"])
+    out = pytester.path / "out.json"
+    pytester.runpytest_subprocess(*plugin_args(tested, f"--trigger-json={out}"))
+    (skill,) = json.loads(out.read_text())["skills"]
+    assert skill["subfolder"] == {
+        "folder": "apps/web",
+        "session": "root, after a Read",
+        "read": "apps/web/app.py",
+        "called_as": "apps/web:deploy",
+    }
+    assert skill["summary"]["passed"] == 1
