@@ -14,6 +14,7 @@ from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import build_request
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.skills.catalog import find_targets
 from pytest_skilltrigger.skills.evalset import load_eval_set
 from pytest_skilltrigger.skills.history import (
     history_text,
@@ -22,8 +23,10 @@ from pytest_skilltrigger.skills.history import (
 )
 from pytest_skilltrigger.support.errors import InputError
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
+from tests.backends.test_plugin_eval_cli import run_official_runner
 from tests.cli_session import cli_request
-from tests.fake_messages_api import FakeMessagesAPI
+from tests.fake_messages_api import FakeMessagesAPI, extract_query
+from tests.plugin.test_plugin_eval_items import make_plugin, write_case
 
 TURNS = [
     {"role": "user", "content": "Q1 I have a folder of scanned invoices"},
@@ -205,3 +208,31 @@ def test_the_estimate_counts_the_history_on_both_backends(
     finally:
         cli.close()
         api.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["claude-opus-5-5", "claude-haiku-4-5"])
+def test_an_official_case_with_a_history_file_is_laid_out_as_the_runner_sends_it(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    model: str,
+) -> None:
+    """A ``claude plugin eval`` case with ``context.history_file``, run by the pinned CLI's
+    own runner: its request holds the same messages, in the same roles and places, as the
+    builtin request of the item the plugin collects from that case."""
+    plugin = make_plugin(tmp_path)
+    grader = 'name: used, type: tool_used, tool: Skill, input_match: \'"skill":"(acme:)?alpha"\''
+    write_case(plugin, "resumed", QUERY, "{" + grader + "}", model=model)
+    write_session(plugin / "evals" / "resumed" / "h.jsonl", TURNS, plugin)
+    case = plugin / "evals" / "resumed" / "case.yaml"
+    case.write_text(case.read_text() + "context:\n  history_file: h.jsonl\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    run_official_runner(claude_bin, plugin, fake_api, work)
+    sent = [b for b in fake_api.requests if extract_query(b) == QUERY and b.get("tools")]
+    assert sent, "the runner sent no request for the case"
+    (target,) = [t for t in find_targets([str(plugin)]).targets if t.name == "acme:alpha"]
+    (entry,) = [e for e in target.eval_set.entries if e.query == QUERY]
+    builtin = build_request(target.context().with_history(entry.history), QUERY, model)
+    assert shape(sent[0]) == shape(builtin)
