@@ -28,6 +28,7 @@ from typing import Any, Protocol
 
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.claude_code.process import CliCall
+from pytest_skilltrigger.backends.claude_code.stream import read_stream
 from pytest_skilltrigger.backends.claude_code.workspace import WORKSPACE_LAYOUT
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
@@ -223,6 +224,9 @@ def record_cli_request(
     finally:
         recorder.shutdown()
         recorder.server_close()
+    shown = read_stream(done.stdout.splitlines(), call.passes)
+    if shown.error and not shown.undecided:  # a hook or a server of the project's failed
+        raise CaptureError(redact(shown.error))
     recorded = recorder.recorded[1:] if call.passes is not None else recorder.recorded
     for path, headers, raw in recorded:
         try:

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import MODE_TEXTS, build_request
+from pytest_skilltrigger.backends.capture import CaptureError
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.workspace import install_project
 from pytest_skilltrigger.model.context import TriggerContext
@@ -318,6 +319,8 @@ def test_a_server_that_fails_to_start_under_the_cli_is_an_error(
     backend = ClaudeCodeBackend(timeout=60, claude_bin=claude_bin)
     try:
         outcome = backend.run(context, "merge these pdf files")
+        with pytest.raises(CaptureError, match="MCP server broken failed to start"):
+            backend.capture(context)  # capture mode would replay a request without it
     finally:
         backend.close()
     assert outcome.status == "error"
