@@ -174,6 +174,10 @@ def build_messages(
     said for this query, after the listing and before the date (and CLAUDE.md)."""
     cached = {"cache_control": {"type": "ephemeral"}}
     earlier = history_messages(layout, context)
+    if earlier and layout.system_sections:
+        # the history is the same in every run of the context: cached up to its end (where
+        # the listing is in the reminders, the marked last reminder caches it already)
+        earlier = [*earlier[:-1], _marked(earlier[-1], cached)]
     content = _reminder_blocks(layout, context, model, hook_output)
     if layout.system_sections and context.project is not None:
         content = [*_project_blocks(context), *content]  # at the front of the user's message
@@ -190,6 +194,15 @@ def build_messages(
         {"role": "system", "content": [{"type": "text", "text": sections, **cached}]},
         *read_turns(layout, context),
     ]
+
+
+def _marked(message: dict[str, Any], cached: dict[str, Any]) -> dict[str, Any]:
+    """A message with its last block marked for caching (a text turn made a block)."""
+    content = message["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if not blocks:
+        return message
+    return {**message, "content": [*blocks[:-1], {**blocks[-1], **cached}]}
 
 
 def _reminder_blocks(
