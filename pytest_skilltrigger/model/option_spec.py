@@ -44,16 +44,25 @@ def backend_name(value: object) -> str | None:
     return None if text and not any(c.isspace() for c in text) else "must be a backend's name"
 
 
-def rate_limit_problem(value: object) -> str | None:
+def _parsed_rate_limit(value: object) -> object:
     # deferred: only a given --trigger-rate-limit is checked, and a run without one (every
     # project without skills) never loads the limits' model
     from pytest_skilltrigger.model.rate_limits import RateLimitSetting
 
-    try:
-        RateLimitSetting.parse(str(value))
-    except InputError as exc:
-        return exc.problem
-    return None
+    return RateLimitSetting.parse(str(value))
+
+
+def parses(parse: Callable[[object], object]) -> Check:
+    """A value ``parse`` takes: its InputError's problem, the check's."""
+
+    def check(value: object) -> str | None:
+        try:
+            parse(value)
+        except InputError as exc:
+            return exc.problem
+        return None
+
+    return check
 
 
 def crowd_sizes(value: object) -> tuple[int, ...]:
@@ -66,14 +75,6 @@ def crowd_sizes(value: object) -> tuple[int, ...]:
             "--trigger-crowd", f"takes positive whole numbers, comma-separated: {value!r}"
         )
     return tuple(sorted({int(p) for p in parts}))
-
-
-def crowd_problem(value: object) -> str | None:
-    try:
-        crowd_sizes(value)
-    except InputError as exc:
-        return exc.problem
-    return None
 
 
 PERMISSION_MODES = ("default", "plan", "auto", "acceptEdits", "dontAsk")
@@ -90,14 +91,6 @@ def permission_modes(value: object) -> tuple[str, ...]:
             f"takes {', '.join(PERMISSION_MODES)}, or several comma-separated: {value!r}",
         )
     return tuple(dict.fromkeys(parts))
-
-
-def mode_problem(value: object) -> str | None:
-    try:
-        permission_modes(value)
-    except InputError as exc:
-        return exc.problem
-    return None
 
 
 def as_number(value: object) -> float:
@@ -172,3 +165,8 @@ class Option:
         problem = self.problem(value)
         if problem is not None:
             raise InputError(self.flag, f"{problem}, got {value!r}")
+
+
+rate_limit_problem = parses(_parsed_rate_limit)
+crowd_problem = parses(crowd_sizes)
+mode_problem = parses(permission_modes)
