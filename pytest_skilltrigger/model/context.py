@@ -404,15 +404,21 @@ class TriggerContext:
         and under the names the CLI announces them: by name, a name the listing has already
         as ``<folder>:<name>``, each with its note of where it applies. Empty for a skill
         listed at the start."""
+        return list(self._discovered)
+
+    @cached_property
+    def _discovered(self) -> tuple[ListedSkill, ...]:
+        """The skills found, worked out once: every run's outcome resolves its call
+        against them."""
         if self.subfolder is None or self._listed_at_start:
-            return []
+            return ()
         folder = self.subfolder.folder
         taken = {s.name for s in self._listing}
         found = []
         for skill in sorted(self.folder_skills(), key=lambda s: _collation(s.name)):
             name = skill.name.rpartition(":")[2]
             found.append(replace(skill, name=f"{folder}:{name}" if name in taken else name))
-        return found
+        return tuple(found)
 
     def discovery_line(self, skill: ListedSkill) -> str:
         """A found skill's line in the announcement: its listing line and where it applies."""
@@ -428,7 +434,7 @@ class TriggerContext:
     def resolve(self, called: str) -> str | None:
         """The id of the listed skill a ``Skill`` call naming ``called`` loads (see
         :func:`resolve_call`)."""
-        return resolve_call([*self.listing(), *self.discovered()], called)
+        return resolve_call((*self._listing, *self._discovered), called)
 
     def key(self, **extra: Any) -> str:
         """A stable hash of everything that shapes the request, plus backend specifics.
