@@ -52,6 +52,13 @@ if TYPE_CHECKING:
 #: what a sampling needs: the context (on its model), the entry and the plan
 Request = tuple[TriggerContext, EvalEntry, SamplingPlan]
 
+
+def asked(context: TriggerContext, entry: EvalEntry) -> TriggerContext:
+    """The context an entry is asked in: after its history, when it has one (submitted,
+    made ahead in batches and estimated alike, so a batch's runs serve the live sampling)."""
+    return context.with_history(entry.history) if entry.history is not None else context
+
+
 UNLISTED = (
     "disable-model-invocation: true in SKILL.md: Claude Code does not list this skill to the "
     "model, so it can never trigger"
@@ -207,11 +214,11 @@ class TriggerSession:
             return combined(
                 [
                     estimate_session(
-                        [(context, entry.query) for context, entry, _ in mine],
+                        [(asked(context, entry), entry.query) for context, entry, _ in mine],
                         self.settings,
                         lane.backend,
                         self.guard.price(lane.backend.model),
-                        [lane.sampler.runs_to_go(c, e.query, p) for c, e, p in mine],
+                        [lane.sampler.runs_to_go(asked(c, e), e.query, p) for c, e, p in mine],
                     )
                     for lane, mine in self.lanes.split(requests)
                 ]
@@ -237,8 +244,7 @@ class TriggerSession:
         model is never shown resolves at once, without a call. An entry with a history is
         asked after that conversation."""
         plan = plan or self.plan
-        if entry.history is not None:
-            context = context.with_history(entry.history)
+        context = asked(context, entry)
         if not context.model_invocable:
             done: Future[QueryResult] = Future()
             unlisted = context.unlisted_reason or UNLISTED
@@ -285,7 +291,11 @@ class TriggerSession:
             ahead = [
                 found
                 for context, entry, plan in mine
-                if (found := lane.sampler.sample_ahead(context, entry.query, plan, lane.batches))
+                if (
+                    found := lane.sampler.sample_ahead(
+                        asked(context, entry), entry.query, plan, lane.batches
+                    )
+                )
             ]
             if ahead:
                 started.append((lane, ahead))

@@ -24,6 +24,7 @@ from pytest_skilltrigger.model.plan import SamplingPlan
 from pytest_skilltrigger.model.prices import BATCH_RATE, Calls, cost_usd, price_of
 from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.skills.catalog import Target, load_targets
+from pytest_skilltrigger.skills.history import history_text
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.plugin.test_items import _sdk_warmed_up, entry, make_skill  # noqa: F401
 
@@ -74,6 +75,26 @@ def test_a_batch_answer_with_no_block_is_an_error_never_a_miss(
     )
     (result,) = results
     assert result.triggers == 0 and result.errors and "no text and no tool call" in result.error
+
+
+def test_an_entry_with_a_history_is_made_ahead_as_it_is_asked(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The runs made ahead in batches are those of the entry after its history: sampling it
+    then makes no live call (it was paid twice when the batch asked it without)."""
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "Hello."}]
+    target = alpha_target(tmp_path, [("tidy csv one", ["skill:alpha"])])
+    entries = [replace(e, history=history_text(turns)) for e in target.eval_set.entries]
+    fake_api.script("tidy csv one", ["skill:alpha"])
+    session = TriggerSession(Settings(cache_mode="off", batch=True, batch_poll=0.01))
+    try:
+        context = target.context()
+        session.sample_ahead([(context, e, session.plan) for e in entries])
+        (result,) = session.evaluate(context, entries)
+    finally:
+        session.close()
+    assert result.passed and result.runs_made == fake_api.stats["batch_requests"]
+    assert fake_api.stats["trigger_calls"] == 0  # no live call
 
 
 def test_the_batch_request_is_the_live_one_unstreamed_and_capped() -> None:
