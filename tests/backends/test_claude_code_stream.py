@@ -815,3 +815,25 @@ def test_a_cli_that_fails_is_an_error_with_its_cause_never_a_non_trigger(
         outcome = backend.run(CONTEXT, "merge these pdfs")
     assert outcome.status == "error", outcome
     assert cause in (outcome.error or ""), outcome.error
+
+
+def test_a_read_let_through_is_paid_and_the_next_choice_decides() -> None:
+    """A subfolder run lets the Read of its file through: that request's cost, to its final
+    output count, is kept, no problem is read into its end, and the next choice decides."""
+    read = ['{"file_path": "apps/web/app.py"}']
+    lines = lines_of(
+        INIT,
+        message_start("msg_fake_1"),
+        tool_block(0, "Read", read),
+        message_end("tool_use"),
+        {"type": "user", "message": {"role": "user", "content": [{"type": "tool_result"}]}},
+        message_start("msg_fake_2"),
+        tool_block(0, "Skill", SKILL_FRAGMENTS),
+        message_end("tool_use"),
+    )
+    verdict = read_stream(lines, passes="apps/web/app.py")
+    alone = read_stream(lines_of(INIT, message_start(), tool_block(0, "Skill", SKILL_FRAGMENTS)))
+    assert verdict.chosen == "skill:pdf-tools" and verdict.last_problem is None
+    assert verdict.requests == 2
+    assert verdict.usage.output_tokens == 97 + alone.usage.output_tokens
+    assert verdict.usage.input_tokens == 2 * alone.usage.input_tokens

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_skilltrigger.backends.first_choice import FirstChoice, StreamError, choice_of
@@ -87,6 +87,8 @@ class _StreamReader:
         self.verdict = CliVerdict()
         self.choice = FirstChoice(INSPECTED_TOOLS)
         self.earlier = Usage()  # the usage of requests before the current one
+        # the usage so far of a request whose Read was let through (None: none is)
+        self.passing: Usage | None = None
 
     def take(self, msg: dict[str, Any]) -> bool:
         kind = msg.get("type")
@@ -163,8 +165,12 @@ class _StreamReader:
         if name == "message_start":
             # another request (a retry, a follow-up): count it, keep what it cost so far
             self.verdict.requests += 1
-            self.earlier = self.earlier + self.choice.usage
+            self.earlier = self.earlier + (self.passing or self.choice.usage)
+            self.passing = None
             self.choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
+        if self.passing is not None:  # the rest of the Read let through: only its cost
+            self._passing_usage(name, event)
+            return False
         if not self.choice.wants(name):
             return False
         try:
@@ -176,11 +182,17 @@ class _StreamReader:
         if decision is None:
             return False
         if self._passed(decision.chosen, decision.tool_input):
-            self.choice = FirstChoice(INSPECTED_TOOLS)  # the next request decides
+            self.passing = decision.usage  # the next request decides
             return False
         self.verdict.usage = self.earlier + decision.usage
         self.verdict.chosen = _chosen(decision.chosen, decision.tool_input)
         return True
+
+    def _passing_usage(self, name: str, event: dict[str, Any]) -> None:
+        """The final output count of the request whose Read was let through."""
+        out = (event.get("usage") or {}).get("output_tokens") if name == "message_delta" else None
+        if self.passing is not None and isinstance(out, int):
+            self.passing = replace(self.passing, output_tokens=out)
 
     def _assistant(self, msg: dict[str, Any]) -> bool:
         """A complete message: an API error the CLI reports, or its first tool call."""
