@@ -91,7 +91,7 @@ class FirstChoice:
         """A tool's block decides at once, but for a tool whose input is inspected, which is
         assembled until its block ends (unless it came whole and names no skill)."""
         block = data.get("content_block", {})
-        if block.get("type") not in ("thinking", "redacted_thinking"):
+        if block.get("type") not in THINKING:
             self._blocks += 1  # an answer: text or a tool (thinking alone is none)
         if block.get("type") != "tool_use" or self._block is not None:
             return None
@@ -161,6 +161,10 @@ def choice_of(tool: str, tool_input: dict[str, Any]) -> str:
     return f"tool:{tool}"
 
 
+# blocks that are not an answer: a message of these alone decided nothing
+THINKING = ("thinking", "redacted_thinking")
+
+
 def empty_answer() -> StreamError:
     """The error of an answer with no content block: nothing was decided (a retry may)."""
     return StreamError(
@@ -176,10 +180,11 @@ def decide_message(
     """The same rule read from a whole message (a batch answer, which is not streamed): the
     first ``tool_use`` block decides; a message without one is "text". None when the answer
     was cut at ``max_tokens`` before a tool call was complete: it might still have called
-    one, so it decides nothing. An answer with no block at all is an error
+    one, so it decides nothing. An answer with no answer block (thinking alone is none) is an error
     (:func:`empty_answer`), as in a stream: never "did not trigger"."""
     capped = stop_reason == "max_tokens"
-    if not content and not capped:  # (cut at the cap before any block: undecided, not empty)
+    answered = any(block.get("type") not in THINKING for block in content)
+    if not answered and not capped:  # (cut at the cap before any answer: undecided)
         raise empty_answer()
     for block in content:
         if block.get("type") != "tool_use":

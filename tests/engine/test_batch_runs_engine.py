@@ -67,8 +67,9 @@ def test_a_batch_answer_with_no_block_is_an_error_never_a_miss(
 ) -> None:
     """An answer with no content block decides nothing, in a batch as in a stream: the
     runs error (and are sent again), none reads as "did not trigger"."""
-    with pytest.raises(StreamError, match="no text and no tool call"):
-        decide_message([], "end_turn", Usage(1, 0))
+    for content in ([], [THINK]):  # thinking alone is no answer, as in a stream
+        with pytest.raises(StreamError, match="no text and no tool call"):
+            decide_message(content, "end_turn", Usage(1, 0))
     queries = [("tidy csv one", ["empty"])]
     results, _session = sample_once(
         fake_api, alpha_target(tmp_path, queries), queries, batch=True, confidence=None

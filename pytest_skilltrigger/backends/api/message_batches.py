@@ -221,15 +221,15 @@ class MessageBatches:
             usage = Usage.from_dict(message.get("usage"))
             model = message.get("model") or self.backend.model
             content = message.get("content") or []
+            # the live request's own cap: a stream would have ended there, undecided by a
+            # tool, so an answer cut at it reads as one that ended
+            stop = message.get("stop_reason")
+            uncapped = stop == "max_tokens" and custom_id in self._uncapped
             try:
-                decision = decide_message(content, message.get("stop_reason"), usage)
+                decision = decide_message(content, "end_turn" if uncapped else stop, usage)
             except StreamError as exc:  # an empty answer: an error, sent again
                 outcome = RunOutcome("error", error=str(exc), usage=usage, model=model, batch=True)
                 return BatchAnswer(custom_id, outcome, retry=True)
-            if decision is None and custom_id in self._uncapped:
-                # the live request's own cap: a stream would have ended here, undecided by a
-                # tool, so it reads as one that ended
-                decision = decide_message(content, "end_turn", usage)
             if decision is None:
                 outcome = RunOutcome("error", error=CAPPED, usage=usage, model=model, batch=True)
                 return BatchAnswer(custom_id, outcome, retry=True, capped=True)
