@@ -16,11 +16,18 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from pytest_skilltrigger.backends.api.request import (
+    MARKER,
+    ApiRequest,
+    RequestTemplate,
+    build_request,
+)
 from pytest_skilltrigger.backends.claude_code.workspace import install_project
-from pytest_skilltrigger.model.context import ProjectSetup
+from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
 
 EVENT = "UserPromptSubmit"
 HOOK_TIMEOUT = 60.0  # seconds, as the CLI's default for a command hook
@@ -36,11 +43,12 @@ def prompt_hook_commands(setup: ProjectSetup | None) -> list[str]:
     text = setup.file(".claude/settings.json") if setup is not None else None
     if text is None:
         return []
-    groups = json.loads(text).get("hooks", {}).get(EVENT, [])
+    hooks = json.loads(text).get("hooks")
+    groups = hooks.get(EVENT) if isinstance(hooks, dict) else None
     commands = []
     for group in groups if isinstance(groups, list) else []:
-        hooks = group.get("hooks", []) if isinstance(group, dict) else []
-        for hook in hooks if isinstance(hooks, list) else []:
+        found = group.get("hooks") if isinstance(group, dict) else None
+        for hook in found if isinstance(found, list) else []:
             if isinstance(hook, dict) and hook.get("type") == "command" and hook.get("command"):
                 commands.append(str(hook["command"]))
     return commands
@@ -54,19 +62,33 @@ class PromptHooks:
         self.setup = setup
         self.commands = prompt_hook_commands(setup)
         self._lock = threading.Lock()
-        self._outputs: dict[str, str] = {}
+        # each (query, mode)'s output, or the failure it met: the runs of a query share it
+        self._outputs: dict[tuple[str, str], Future[str]] = {}
         self._root: str | None = None
 
-    def output(self, query: str) -> str:
-        """What the hooks add to the request for ``query`` (empty: nothing); HookFailed."""
+    def output(self, query: str, mode: str | None = None) -> str:
+        """What the hooks add to the request for ``query`` in permission mode ``mode``
+        (empty: nothing); HookFailed. Run once per query and mode; other queries' runs do
+        not wait for it."""
+        key = (query, mode or "default")
         with self._lock:
-            if query not in self._outputs:
-                self._outputs[query] = "\n".join(
-                    filter(None, (self._run(command, query) for command in self.commands))
-                )
-            return self._outputs[query]
+            found = self._outputs.get(key)
+            mine = found is None
+            if found is None:
+                found = self._outputs[key] = Future()
+        if mine:
+            try:
+                said = (self._run(command, query, key[1]) for command in self.commands)
+                found.set_result("\n".join(filter(None, said)))
+            except HookFailed as exc:
+                found.set_exception(exc)
+        return found.result()
 
     def _workspace(self) -> Path:
+        with self._lock:
+            return self._made()
+
+    def _made(self) -> Path:
         if self._root is None:
             self._root = tempfile.mkdtemp(prefix="skilltrigger-hooks-")
             (Path(self._root) / "project").mkdir()
@@ -74,14 +96,14 @@ class PromptHooks:
             install_project(Path(self._root) / "project", self.setup)
         return Path(self._root)
 
-    def _run(self, command: str, query: str) -> str:
+    def _run(self, command: str, query: str, mode: str) -> str:
         root = self._workspace()
         project = str(root / "project")
         given: dict[str, Any] = {
             "session_id": "skilltrigger",
             "transcript_path": str(root / "home" / "transcript.jsonl"),
             "cwd": project,
-            "permission_mode": "default",
+            "permission_mode": mode,
             "hook_event_name": EVENT,
             "prompt": query,
         }
@@ -126,3 +148,25 @@ def _context_of(stdout: str) -> str:
     if isinstance(specific, dict):
         return str(specific.get("additionalContext") or "")
     return ""
+
+
+class HookedTemplate(RequestTemplate):
+    """The builtin request of a context whose project's prompt hooks add per-query text:
+    each query's request is built with what they said for it. The store keys its runs as
+    any template's (the hooks' scripts are part of the context's key)."""
+
+    fixed = False
+
+    def __init__(self, context: TriggerContext, model: str, hooks: PromptHooks) -> None:
+        super().__init__({**build_request(context, MARKER, model), "stream": True})
+        self.context = context
+        self.model = model
+        self.hooks = hooks
+
+    def for_query(self, query: str) -> ApiRequest:
+        output = self.hooks.output(query, self.context.permission_mode) or None
+        params = build_request(self.context, query, self.model, output)
+        return ApiRequest({**params, "stream": True}, self.headers, self.beta)
+
+    def key_params(self) -> dict[str, Any]:
+        return super().for_query("").params  # without running the hooks

@@ -70,7 +70,7 @@ def crowd_sizes(value: object) -> tuple[int, ...]:
     once each and in order; InputError otherwise."""
     text = str(value).replace(" ", "")
     parts = [p for p in text.split(",") if p]
-    if not parts or not all(p.isdigit() and int(p) > 0 for p in parts):
+    if not parts or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise InputError(
             "--trigger-crowd", f"takes positive whole numbers, comma-separated: {value!r}"
         )

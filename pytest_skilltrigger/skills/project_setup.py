@@ -59,7 +59,8 @@ def _hook_scripts(root: str) -> list[tuple[str, str]]:
     """The files under ``.claude/hooks``, which the settings' hooks may run."""
     found = []
     base = os.path.join(root, HOOKS)
-    for folder, _dirs, files in os.walk(base):
+    for folder, dirs, files in os.walk(base):
+        dirs.sort()  # the same order on every machine: the context's key holds the scripts
         for name in sorted(files):
             path = os.path.join(folder, name)
             try:

@@ -12,10 +12,14 @@ import pytest
 
 from pytest_skilltrigger.backends.api.backend import AnthropicBackend
 from pytest_skilltrigger.backends.api.request import MODE_TEXTS, build_request
-from pytest_skilltrigger.backends.capture import CaptureError
+from pytest_skilltrigger.backends.capture import CaptureError, Captures
 from pytest_skilltrigger.backends.claude_code.backend import ClaudeCodeBackend
 from pytest_skilltrigger.backends.claude_code.workspace import install_project
-from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.backends.prompt_hooks import PromptHooks, prompt_hook_commands
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
+from pytest_skilltrigger.model.settings import Settings
+from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.skills.project_setup import read_project_setup
 from pytest_skilltrigger.support.errors import InputError
 from tests.backends.test_claude_code_cli import claude_bin  # noqa: F401 (a fixture)
@@ -325,3 +329,47 @@ def test_a_server_that_fails_to_start_under_the_cli_is_an_error(
         backend.close()
     assert outcome.status == "error"
     assert "MCP server broken failed to start" in (outcome.error or "")
+
+
+def test_a_batch_carries_each_querys_hook_output_and_capture_mode_refuses_hooks(
+    fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The hooks' output is part of the request wherever it is built: a batch made ahead
+    sends each query's own; capture mode, which replays one request, says it cannot."""
+    setup = read_project_setup(str(hooked_project(tmp_path / "project")))
+    context = TriggerContext(CONTEXT.skill_name, CONTEXT.description, project=setup)
+    entries = [EvalEntry(0, "xyzzy one", True), EvalEntry(1, "xyzzy two", False)]
+    session = TriggerSession(Settings(cache_mode="off", batch=True, batch_poll=0.01))
+    try:
+        session.sample_ahead([(context, e, session.plan) for e in entries])
+    finally:
+        session.close()
+    sent = [json.dumps(p) for p in fake_api.batch_requests_log]
+    assert sent and all(("HOOKTAG XYZZY ONE" in s) != ("HOOKTAG XYZZY TWO" in s) for s in sent)
+    assert fake_api.stats["trigger_calls"] == 0
+    capturing = AnthropicBackend(captures=Captures(lambda: pytest.fail("no CLI is needed")))
+    try:
+        with pytest.raises(CaptureError, match="UserPromptSubmit hooks add text"):
+            capturing.template(context)
+    finally:
+        capturing.close()
+
+
+def test_prompt_hooks_are_read_and_run_as_the_cli_runs_them(tmp_path: Path) -> None:
+    """Settings whose hooks are not as the CLI reads them have none (never a crash); a hook
+    is given the session's permission mode, and each query and mode is run once."""
+    for hooks in ([], {"UserPromptSubmit": "x"}, {"UserPromptSubmit": [{"hooks": "x"}]}):
+        odd = ProjectSetup(
+            str(tmp_path), files=((".claude/settings.json", json.dumps({"hooks": hooks})),)
+        )
+        assert prompt_hook_commands(odd) == []
+    script = (
+        'import json, sys\nd = json.load(sys.stdin)\nprint(d["permission_mode"], d["prompt"])\n'
+    )
+    setup = read_project_setup(str(hooked_project(tmp_path / "project", script)))
+    hooks = PromptHooks(setup)
+    try:
+        assert hooks.output("q", "plan") == "plan q" and hooks.output("q") == "default q"
+        assert len(hooks._outputs) == 2
+    finally:
+        hooks.close()

@@ -66,7 +66,7 @@ def test_user_skills_come_first_in_the_listing() -> None:
     assert names.index("pdf") == 10  # after the ten user skills
 
 
-@pytest.mark.parametrize("given", ["0", "ten", "-3", "10,,x", ""])
+@pytest.mark.parametrize("given", ["0", "ten", "-3", "10,,x", "", "\u00b2"])
 def test_a_crowd_size_that_is_not_a_positive_number_is_one_line(given: str) -> None:
     with pytest.raises(InputError, match="--trigger-crowd"):
         crowd_sizes(given)

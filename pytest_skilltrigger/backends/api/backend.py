@@ -27,15 +27,19 @@ from pytest_skilltrigger.backends.api.rate_limit import (
 from pytest_skilltrigger.backends.api.request import (
     ApiRequest,
     RequestTemplate,
-    build_request,
     builtin_template,
 )
 from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
 from pytest_skilltrigger.backends.api.sse import EventReader
 from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer, BackendUnavailable
-from pytest_skilltrigger.backends.capture import Captures
+from pytest_skilltrigger.backends.capture import CaptureError, Captures
 from pytest_skilltrigger.backends.first_choice import StreamError
-from pytest_skilltrigger.backends.prompt_hooks import HookFailed, PromptHooks
+from pytest_skilltrigger.backends.prompt_hooks import (
+    HookedTemplate,
+    HookFailed,
+    PromptHooks,
+    prompt_hook_commands,
+)
 from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.prices import did_you_mean
@@ -107,27 +111,30 @@ class AnthropicBackend:
         self._lock = threading.Lock()
         self._dead_streak = 0  # connections not made in a row before the endpoint answered
         self._hooks: dict[ProjectSetup, PromptHooks] = {}  # each project's prompt hooks
+        self._hooked: dict[TriggerContext, HookedTemplate] = {}  # their contexts' requests
 
     def template(self, context: TriggerContext) -> RequestTemplate:
         """The request every run of ``context`` sends, but for its query: the captured CLI
-        request, or the builtin one."""
-        if self.captures is None:
+        request, or the builtin one (built per query when the project's prompt hooks add
+        text to each, see :class:`~pytest_skilltrigger.backends.prompt_hooks.PromptHooks`)."""
+        hooked = context.project is not None and prompt_hook_commands(context.project)
+        if self.captures is not None:
+            if hooked:
+                raise CaptureError(
+                    "capture mode replays one request, and the project's UserPromptSubmit "
+                    "hooks add text of each query's own: use the builtin context or the "
+                    "claude-code backend"
+                )
+            return self.captures.get(context)[1]
+        if not hooked:
             return builtin_template(context, self.model)
-        return self.captures.get(context)[1]
-
-    def _request(self, context: TriggerContext, query: str) -> ApiRequest:
-        """A run's request: the context's template with the query, or (for the builtin
-        context of a project whose ``UserPromptSubmit`` hooks say something of each query)
-        built with what they said."""
-        setup = context.project
-        if self.captures is None and setup is not None:
-            with self._lock:
+        with self._lock:
+            if context not in self._hooked:
+                setup = context.project
+                assert setup is not None
                 hooks = self._hooks.get(setup) or self._hooks.setdefault(setup, PromptHooks(setup))
-            if hooks.commands:
-                output = hooks.output(query) or None
-                params = build_request(context, query, self.model, output)
-                return ApiRequest({**params, "stream": True})
-        return self.template(context).for_query(query)
+                self._hooked[context] = HookedTemplate(context, self.model, hooks)
+            return self._hooked[context]
 
     def context_key(self, context: TriggerContext) -> str:
         if self.captures is not None:
@@ -136,7 +143,7 @@ class AnthropicBackend:
         return context.key(
             backend=self.name,
             model=self.model,
-            request=self.template(context).for_query("").params,
+            request=self.template(context).key_params(),
         )
 
     @property
@@ -166,9 +173,9 @@ class AnthropicBackend:
         state = RunState(time.monotonic() + self.timeout, model=model)
         need = Need(model, self._input_for_limit(context, query), DECISION_OUTPUT_TOKENS)
         try:
-            request = self._request(context, query)  # built once, sent by every try
-        except HookFailed as exc:
-            return RunOutcome("error", error=str(exc), requests=0, model=model)
+            request = self.template(context).for_query(query)  # built once, sent by every try
+        except HookFailed as exc:  # the project's hook: its words may hold what it was given
+            return RunOutcome("error", error=redact(str(exc)), requests=0, model=model)
         with self.connection.running(state):
             outcome = self._attempts(request, context, need, state)
         if outcome.status != "error":

@@ -27,6 +27,7 @@ from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.api.sdk_client import retry_after
 from pytest_skilltrigger.backends.base import BatchAnswer, BatchError, BatchRequest, BatchStatus
 from pytest_skilltrigger.backends.first_choice import StreamError, decide_message
+from pytest_skilltrigger.backends.prompt_hooks import HookFailed
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.support.redact import redact
@@ -93,7 +94,7 @@ class MessageBatches:
         self.backend = backend
         self._beta: dict[str, bool] = {}  # batch id -> made on the beta resource
         self._uncapped: set[str] = set()  # custom ids sent with the live max_tokens
-        self._frames: dict[tuple[TriggerContext, bool], tuple[tuple[bytes, bytes], str]] = {}
+        self._frames: dict[tuple[TriggerContext, bool], tuple[tuple[bytes, bytes] | None, str]] = {}
 
     def _resource(self, beta: bool) -> Any:
         client = self.backend.connection.client()
@@ -108,12 +109,12 @@ class MessageBatches:
         groups: dict[str, list[list[bytes]]] = {}
         sizes: dict[str, int] = {}
         for request in requests:
-            frame, betas = self._frame(request.context, request.capped)
+            params, betas = self._params(request)
             if not request.capped:
                 self._uncapped.add(request.custom_id)
             item = b'{"custom_id": %s, "params": %s}' % (
                 json.dumps(request.custom_id).encode("ascii"),
-                _splice(frame, request.query),
+                params,
             )
             chunks = groups.setdefault(betas, [[]])
             if len(chunks[-1]) >= BATCH_LIMIT or sizes.get(betas, 0) + len(item) > BATCH_BYTES:
@@ -136,13 +137,32 @@ class MessageBatches:
             raise
         return ids
 
-    def _frame(self, context: TriggerContext, capped: bool) -> tuple[tuple[bytes, bytes], str]:
+    def _params(self, request: BatchRequest) -> tuple[bytes, str]:
+        """A request's serialised batch ``params`` and its betas: its context's frame with
+        the query spliced in, or (a template that adds per-query text) built for it."""
+        frame, betas = self._frame(request.context, request.capped)
+        if frame is not None:
+            return _splice(frame, request.query), betas
+        try:
+            live = self.backend.template(request.context).for_query(request.query).params
+        except HookFailed as exc:
+            raise BatchError(redact(str(exc))) from None
+        params = json.dumps(batch_params(live, request.capped), ensure_ascii=False)
+        return params.encode("utf-8"), betas
+
+    def _frame(
+        self, context: TriggerContext, capped: bool
+    ) -> tuple[tuple[bytes, bytes] | None, str]:
         """A context's batch ``params`` around the query, built once (and its betas): the
-        live request for a marker query, as :func:`batch_params` changes it."""
+        live request for a marker query, as :func:`batch_params` changes it (None: the
+        template adds per-query text, each request is built)."""
         key = (context, capped)
         if key not in self._frames:
             try:
                 template = self.backend.template(context)
+                if not template.fixed:
+                    self._frames[key] = (None, template.headers.get("anthropic-beta", ""))
+                    return self._frames[key]
                 params = template.for_query(MARKER).params
                 headers = template.headers
                 whole = json.dumps(batch_params(params, capped), ensure_ascii=False)

@@ -388,6 +388,10 @@ class RequestTemplate:
     request of tens of kilobytes is not copied or rebuilt per run.
     """
 
+    #: whether only the query differs from run to run (a batch then splices the query into
+    #: one serialised frame); a template that adds per-query text says False
+    fixed = True
+
     def __init__(
         self, params: dict[str, Any], headers: Mapping[str, str] | None = None, beta: bool = False
     ) -> None:
@@ -404,6 +408,11 @@ class RequestTemplate:
         assert self.path is not None  # checked when made
         params = _replaced(self.params, self.path, query)
         return ApiRequest(params, self.headers, self.beta)
+
+    def key_params(self) -> dict[str, Any]:
+        """The parameters the store keys the context's runs by: the request of an empty
+        query (what differs per query is keyed with the query)."""
+        return self.for_query("").params
 
     def size_with(self, query: str) -> int:
         """The request's size in bytes, as sent, without building it (the estimates)."""
