@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.model.stats import wilson
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ class CrowdPoint:
     wanted: int  # should trigger, with a verdict
     false_alarms: int  # should not trigger, and did
     listed: str  # full, cut, bare or unlisted
+    confidence: float = DEFAULT_CONFIDENCE  # the session's: its intervals' level
 
     @property
     def recall(self) -> float | None:
@@ -39,10 +41,11 @@ class CrowdPoint:
         return self.hits / triggered if triggered else None
 
     def intervals(self) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
-        """Recall's and precision's 95% Wilson intervals (None: nothing to measure)."""
-        recall = wilson(self.hits, self.wanted) if self.wanted else None
+        """Recall's and precision's Wilson intervals at the session's confidence (None:
+        nothing to measure)."""
+        recall = wilson(self.hits, self.wanted, self.confidence) if self.wanted else None
         triggered = self.hits + self.false_alarms
-        precision = wilson(self.hits, triggered) if triggered else None
+        precision = wilson(self.hits, triggered, self.confidence) if triggered else None
         return recall, precision
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,6 +57,7 @@ class CrowdPoint:
             "precision": _rounded(self.precision),
             "precision_interval": [round(x, 4) for x in precision] if precision else None,
             "listed": self.listed,
+            "confidence": self.confidence,
         }
 
 
@@ -76,7 +80,8 @@ class CrowdCurve:
         """The curve in one terminal line."""
         on = f" on {self.model}" if self.model else ""
         parts = [_point_text(p) for p in self.points]
-        return f"skilltrigger: {self.skill}{on} in a crowd: " + "; ".join(parts)
+        level = f"; {self.points[0].confidence:.0%} intervals" if self.points else ""
+        return f"skilltrigger: {self.skill}{on} in a crowd: " + "; ".join(parts) + level
 
 
 def crowd_curves(skills: Sequence[SkillReport]) -> list[CrowdCurve]:
@@ -99,8 +104,10 @@ def _point(skill: SkillReport) -> CrowdPoint:
     results = [r for r in skill.results.results() if r.passed is not None]
     hits = sum(1 for r in results if r.should_trigger and r.passed)
     wanted = sum(1 for r in results if r.should_trigger)
-    false_alarms = sum(1 for r in results if not r.should_trigger and not r.passed)
-    return CrowdPoint(skill.crowd or 0, hits, wanted, false_alarms, skill.listed)
+    # should not trigger, and did (a borderline one is undecided, not an alarm)
+    false_alarms = sum(1 for r in results if not r.should_trigger and r.verdict == "triggered")
+    confidence = results[0].rule.confidence if results else DEFAULT_CONFIDENCE
+    return CrowdPoint(skill.crowd or 0, hits, wanted, false_alarms, skill.listed, confidence)
 
 
 def _point_text(point: CrowdPoint) -> str:
