@@ -71,7 +71,7 @@ def unreachable(rounds: Sequence[Sequence[QueryResult]]) -> tuple[Unreachable, .
             continue
         if wanted and all(r.triggers == 0 for r in measured):
             found.append(Unreachable(query, True, _counts(measured)))
-        elif not wanted and all(r.verdict == "triggered" for r in measured):
+        elif not wanted and all(r.triggers == r.runs_made for r in measured):
             found.append(Unreachable(query, False, _counts(measured)))
     return tuple(found)
 
