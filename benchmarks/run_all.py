@@ -19,7 +19,16 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHES = ("throughput", "client_cpu", "curtailment", "store", "load", "client_call", "batch")
+BENCHES = (
+    "throughput",
+    "client_cpu",
+    "curtailment",
+    "store",
+    "load",
+    "client_call",
+    "batch",
+    "contexts",
+)
 CLI_BENCHES = ("local_latency", "official_runner")
 
 
