@@ -161,10 +161,10 @@ def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
 
 def extra_skill_paths(config: pytest.Config) -> list[str]:
     """The folders of ``--trigger-extra-skills`` (else the ini key's, relative to the ini
-    file), absolute."""
+    file), absolute; ``~`` is the user's home (the shell leaves it after ``=``)."""
     opt = option("--trigger-extra-skills")
     given = config.getoption(opt.dest) or config.getini(opt.dest)
-    return [os.path.abspath(str(p)) for p in given or []]
+    return [os.path.abspath(os.path.expanduser(str(p))) for p in given or []]
 
 
 def outputs_fields(config: pytest.Config) -> dict[str, Any]:

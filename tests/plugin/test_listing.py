@@ -156,3 +156,19 @@ def test_past_the_models_listing_budget_a_skill_is_listed_by_name_alone(
     pytester.runpytest_subprocess(*args, "--trigger-model=claude-sonnet-5-5")
     assert bare_names(fake_api.requests[-1]) == []
     assert json.loads(out.read_text())["skills"][0]["listed"] == "full"
+
+
+def test_extra_skills_under_the_home_folder_are_found_by_a_tilde(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--trigger-extra-skills=~/.claude/skills`` as the docs write it: the shell leaves
+    the ``~`` after ``=``, the plugin reads it as the home folder."""
+    project = pytester.path / "skills"
+    write_skill(project, "sheets", "Tidy spreadsheets.", [{"query": "q", "should_trigger": True}])
+    write_skill(pytester.path / "home" / ".claude" / "skills", "sheets", "Another sheets skill.")
+    monkeypatch.setenv("HOME", str(pytester.path / "home"))
+    result = pytester.runpytest_subprocess(
+        *plugin_args(project), "--trigger-extra-skills=~/.claude/skills"
+    )
+    result.stderr.fnmatch_lines(["ERROR: --trigger-extra-skills: installs a skill named 'sheets'*"])
+    assert fake_api.stats["calls"] == 0
