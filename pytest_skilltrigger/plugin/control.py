@@ -24,6 +24,7 @@ from pytest_skilltrigger.plugin.xdist import (
     LIMITS_KEY,
     LOAD_KEY,
     RUNS_AHEAD_KEY,
+    SPENT_KEY,
     RunsAheadFile,
     SharedLimitsFile,
 )
@@ -235,8 +236,12 @@ class DistControl(Controlling):
     def worker_input(self) -> dict[str, Any]:
         """What each worker is told: how xdist distributes (a worker's own ``--dist`` reads
         "no": the queue peek must know about ``worksteal``), where the shared rate limits
-        and the runs made ahead (``--trigger-batch``) will be."""
+        and the runs made ahead (``--trigger-batch``) will be, and what this process spent
+        already."""
         told: dict[str, Any] = {DIST_KEY: self.config.getoption("dist", "load")}
+        engine = self.session_engine.started
+        if engine is not None:  # the controls and drafts were paid from the same budget
+            told[SPENT_KEY] = engine.guard.spent_usd
         if self.limits_file is not None:
             told[LIMITS_KEY] = self.limits_file.path
         if self.runs_ahead_file is not None:

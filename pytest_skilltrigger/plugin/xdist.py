@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 DIST_KEY = "skilltrigger_dist"  # the controller's --dist (xdist sets a worker's own to "no")
 RUNS_AHEAD_KEY = "skilltrigger_runs_ahead"  # where the controller's runs made ahead will be
 LIMITS_KEY = "skilltrigger_rate_limits"  # the file of the rate limits the workers share
+SPENT_KEY = "skilltrigger_spent_usd"  # what the controller spent before the workers start
 # workeroutput key
 LOAD_KEY = "skilltrigger_load"  # how many CLI runs the worker kept in flight
 
@@ -117,7 +118,8 @@ def share_of(workerinput: dict[str, Any]) -> ProcessShare:
     workerid = str(workerinput.get("workerid", "gw0"))
     index = int(workerid[2:]) if workerid[2:].isdigit() else 0
     count = max(1, int(workerinput.get("workercount", 1)))
-    return ProcessShare(index, count, workerinput.get(LIMITS_KEY))
+    spent = float(workerinput.get(SPENT_KEY) or 0.0)
+    return ProcessShare(index, count, workerinput.get(LIMITS_KEY), spent)
 
 
 # -- the worker's queue ------------------------------------------------------------------

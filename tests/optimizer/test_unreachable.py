@@ -52,7 +52,7 @@ def test_the_proposer_is_told_not_to_chase_them() -> None:
 
 
 def test_a_should_not_query_that_did_not_always_trigger_is_reachable() -> None:
-    """"Always did" is every run, as "never did" is no run: a should-not query judged
+    """ "Always did" is every run, as "never did" is no run: a should-not query judged
     triggered at 4 of 6 in each round is not named (a description might still win it)."""
     mostly = [[result(GREEDY, False, 4)] for _ in range(3)]
     assert unreachable(mostly) == ()

@@ -87,3 +87,21 @@ def test_a_session_whose_every_run_errors_stops_with_one_message(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*the control query * did not run: *500*"])
     assert set(queries_sent(fake_api)) <= {POSITIVE, NEGATIVE}
+
+
+def test_under_xdist_the_controls_spend_comes_off_the_workers_budget(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """The controls run in the controller before the workers start; the session's budget
+    is one, so what they cost is not the workers' to spend again."""
+    out = tmp_path / "out.json"
+    make_skill(pytester.path, [(f"merge these {n} pdf files into one", True) for n in range(8)])
+    run(pytester, f"--trigger-json={out}")
+    totals = json.loads(out.read_text())["totals"]["by_phase"]
+    controls = totals["controls"]["cost_usd"]
+    assert totals["items"]["cost_usd"] > controls  # the items alone would pass the budget
+    budget = controls * 4  # room for the controls, and for most items but not all
+    run(pytester, "-n", "2", f"--trigger-budget-usd={budget:.8f}", f"--trigger-json={out}")
+    report = json.loads(out.read_text())
+    assert report["totals"]["by_phase"]["controls"]["calls"] > 0
+    assert report["totals"]["cost_usd"] <= budget * 1.01  # one budget, the controls in it

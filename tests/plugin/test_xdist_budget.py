@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from pytest_skilltrigger.plugin.xdist import SPENT_KEY, share_of
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import make_skill, plugin_args
 
@@ -29,3 +30,12 @@ def test_budget_is_per_session_under_xdist(
     assert spent["cost_usd"] <= budget * 1.01  # three workers, one budget
     assert spent["skipped"] >= 4 and spent["calls"] <= 8
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
+
+
+def test_a_workers_share_is_of_the_budget_the_controller_left() -> None:
+    """What the controller spent before the workers started (controls, drafts) crosses in
+    their input, and each worker's part is of what is left."""
+    share = share_of({"workerid": "gw1", "workercount": 2, SPENT_KEY: 0.25})
+    assert share.part_of_budget(1.0) == 0.375
+    assert share_of({"workerid": "gw1", "workercount": 2}).part_of_budget(1.0) == 0.5
+    assert share_of({"workerid": "gw0", "workercount": 2, SPENT_KEY: 2.0}).part_of_budget(1.0) == 0
