@@ -2,9 +2,9 @@
 
 Every module that imports pytest lives in this subpackage. The configure hook registers one
 plugin object for the session (:mod:`.session`), which hands each hook to this process's
-strategy (:mod:`.strategies`), and the plugins the strategy needs beside it: the terminal
-reporter, pytest-html's columns, xdist's controller hooks. The functions here are only the
-hooks that must exist before those do.
+strategy (:mod:`.strategy`, :mod:`.control`), and the plugins the strategy needs beside it:
+the terminal reporter, pytest-html's columns, xdist's controller hooks. The functions here
+are only the hooks that must exist before those do.
 """
 
 from __future__ import annotations
@@ -23,9 +23,6 @@ PLUGIN = "skilltrigger-session"
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    # deferred: the entry point loads in every pytest run, before any option is known; the
-    # rest of the plugin loads in the hooks that need it
-
     pluginmanager.add_hookspecs(hookspecs)
 
 

@@ -92,8 +92,8 @@ class Controlling(Strategy):
         a session that cannot see a trigger stops here, before the items' spend."""
         super().start(session)
         engine = self.session_engine.started
-        if engine is None or engine.no_backend:
-            return
+        if engine is None or engine.no_backend or not self.skills.targets:
+            return  # (drafts may start the engine and still leave no skill to test)
         models = self.setup.settings.models or (None,)
         first = self.skills.targets[0].context()
         problem = engine.check_controls([first.on_model(m) for m in models])

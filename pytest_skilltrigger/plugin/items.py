@@ -397,7 +397,8 @@ class TriggerItem(SamplingItem):
         if result.passed:
             return None
         listed = None
-        context = self.target.context()
+        # the context this item sampled: a name resolves against its crowd's listing
+        context = item_context(self.target, self.entry, self.model, self.crowd, self.mode)
         if self.config.get_verbosity() > 0:  # the skill's summary names it once otherwise
             listed = context.tested.line if context.model_invocable else None
         # the name the runs' choices are read against (a subfolder's skill's may be scoped)

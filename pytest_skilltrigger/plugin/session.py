@@ -1,7 +1,7 @@
 """The plugin object: one per session, registered at configure. Its methods are the hooks
-every process needs, and each hands its work to the process's strategy (:mod:`.strategies`);
-the terminal is the reporter's (:mod:`.reporter`), xdist's controller hooks another plugin's
-(:mod:`.xdist`).
+every process needs, and each hands its work to the process's strategy (:mod:`.strategy`,
+:mod:`.control`); the terminal is the reporter's (:mod:`.reporter`), xdist's controller hooks
+another plugin's (:mod:`.xdist`).
 """
 
 from __future__ import annotations
