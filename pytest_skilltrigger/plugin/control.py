@@ -275,9 +275,16 @@ class DistControl(Controlling):
         try:
             super().finish(session)
         finally:
-            for shared in (self.runs_ahead_file, self.limits_file):
-                if shared is not None:
-                    shared.remove()
+            self._remove_shared()
+
+    def abandon(self) -> None:
+        super().abandon()
+        self._remove_shared()
+
+    def _remove_shared(self) -> None:
+        for shared in (self.runs_ahead_file, self.limits_file):
+            if shared is not None:
+                shared.remove()
 
     def _worker_results(self) -> TakeWorkerResult:
         return self._take_worker_result

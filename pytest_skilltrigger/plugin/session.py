@@ -30,7 +30,11 @@ class SkillTriggerPlugin:
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers and pytest's header
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        self.strategy.start(session)
+        try:
+            self.strategy.start(session)
+        except BaseException:  # pytest then skips sessionfinish: let nothing run on or stay
+            self.strategy.abandon()
+            raise
 
     def pytest_collect_file(
         self, file_path: Any, parent: pytest.Collector

@@ -88,6 +88,11 @@ class Strategy:
     def finish(self, session: pytest.Session) -> None:
         """The end of this process's part of the session."""
 
+    def abandon(self) -> None:
+        """A session that stopped before its items (a control failed, bad input): stop
+        sampling and remove what was made for the items."""
+        self.session_engine.close()
+
 
 def item_runner_for(strategy: Strategy, **how: Any) -> ItemRunner:
     """An item runner for the strategy's skills and engine (``how``: its keywords)."""

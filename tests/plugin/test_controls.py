@@ -105,3 +105,20 @@ def test_under_xdist_the_controls_spend_comes_off_the_workers_budget(
     report = json.loads(out.read_text())
     assert report["totals"]["by_phase"]["controls"]["calls"] > 0
     assert report["totals"]["cost_usd"] <= budget * 1.01  # one budget, the controls in it
+
+
+def test_a_failed_control_under_xdist_leaves_nothing_behind(
+    pytester: pytest.Pytester,
+    fake_api: FakeMessagesAPI,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pytest skips the session's finish after an error at its start: the folders made for
+    the workers (the rate limits they share) are removed all the same."""
+    fake_api.script(POSITIVE, ["text"] * 10)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(temp))
+    result = run(pytester, "-n", "2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not [p.name for p in temp.iterdir() if p.name.startswith("skilltrigger-")]
