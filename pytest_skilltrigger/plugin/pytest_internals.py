@@ -26,6 +26,7 @@ __all__ = [
     "setup_from_args",
     "warn_at_file",
     "xdist_supported",
+    "xdist_pending",
     "xdist_worker_queue",
 ]
 
@@ -128,3 +129,10 @@ def xdist_worker_queue(config: pytest.Config) -> Any:
         if queue is not None and hasattr(queue, "lock"):
             return queue
     return None
+
+
+def xdist_pending(queue: Any) -> list[int]:
+    """The indices of the items a worker's queue (:func:`xdist_worker_queue`) still holds,
+    read under its lock (its other entries are xdist's own markers)."""
+    with queue.lock() as pending:
+        return [i for i in pending if isinstance(i, int)]

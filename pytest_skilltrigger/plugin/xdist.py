@@ -133,8 +133,7 @@ def upcoming_items(item: pytest.Item) -> list[pytest.Item]:
     if queue is None:
         return []
     session = item.session
-    with queue.lock() as pending:
-        indices = [i for i in pending if isinstance(i, int)]
+    indices = pytest_internals.xdist_pending(queue)
     return [session.items[i] for i in indices if i < len(session.items)]
 
 

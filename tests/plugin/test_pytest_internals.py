@@ -74,6 +74,7 @@ def test_a_worker_finds_its_queue(pytester: pytest.Pytester) -> None:
                 assert queue is not None
                 with queue.lock() as pending:
                     list(pending)
+                assert all(isinstance(i, int) for i in pytest_internals.xdist_pending(queue))
                 session.config.stash_found = True
         """
     )
