@@ -25,8 +25,8 @@ __all__ = [
     "line_in_progress",
     "setup_from_args",
     "warn_at_file",
-    "xdist_supported",
     "xdist_pending",
+    "xdist_supported",
     "xdist_worker_queue",
 ]
 
