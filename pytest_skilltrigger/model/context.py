@@ -377,7 +377,7 @@ class TriggerContext:
         one name the first in that order is listed (a user's skill before the project's, a
         project skill before a command, a plugin's command before its skill); of two in the
         same place, the tested skill, then its siblings, then the session's others."""
-        candidates = self.folder_skills() if self._listed_at_start else []
+        candidates = self.folder_skills() if not self.found_by_read else []
         farther = self.subfolder.root_skills if self.subfolder is not None else ()
         candidates += farther
         candidates += [s for s in self.installed if s.command or s.name != self.skill_name]
@@ -387,10 +387,10 @@ class TriggerContext:
         return list(listed.values())
 
     @property
-    def _listed_at_start(self) -> bool:
-        """Whether the skill's folder is listed in the first request (not a subfolder found
-        only after a Read)."""
-        return self.subfolder is None or self.subfolder.started_in
+    def found_by_read(self) -> bool:
+        """Whether the skill's folder is a subfolder found only after a Read of a file there
+        (not listed in the first request)."""
+        return self.subfolder is not None and not self.subfolder.started_in
 
     def folder_skills(self) -> list[ListedSkill]:
         """The tested skill (when listed) and its siblings."""
@@ -410,7 +410,7 @@ class TriggerContext:
     def _discovered(self) -> tuple[ListedSkill, ...]:
         """The skills found, worked out once: every run's outcome resolves its call
         against them."""
-        if self.subfolder is None or self._listed_at_start:
+        if self.subfolder is None or self.subfolder.started_in:
             return ()
         folder = self.subfolder.folder
         taken = {s.name for s in self._listing}

@@ -17,18 +17,16 @@ so a listing without them is not the one users have. Read as the pinned CLI read
 from __future__ import annotations
 
 import os
-import re
 
 from pytest_skilltrigger.model.context import PROJECT, ListedSkill
 from pytest_skilltrigger.skills.cli_frontmatter import disables_model
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
-from pytest_skilltrigger.skills.skill import read_cli_file
+from pytest_skilltrigger.skills.skill import SHOWN_NAME_RE, read_cli_file
 from pytest_skilltrigger.support.paths import SKILL_FILE
 
 COMMANDS_FOLDER = "commands"
 PROJECT_COMMANDS = os.path.join(".claude", COMMANDS_FOLDER)
 NO_TEXT = "Custom command"  # what a project's command without any text is listed with
-_SHOWN = re.compile(r"^[^\s:]+$")  # a frontmatter name the CLI shows: no spaces or colons
 
 
 def project_of(skills_folder: str) -> str | None:
@@ -72,7 +70,11 @@ def read_command(path: str, name: str, group: int, plugin: str | None) -> Listed
     alias = None
     if plugin is not None:
         shown = reading.mapping.get("name")
-        if isinstance(shown, str) and _SHOWN.match(shown) and shown != name.rpartition(":")[2]:
+        if (
+            isinstance(shown, str)
+            and SHOWN_NAME_RE.match(shown)
+            and shown != name.rpartition(":")[2]
+        ):
             alias = f"{plugin}:{shown}"
     full = f"{plugin}:{name}" if plugin is not None else name
     return ListedSkill(full, description, when_to_use, text, alias=alias, group=group, command=True)

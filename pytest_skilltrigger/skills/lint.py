@@ -20,7 +20,6 @@ from typing import Any
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
 
 LONG_QUERY = 4000  # characters: past this a query is a pasted document, not a request
-LINT_MODES = ("warn", "error", "off")
 _SPACE = re.compile(r"\s+")
 _PUNCTUATION = str.maketrans("", "", string.punctuation + "“”‘’«»¿¡…")
 

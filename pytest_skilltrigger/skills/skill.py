@@ -53,7 +53,7 @@ ALLOWED_KEYS = (
 )
 _NAME_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 # a frontmatter name the CLI shows beside the folder's: one without spaces or colons
-_SHOWN_NAME_RE = re.compile(r"^[^\s:]+$")
+SHOWN_NAME_RE = re.compile(r"^[^\s:]+$")
 # ``paths`` patterns the CLI treats as "every file": such a skill is listed
 _EVERY_PATH = ("", "**")
 
@@ -151,7 +151,7 @@ def _name_from(frontmatter: dict[str, Any], folder_name: str, where: str) -> tup
     if value is None or value == "":
         return folder_name, []
     text = js_string(value)  # a number is shown as JavaScript writes it
-    if isinstance(value, (dict, list)) or not _SHOWN_NAME_RE.match(text):
+    if isinstance(value, (dict, list)) or not SHOWN_NAME_RE.match(text):
         return folder_name, [
             f"{where}: Claude Code does not show the frontmatter name {text!r} (a name has no "
             f"spaces or colons); the skill is listed as {folder_name!r}"

@@ -92,6 +92,7 @@ class ClaudeCodeBackend:
         # else its default, which only the version pins (the store key says so) and the
         # first run's init event names (then ``model`` names it, and prices use it).
         self._model_arg = model or None
+        self._keys: dict[TriggerContext, str] = {}  # each context's store key, made once
         resolved = model or os.environ.get("ANTHROPIC_MODEL") or None
         self.key_model = resolved or "cli-default"
         self.model = resolved or DEFAULT_MODEL
@@ -150,12 +151,17 @@ class ClaudeCodeBackend:
         return done.stdout.split()[0]
 
     def context_key(self, context: TriggerContext) -> str:
-        return context.key(
-            backend=self.name,
-            model=self.key_model,
-            cli_version=self.cli_version,
-            workspace=WORKSPACE_LAYOUT,
-        )
+        """The context's store key, worked out once (every run of it names its process by
+        it, and a crowd's key hashes a long listing)."""
+        key = self._keys.get(context)
+        if key is None:
+            key = self._keys[context] = context.key(
+                backend=self.name,
+                model=self.key_model,
+                cli_version=self.cli_version,
+                workspace=WORKSPACE_LAYOUT,
+            )
+        return key
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:
         """What one run is expected to cost before it starts: the CLI's own prompt and tools
@@ -197,7 +203,7 @@ class ClaudeCodeBackend:
             outcome = self._outcome(started.cli.ask(query), context)
             # a process that did not settle (timeout, crash, an error) takes no other query
             # a process that found a subfolder's skills would list them from the start
-            fresh = context.subfolder is None or context.subfolder.started_in
+            fresh = not context.found_by_read
             kept = fresh and started.cli.reusable and self._pool.give_back(started)
             return outcome
         finally:
@@ -268,7 +274,7 @@ class ClaudeCodeBackend:
         """How a context's CLI starts: in its folder (a subfolder asked for), and letting the
         Read that finds a subfolder's skills through."""
         sub = context.subfolder
-        passes = sub.read_path if sub is not None and not sub.started_in else None
+        passes = sub.read_path if sub is not None and context.found_by_read else None
         folder = session_folder(run_dir, context)
         return CliCall(command, folder, env, timeout or self.timeout, passes)
 
@@ -291,8 +297,7 @@ class ClaudeCodeBackend:
     ) -> list[str]:
         """A trigger run's arguments for ``context``: its plugins, the history it resumes,
         the permission mode it runs in."""
-        sub = context.subfolder
-        turns = 2 if sub is not None and not sub.started_in else 1  # the Read, then the choice
+        turns = 2 if context.found_by_read else 1  # the Read, then the choice
         command = self._command(
             plugins=plugins, resume=_session_file(run_dir, context), turns=turns
         )

@@ -191,9 +191,7 @@ def _install_command(run_dir: Path, command: ListedSkill, plugins: dict[int, Pat
     """Write a command as its file (``sub:deploy`` as ``commands/sub/deploy.md``), as it is:
     the CLI reads it by its own rules. One whose name could leave its folder is left out."""
     parts = command.name.split(":")[1 if command.plugin else 0 :]
-    if not all(
-        part not in ("", ".", "..") and "/" not in part and "\0" not in part for part in parts
-    ):
+    if not all(_safe_part(part) for part in parts):
         return
     if command.group == USER:
         folder = run_dir / "config" / "commands"
