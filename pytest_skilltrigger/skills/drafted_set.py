@@ -139,8 +139,8 @@ def _quotes(query: str, description: str) -> bool:
     return any(f" {run} " in asked for run in runs)
 
 
-def _entry_problem(n: int, item: Any, seen: set[str], description: str) -> str | None:
-    """What is wrong with the ``n``-th entry of an answer (None: nothing)."""
+def _checked_entry(n: int, item: Any, seen: set[str], description: str) -> DraftedEntry | str:
+    """The ``n``-th entry of an answer, or what is wrong with it."""
     if not (
         isinstance(item, dict)
         and isinstance(item.get("query"), str)
@@ -154,24 +154,22 @@ def _entry_problem(n: int, item: Any, seen: set[str], description: str) -> str |
         return f"entry {n} repeats an earlier query: {query[:60]!r}"
     if _quotes(query, description):
         return f"entry {n} quotes the description: {query[:60]!r}"
-    return _history_problem(n, item)
+    history, problem = _history_of(n, item)
+    return problem or DraftedEntry(query, item["should_trigger"], history)
 
 
-def _history_problem(n: int, item: dict[str, Any]) -> str | None:
-    """What is wrong with an entry's history (None: it has none, or a usable one): turns
-    that replay, ending with the assistant's answer before the request."""
+def _history_of(n: int, item: dict[str, Any]) -> tuple[str | None, str | None]:
+    """An entry's history (None: it has none) and what is wrong with it (None: nothing):
+    turns that replay, ending with the assistant's answer before the request."""
     if "history_file" in item:
-        return f"entry {n} names a history file; a drafted entry carries its turns"
-    if "history" not in item:
-        return None
+        return None, f"entry {n} names a history file; a drafted entry carries its turns"
     try:
         text = read_entry_history(item, "the draft", f"entry {n}")
     except InputError as exc:
-        return exc.problem
-    assert text is not None
-    if turns_of(text)[-1]["role"] != "assistant":
-        return f"entry {n}: its history must end with the assistant's answer"
-    return None
+        return None, exc.problem
+    if text is not None and turns_of(text)[-1]["role"] != "assistant":
+        return None, f"entry {n}: its history must end with the assistant's answer"
+    return text, None
 
 
 @dataclass(frozen=True)
@@ -206,15 +204,14 @@ def check_answer(data: Any, description: str, known: Sequence[str] = ()) -> Chec
     have = {_normalised(q) for q in known}
     seen: set[str] = set()
     for n, item in enumerate(data, 1):
-        problem = _entry_problem(n, item, seen, description)
-        if problem is not None:
-            problems.append(problem)
-        elif _normalised(item["query"]) in have:
-            repeats.append(item["query"].strip())
+        checked = _checked_entry(n, item, seen, description)
+        if isinstance(checked, str):
+            problems.append(checked)
+        elif _normalised(checked.query) in have:
+            repeats.append(checked.query)
         else:
-            seen.add(_normalised(item["query"]))
-            history = read_entry_history(item, "the draft", f"entry {n}")
-            entries.append(DraftedEntry(item["query"].strip(), item["should_trigger"], history))
+            seen.add(_normalised(checked.query))
+            entries.append(checked)
     if not FEWEST <= len(data) <= MOST:
         problems.append(f"{len(data)} entries; {FEWEST} to {MOST} are wanted")
     mid = sum(e.history is not None for e in entries)
