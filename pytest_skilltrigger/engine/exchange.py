@@ -9,6 +9,7 @@ needs it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from pytest_skilltrigger.engine.session import TriggerSession
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import Calls
 
+LIMITS_EVERY = 1.0  # seconds between reads of the workers' shared limits
+
 
 class SessionExchange:
     """One session's side of the exchange between its processes."""
@@ -25,10 +28,24 @@ class SessionExchange:
     def __init__(self, session: TriggerSession) -> None:
         self.session = session
         self._announced: set[str] = set()  # the model classes whose limits were said
+        self._limits_read = -LIMITS_EVERY  # when the shared limits were last read
+        self._told_spent_usd = 0.0  # what the workers were told at their start was spent
 
-    def new_limits(self, path: str) -> list[RateLimitNotice]:
+    def spent_before_workers(self) -> float:
+        """What the session spent before its workers start (the controls, drafts), which
+        their shares of the budget leave out; remembered, so the runs made ahead later
+        charge them only what came after."""
+        self._told_spent_usd = self.session.guard.spent_usd
+        return self._told_spent_usd
+
+    def new_limits(self, path: str, at_end: bool = False) -> list[RateLimitNotice]:
         """The rate limits the workers learnt since last asked (they have no terminal), a
-        notice each, read from the file they share."""
+        notice each, read from the file they share: at most every :data:`LIMITS_EVERY`
+        seconds (asked at every worker's result, and the workers pace under its lock)."""
+        now = time.monotonic()
+        if now - self._limits_read < LIMITS_EVERY and not at_end:
+            return []
+        self._limits_read = now
         notices = []
         for cls, limits in limits_known(FileLimits(path)).items():
             if cls not in self._announced:
@@ -56,7 +73,8 @@ class SessionExchange:
         """The runs made ahead here, for the processes that run the items, as JSON values:
         the runs, and what they cost against the budget."""
         return {
-            "spent_usd": self.session.guard.spent_usd,
+            # the workers' shares already left out what they were told at their start
+            "spent_usd": self.session.guard.spent_usd - self._told_spent_usd,
             "runs": [item.to_dict() for item in made],
         }
 

@@ -241,7 +241,7 @@ class DistControl(Controlling):
         told: dict[str, Any] = {DIST_KEY: self.config.getoption("dist", "load")}
         engine = self.session_engine.started
         if engine is not None:  # the controls and drafts were paid from the same budget
-            told[SPENT_KEY] = engine.guard.spent_usd
+            told[SPENT_KEY] = self.exchange.spent_before_workers()
         if self.limits_file is not None:
             told[LIMITS_KEY] = self.limits_file.path
         if self.runs_ahead_file is not None:
@@ -273,6 +273,8 @@ class DistControl(Controlling):
 
     def finish(self, session: pytest.Session) -> None:
         try:
+            if self.session_engine.started is not None:
+                self._say_new_limits(at_end=True)  # what the last second's results learnt
             super().finish(session)
         finally:
             self._remove_shared()
@@ -291,8 +293,11 @@ class DistControl(Controlling):
 
     def _take_worker_result(self, context_key: str | None, result: QueryResult, phase: str) -> None:
         self.exchange.take_worker_result(context_key, result, phase)
+        self._say_new_limits()
+
+    def _say_new_limits(self, at_end: bool = False) -> None:
         if self.limits_file is not None:
-            for notice in self.exchange.new_limits(self.limits_file.path):
+            for notice in self.exchange.new_limits(self.limits_file.path, at_end):
                 self.lines.notice(notice)
 
 

@@ -7,6 +7,9 @@ import json
 
 import pytest
 
+from pytest_skilltrigger.engine.exchange import SessionExchange
+from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.plugin.xdist import SPENT_KEY, share_of
 from tests.fake_messages_api import FakeMessagesAPI
 from tests.helpers import make_skill, plugin_args
@@ -39,3 +42,17 @@ def test_a_workers_share_is_of_the_budget_the_controller_left() -> None:
     assert share.part_of_budget(1.0) == 0.375
     assert share_of({"workerid": "gw1", "workercount": 2}).part_of_budget(1.0) == 0.5
     assert share_of({"workerid": "gw0", "workercount": 2, SPENT_KEY: 2.0}).part_of_budget(1.0) == 0
+
+
+def test_runs_made_ahead_charge_the_workers_only_what_came_after_their_start() -> None:
+    """The controls' spend is left out of the workers' shares when they start; the runs
+    made ahead later charge them what those runs cost, not the controls again."""
+    session = TriggerSession(Settings(cache_mode="off"))
+    try:
+        exchange = SessionExchange(session)
+        session.guard.charge(0.25)  # the controls
+        assert exchange.spent_before_workers() == 0.25
+        session.guard.charge(0.5)  # the batches made ahead
+        assert exchange.export_runs_ahead([])["spent_usd"] == 0.5
+    finally:
+        session.close()
