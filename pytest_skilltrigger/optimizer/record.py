@@ -124,10 +124,6 @@ class RoundsRecord:
     def running(self) -> bool:
         return not self.exit_reason
 
-    @property
-    def evaluated(self) -> tuple[RoundRecord, ...]:
-        return tuple(r for r in self.rounds if r.evaluated)
-
 
 def freeze_round(run: Optimization, it: Iteration) -> RoundRecord:
     """A round's record, its figures computed once."""

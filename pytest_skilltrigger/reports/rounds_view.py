@@ -119,8 +119,8 @@ def _grid(record: RoundsRecord) -> list[dict[str, Any]]:
     ]
     rows = []
     for split, entries, side in sides:
+        results = [getattr(it, side) for it in record.rounds]  # each round's, once a side
         for position, entry in enumerate(entries):
-            results = [getattr(it, side) for it in record.rounds]
             cells = [cell_of(r[position] if position < len(r) else None) for r in results]
             rows.append(
                 {
