@@ -26,7 +26,11 @@ def main() -> None:
     folder, model, calls, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     (target,) = load_targets([folder])
     template = builtin_template(target.context(), model)
-    bodies = [template.for_query(e.query).params for e in target.eval_set.entries]
+    # the bodies as the SDK takes them, made before the measured loop
+    bodies = [
+        {k: v for k, v in template.for_query(e.query).params.items() if k != "stream"}
+        for e in target.eval_set.entries
+    ]
     client = anthropic.Anthropic(max_retries=6, timeout=30.0)
     left = iter(range(calls))
     lock = threading.Lock()
@@ -37,8 +41,7 @@ def main() -> None:
                 n = next(left, None)
             if n is None:
                 return
-            params = {k: v for k, v in bodies[n % len(bodies)].items() if k != "stream"}
-            for _event in client.messages.create(**params, stream=True):
+            for _event in client.messages.create(**bodies[n % len(bodies)], stream=True):
                 pass
 
     pool = [threading.Thread(target=work) for _ in range(threads)]

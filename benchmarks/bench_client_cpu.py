@@ -47,13 +47,15 @@ from _common import (
 )
 from _common import fake_api as fake_server
 
+from tests.fake_messages_api import FakeMessagesAPI
+
 LOOP = Path(__file__).resolve().parent / "_sdk_loop.py"
 LATENCY = 0.25
 IN_FLIGHT = 16
 RUNS = 3
 
 
-def sdk_loop(api, skill: Path, calls: int) -> tuple[float, int]:  # type: ignore[no-untyped-def]
+def sdk_loop(api: FakeMessagesAPI, skill: Path, calls: int) -> tuple[float, int]:
     """CPU seconds and server-counted calls of one plain SDK loop making ``calls`` calls."""
     before, served = resource.getrusage(resource.RUSAGE_CHILDREN), api.stats["calls"]
     subprocess.run(
