@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pytest_skilltrigger.engine.load_governor import LoadReport
 from pytest_skilltrigger.model.outcome import QueryResult, routing_verdict
@@ -23,9 +23,6 @@ from pytest_skilltrigger.reports.routing_table import (
 from pytest_skilltrigger.reports.summary import SessionResults, Variant
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.routing_set import RoutingSet
-
-if TYPE_CHECKING:
-    from pytest_skilltrigger.engine.load_governor import LoadReport
 
 
 class Gathered:

@@ -54,7 +54,7 @@ class Controlling(Strategy):
 
     def __init__(self, setup: Setup, lines: TerminalLines) -> None:
         self.lines = lines
-        super().__init__(setup, SessionEngine(setup.config, setup, notices=lines.notice))
+        super().__init__(setup, SessionEngine(setup, notices=lines.notice))
         if self.skills.targets:
             self.end.check_inputs()
             for finding in self.end.lint:  # in the warnings summary too, at the eval file

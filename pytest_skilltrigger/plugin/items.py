@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.plugin.pytest_internals import TerminalRepr, TracebackStyle
     from pytest_skilltrigger.plugin.setup import SkillsInPlay
     from pytest_skilltrigger.skills.catalog import Target
-    from pytest_skilltrigger.skills.evalset import EvalEntry
     from pytest_skilltrigger.skills.routing_set import RoutingEntry, RoutingSet
 
 MARKER = "skill_trigger"

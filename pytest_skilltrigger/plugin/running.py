@@ -31,7 +31,7 @@ from pytest_skilltrigger.support.errors import InputError
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.context import TriggerContext
-    from pytest_skilltrigger.model.outcome import QueryResult, TriggerCheck
+    from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.plugin.setup import SessionEngine, Setup, SkillsInPlay
 
 #: the items this process will run after one, whose runs may start now

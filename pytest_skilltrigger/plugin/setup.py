@@ -144,13 +144,11 @@ class SessionEngine:
 
     def __init__(
         self,
-        config: pytest.Config,
         setup: Setup,
         *,
         share: Callable[[], ProcessShare] | None = None,
         notices: Callable[[Notice], None] | None = None,
     ) -> None:
-        self.config = config
         self.setup = setup
         self.share = share
         self.notices = notices
@@ -178,7 +176,7 @@ class SessionEngine:
     def _make_backend(
         self, name: str, settings: Settings, parts: BackendParts
     ) -> TriggerBackend | None:
-        made: TriggerBackend | None = self.config.hook.pytest_skilltrigger_make_backend(
+        made: TriggerBackend | None = self.setup.config.hook.pytest_skilltrigger_make_backend(
             name=name, settings=settings, parts=parts
         )
         return made

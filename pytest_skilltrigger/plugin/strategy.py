@@ -111,7 +111,7 @@ class DistWork(Strategy):
     def __init__(self, setup: Setup) -> None:
         self.workerinput: dict[str, Any] = getattr(setup.config, "workerinput", {})
         share = partial(share_of, self.workerinput)
-        super().__init__(setup, SessionEngine(setup.config, setup, share=share))
+        super().__init__(setup, SessionEngine(setup, share=share))
 
     @cached_property
     def runner(self) -> ItemRunner:
