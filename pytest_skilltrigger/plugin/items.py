@@ -182,12 +182,30 @@ class ItemAxes:
     def of(cls, settings: Settings) -> ItemAxes:
         return cls(tuple(settings.models), Crowd.of(settings), settings.more_modes)
 
-    def each(self) -> Iterator[tuple[str | None, int | None, str | None]]:
-        """Every (model, crowd size, mode) of an entry (None: the session's own)."""
-        for model in self.models or (None,):
-            for size in (None, *self.crowd.sizes):
-                for mode in (None, *self.modes):
-                    yield model, size, mode
+    def variants(self, target: Target) -> Iterator[ItemVariant]:
+        """Every item of a skill: each entry on each model (None: the session's one), alone
+        and among each crowd, in the session's mode and each other; the items collected and
+        the requests a controller makes ahead for them are these, named alike."""
+        for entry in target.eval_set.entries:
+            for model in self.models or (None,):
+                for size in (None, *self.crowd.sizes):
+                    for mode in (None, *self.modes):
+                        name = trigger_item_name(target, entry, model, size, mode)
+                        yield ItemVariant(name, entry, model, self.crowd.at(size), mode)
+
+
+@dataclass(frozen=True)
+class ItemVariant:
+    """One trigger item of a skill: its name, its entry and where it is asked."""
+
+    name: str
+    entry: EvalEntry
+    model: str | None
+    crowd: Crowd
+    mode: str | None
+
+    def context(self, target: Target) -> TriggerContext:
+        return item_context(target, self.entry, self.model, self.crowd, self.mode)
 
 
 def item_context(
@@ -277,21 +295,19 @@ class SkillFile(pytest.File):
         """One item per entry (and per model of a matrix), with the id of a parametrized
         test (``skill[params]``), so ``--lf``, ``--ff``, ``--sw``, ``--deselect`` and ``-k``
         treat it as one."""
-        for entry in self.target.eval_set.entries:
-            for model, size, mode in self.axes.each():
-                name = trigger_item_name(self.target, entry, model, size, mode)
-                yield TriggerItem.from_parent(
-                    self,
-                    name=name,
-                    nodeid=f"{self.nodeid}::{name}",  # parsed by pytest as name, params
-                    entry=entry,
-                    target=self.target,
-                    source=self.source,
-                    soft_misses=self.soft_misses,
-                    model=model,
-                    crowd=self.axes.crowd.at(size),
-                    mode=mode,
-                )
+        for variant in self.axes.variants(self.target):
+            yield TriggerItem.from_parent(
+                self,
+                name=variant.name,
+                nodeid=f"{self.nodeid}::{variant.name}",  # parsed by pytest as name, params
+                entry=variant.entry,
+                target=self.target,
+                source=self.source,
+                soft_misses=self.soft_misses,
+                model=variant.model,
+                crowd=variant.crowd,
+                mode=variant.mode,
+            )
 
 
 class SamplingItem(pytest.Item):
@@ -538,15 +554,7 @@ class SessionRequests:
     def _named(self, path: str, plan: SamplingPlan) -> dict[str, Request]:
         target = self.skills.by_skill_md.get(path)
         if target is not None:
-            return {
-                trigger_item_name(target, e, m, size, mode): (
-                    item_context(target, e, m, self.axes.crowd.at(size), mode),
-                    e,
-                    plan,
-                )
-                for e in target.eval_set.entries
-                for m, size, mode in self.axes.each()
-            }
+            return {v.name: (v.context(target), v.entry, plan) for v in self.axes.variants(target)}
         routing = self.skills.by_routing_path.get(path)
         if routing is None:
             return {}
