@@ -329,8 +329,9 @@ class TriggerContext:
         return replace(self, description=description)
 
     def on_model(self, model: str | None) -> TriggerContext:
-        """The same context on another model of the matrix."""
-        return replace(self, model=model)
+        """The same context on another model of the matrix (itself on its own model: what
+        it worked out once, its listing, stays with it)."""
+        return self if model == self.model else replace(self, model=model)
 
     def in_mode(self, mode: str | None) -> TriggerContext:
         """The same context in another permission mode of a matrix (None: its own)."""
