@@ -128,6 +128,7 @@ class SkillTriggerReporter:
         notes = [(s.skill_md, note) for s in listed if (note := reading_note(s))]
         return (
             self._header_lines()
+            + [f"skilltrigger: {note}" for note in skills.notes]
             + reading_lines(notes)
             + untested_lines([s.id for s in skills.untested])
             + not_collected_lines(not_collected, str(config.invocation_params.dir))
@@ -180,6 +181,49 @@ class SkillTriggerReporter:
     def pytest_report_collectionfinish(
         self, config: pytest.Config, start_path: Any, items: list[pytest.Item]
     ) -> list[str]:
+        """What the collection says beside pytest's count: the other tests collected with
+        the trigger items, the hint when nothing was, and the estimate again once the items
+        are known (see :meth:`_selected_estimate`)."""
+        # deferred: the items load the model layer, only with a skill in play
+        from pytest_skilltrigger.plugin.items import SamplingItem
+
+        selected = sum(isinstance(item, SamplingItem) for item in items)
+        if not items:
+            return self._nothing_collected(config)
+        lines = []
+        others = len(items) - selected
+        if selected and others:
+            tests = "test" if others == 1 else "tests"
+            lines.append(
+                f"skilltrigger: {others} other {tests} collected beside {selected} trigger "
+                "items (-m skill_trigger runs the trigger items alone)"
+            )
+        return lines + self._selected_estimate(config, items, selected)
+
+    def _nothing_collected(self, config: pytest.Config) -> list[str]:
+        """A run that collected nothing at all in a folder with skills below it: one line on
+        what to run (a plain ``pytest`` at a project's root collects no skill)."""
+        if self.source.setup.selection.paths:
+            return []
+        # deferred: the selection's walk, only when nothing was collected
+        from pytest_skilltrigger.support.paths import skill_folders
+
+        here = str(config.invocation_params.dir)
+        try:
+            count = sum(1 for _ in skill_folders(here))
+        except OSError:
+            return []
+        if not count:
+            return []
+        skills = "skill" if count == 1 else "skills"
+        return [
+            f"skilltrigger: no test collected; {count} {skills} below this folder: run "
+            "pytest --skill-path=. (or name a skill's folder)"
+        ]
+
+    def _selected_estimate(
+        self, config: pytest.Config, items: list[pytest.Item], selected: int
+    ) -> list[str]:
         """The estimate again once the items are known, when it differs from the header's:
         for the items ``-k``, ``--ignore`` or a node id selected, or under ``-q``, which
         shows no header (the line is then the only word on the cost before any call)."""
@@ -187,9 +231,8 @@ class SkillTriggerReporter:
         if not self.source.skills.targets or engine is None or engine.no_backend:
             return []
         # deferred: the items load the model layer, only with a skill in play
-        from pytest_skilltrigger.plugin.items import SamplingItem, requests_of_items
+        from pytest_skilltrigger.plugin.items import requests_of_items
 
-        selected = sum(isinstance(item, SamplingItem) for item in items)
         planned = self._planned_items
         quiet = config.get_verbosity() < 0
         if not quiet and (planned is None or selected >= planned):

@@ -14,12 +14,14 @@ the plugin installed pays nothing. Only the skills in play are read, so a broken
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pytest
 
-from pytest_skilltrigger.support.paths import holds_skills, within
+from pytest_skilltrigger.support.paths import SKILL_FILE, holds_skills, within
 
 
 @dataclass(frozen=True)
@@ -70,22 +72,55 @@ def _ini_in_play(config: pytest.Config, given: list[str], ini: list[str]) -> lis
     return in_play
 
 
-def adjust_args(config: pytest.Config, selection: Selection) -> None:
-    """Add the selected skill folders to pytest's arguments where they are not covered."""
+def adjust_args(config: pytest.Config, selection: Selection, files: Sequence[str]) -> None:
+    """Add the files of the skills in play (each SKILL.md, each routing set) to pytest's
+    arguments where the command line does not name them. ``--skill-path`` alone collects
+    those files and nothing else: a repository's own tests, or a stray ``test_*.py`` in a
+    skill's folder, are not collected (name their folder to run them as well)."""
     is_explicit = explicit(config)
     if selection.given:
         args = list(config.args) if is_explicit else []
-        extra = selection.given
     elif selection.ini and not is_explicit:
         args = list(config.args)
-        extra = selection.ini
     else:
         return
     covered = arg_paths(args)
-    for path in extra:
+    for path in files:
         if not any(within(path, c) for c in covered):
             args.append(path)
     config.args[:] = args
+
+
+class OpenPaths:
+    """The way pytest's walk must take to reach the files of the skills in play: a skill
+    under ``.claude/skills`` (a monorepo's ``packages/foo/.claude/skills/bar``) is in a
+    folder that ``norecursedirs`` keeps pytest out of (``.*``). The folders on the way to a
+    file are entered whatever ``norecursedirs`` says; inside a folder it keeps pytest out
+    of, nothing else is collected."""
+
+    def __init__(self, files: Sequence[str], norecursedirs: Sequence[str]) -> None:
+        self.files = frozenset(files)
+        ways: set[str] = set()
+        for path in files:
+            folder = os.path.dirname(path)
+            while folder not in ways and folder != os.path.dirname(folder):
+                ways.add(folder)
+                folder = os.path.dirname(folder)
+        self.ways = frozenset(ways)
+        patterns = [p for p in norecursedirs if "/" not in p and os.sep not in p]
+        self.opened = tuple(
+            folder
+            for folder in sorted(ways)
+            if any(fnmatch.fnmatch(os.path.basename(folder), p) for p in patterns)
+        )
+
+    def ignored(self, path: str) -> bool | None:
+        """pytest's ``pytest_ignore_collect`` answer for ``path``: inside a folder opened for
+        a file, False on the way to it and True for anything else; None elsewhere (pytest
+        decides, ``--ignore`` included)."""
+        if not any(within(path, folder) for folder in self.opened):
+            return None
+        return path not in self.files and path not in self.ways
 
 
 def explicit(config: pytest.Config) -> bool:
@@ -95,10 +130,27 @@ def explicit(config: pytest.Config) -> bool:
     source = config.args_source
     if source == pytest.Config.ArgsSource.ARGS:
         return True
-    return (
-        source == pytest.Config.ArgsSource.INVOCATION_DIR
-        and config.invocation_params.dir != config.rootpath
-    )
+    if source != pytest.Config.ArgsSource.INVOCATION_DIR:
+        return False
+    here = config.invocation_params.dir
+    if here != config.rootpath:
+        return True
+    return config.inipath is None and is_skill_place(str(here))
+
+
+def is_skill_place(folder: str) -> bool:
+    """Whether ``folder`` is a skill's own folder or a folder of skills (``skills/``,
+    ``.claude/skills``): ``cd skills/pdf && pytest`` means that skill even in a repository
+    with no pytest ini file, where pytest takes the folder for its rootdir. A project's
+    root, which holds its skills further down, is neither: a plain ``pytest`` there
+    collects no skill."""
+    if os.path.isfile(os.path.join(folder, SKILL_FILE)):
+        return True
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return False
+    return any(os.path.isfile(os.path.join(folder, name, SKILL_FILE)) for name in names)
 
 
 def arg_paths(args: list[str]) -> list[str]:

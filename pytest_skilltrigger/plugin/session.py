@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_skilltrigger.plugin import wire
+from pytest_skilltrigger.plugin.selection import OpenPaths
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.model.outcome import TriggerCheck
@@ -27,6 +28,14 @@ class SkillTriggerPlugin:
         self.strategy = strategy
         skills = strategy.skills
         self._files = {*skills.by_skill_md, *skills.by_routing_path}  # the files of items
+        config = strategy.config
+        self._open = OpenPaths(skills.files, config.getini("norecursedirs"))
+
+    @pytest.hookimpl(tryfirst=True)  # before pytest's own norecursedirs answer
+    def pytest_ignore_collect(self, collection_path: Any) -> bool | None:
+        """Enter the folders on the way to the skills in play (``.claude`` among them),
+        whatever ``norecursedirs`` says, and nothing else inside them."""
+        return self._open.ignored(os.path.abspath(str(collection_path)))
 
     @pytest.hookimpl(tryfirst=True)  # before xdist starts its workers and pytest's header
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -87,6 +87,7 @@ class Setup:
             project=self.project,
             permission_mode=self.settings.first_mode,
             cwd=self.settings.cwd,
+            rootdir=str(self.config.rootpath),
         )
         return find_targets(paths, target_options)
 
@@ -104,9 +105,10 @@ class Setup:
                 tuple(found.missing),
                 tuple(found.not_collected),
                 tuple(routing),
+                found.notes,
             )
             _ = self.settings  # a skill is in play: the settings are checked now
-        adjust_args(self.config, self.selection)
+        adjust_args(self.config, self.selection, skills.files)
         return skills
 
 
@@ -120,12 +122,18 @@ class SkillsInPlay:
     untested: tuple[Skill, ...] = ()
     not_collected: tuple[NotCollected, ...] = ()
     routing_sets: tuple[RoutingSet, ...] = ()
+    notes: tuple[str, ...] = ()  # what the header says once about them
     by_skill_md: dict[str, Target] = field(init=False, compare=False, repr=False)
     by_routing_path: dict[str, RoutingSet] = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "by_skill_md", {t.skill.skill_md: t for t in self.targets})
         object.__setattr__(self, "by_routing_path", {r.path: r for r in self.routing_sets})
+
+    @property
+    def files(self) -> list[str]:
+        """The files pytest collects items from: each SKILL.md, each routing set."""
+        return [*self.by_skill_md, *self.by_routing_path]
 
     def routing_contexts(self, routing: RoutingSet) -> dict[str, TriggerContext]:
         """The contexts of the skills a routing set chooses among (its folder's)."""

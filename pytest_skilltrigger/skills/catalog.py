@@ -47,7 +47,7 @@ from pytest_skilltrigger.skills.plugin_eval.read import (
 from pytest_skilltrigger.skills.rivals import crowd_context
 from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
 from pytest_skilltrigger.skills.skill import Skill, read_skill
-from pytest_skilltrigger.skills.subfolders import check_cwd, subfolder_of
+from pytest_skilltrigger.skills.subfolders import check_cwd, rootdir_notes, subfolder_of
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within
 
@@ -217,6 +217,8 @@ class TargetOptions:
     permission_mode: str | None = None
     # --trigger-cwd: the subfolder whose skills are tested in a session started there
     cwd: str | None = None
+    # pytest's rootdir: a subfolder's project root where no folder above it holds .git
+    rootdir: str | None = None
 
 
 @dataclass(frozen=True)
@@ -228,6 +230,9 @@ class Found:
     targets: list[Target]
     missing: list[Skill]
     not_collected: list[NotCollected] = field(default_factory=list)
+    # what the header says once about the session's skills (a project root taken from
+    # pytest's rootdir)
+    notes: tuple[str, ...] = ()
 
 
 def load_targets(paths: Sequence[str], eval_set: str | None = None) -> list[Target]:
@@ -247,7 +252,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     skills = _unique_skills(paths)
     _check_options(options, skills)
     if options.cwd is not None:
-        options = replace(options, cwd=check_cwd(options.cwd, skills))
+        options = replace(options, cwd=check_cwd(options.cwd, skills, options.rootdir))
     read = _reader({skill.path: skill for skill in skills})
     session = SessionSkills.of(skills, read, paths)
     cases = _PluginCases(session)
@@ -266,7 +271,8 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     if missing and not targets and not options.draft_missing:
         raise _none_has_an_eval_set(missing, cases.not_collected)
     _check_clash(options.installed, targets)
-    return Found(targets, missing, cases.not_collected)
+    notes = tuple(rootdir_notes(skills, options.rootdir))
+    return Found(targets, missing, cases.not_collected, notes)
 
 
 def _none_has_an_eval_set(missing: Sequence[Skill], cases: Sequence[NotCollected]) -> InputError:
@@ -407,7 +413,7 @@ def _target(
         group=group,
         project=options.project,
         permission_mode=options.permission_mode,
-        subfolder=subfolder_of(skill, read, options.cwd),
+        subfolder=subfolder_of(skill, read, options.cwd, options.rootdir),
     )
     reason = target.start_context.unlisted_reason
     if reason and not skill.unlisted_reason:  # a command of its name shadows it

@@ -184,6 +184,12 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     if not os.path.isfile(skill_md):
         raise InputError(skill_md, "not found (a skill folder must hold SKILL.md)")
     raw, reading = read_cli_file(skill_md)
+    if reading.how == "none" and _opens_fence(reading.body):
+        raise InputError(
+            skill_md,
+            "frontmatter is not closed: no second '---' line after the first (Claude Code "
+            "would list the skill with '---' as its description); close it with a '---' line",
+        )
     description = reading.description
     described = description is not None
     if description is None:
@@ -204,6 +210,13 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     )
     all_warnings = [*reading_warnings(skill), *name_warnings, *validation_warnings(skill)]
     return dataclasses.replace(skill, warnings=tuple(all_warnings))
+
+
+def _opens_fence(text: str) -> bool:
+    """Whether a file the CLI found no frontmatter in starts with a ``---`` line: its
+    frontmatter was begun and never closed."""
+    first = text.removeprefix(BOM).split("\n", 1)[0]
+    return first.strip(JS_SPACE) == "---"
 
 
 def reading_warnings(skill: Skill) -> list[str]:

@@ -6,7 +6,8 @@ finds it when the model reads a file under the folder, and announces it then (se
 :class:`~pytest_skilltrigger.model.context.Subfolder`). So a subfolder's skill is tested
 after a Read of a file there, or (``--trigger-cwd``) in a session started in its folder.
 The project root is the nearest folder above the skill's folder that holds ``.git``: where
-a user of a monorepo starts Claude Code.
+a user of a monorepo starts Claude Code; in a checkout without one (an unpacked archive, a CI
+cache), pytest's rootdir when it lies above the folder.
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ def scope_folder(skill_path: str) -> str | None:
     return os.path.dirname(claude)
 
 
-def project_root(folder: str) -> str | None:
+def project_root(folder: str, rootdir: str | None = None) -> str | None:
     """The project root above ``folder``: the nearest folder strictly above it holding
-    ``.git``; None when ``folder`` is a root itself or no folder above it is one."""
+    ``.git``, else ``rootdir`` when it lies strictly above it; None when ``folder`` is a
+    root itself or no folder above it is one."""
     if os.path.exists(os.path.join(folder, ".git")):
         return None
     at = os.path.dirname(folder)
@@ -45,19 +47,43 @@ def project_root(folder: str) -> str | None:
         if os.path.exists(os.path.join(at, ".git")):
             return at
         at = os.path.dirname(at)
+    if rootdir is not None and folder.startswith(rootdir.rstrip(os.sep) + os.sep):
+        return rootdir
     return None
 
 
-def check_cwd(cwd: str, skills: list[Skill]) -> str:
+def rootdir_notes(skills: list[Skill], rootdir: str | None) -> list[str]:
+    """One line for the header naming the subfolders whose project root is pytest's
+    rootdir because no folder above them holds ``.git``."""
+    folders = sorted(
+        {
+            scope
+            for skill in skills
+            if (scope := scope_folder(skill.path)) is not None
+            and project_root(scope) is None
+            and project_root(scope, rootdir) is not None
+        }
+    )
+    if not folders or rootdir is None:
+        return []
+    shown = ", ".join(PurePath(os.path.relpath(f, rootdir)).as_posix() for f in folders)
+    return [
+        f"no .git above {shown}: its project root is pytest's rootdir ({rootdir}), where the "
+        "session starts"
+    ]
+
+
+def check_cwd(cwd: str, skills: list[Skill], rootdir: str | None = None) -> str:
     """The ``--trigger-cwd`` folder, absolute, once it is known to be a subfolder of a
     project holding some of the session's skills; InputError naming it otherwise."""
     folder = os.path.abspath(cwd)
     if not os.path.isdir(folder):
         raise InputError(folder, "--trigger-cwd: not a folder")
-    if project_root(folder) is None:
+    if project_root(folder, rootdir) is None:
         raise InputError(
             folder,
-            "--trigger-cwd: outside the project (no folder above it holds .git), or its root",
+            "--trigger-cwd: outside the project (no folder above it holds .git, and it is "
+            "not below pytest's rootdir), or its root",
         )
     if not any(scope_folder(s.path) == folder for s in skills):
         raise InputError(
@@ -67,13 +93,16 @@ def check_cwd(cwd: str, skills: list[Skill]) -> str:
 
 
 def subfolder_of(
-    skill: Skill, read: Callable[[str], Skill], cwd: str | None = None
+    skill: Skill,
+    read: Callable[[str], Skill],
+    cwd: str | None = None,
+    rootdir: str | None = None,
 ) -> Subfolder | None:
     """Where ``skill`` is offered when it lives in a subfolder of a project (None for a
     skill of the project root, a plugin's, or one outside any project): after a Read of a
     file there, or in a session started there when that folder is ``cwd``."""
     scope = scope_folder(skill.path)
-    root = project_root(scope) if scope is not None else None
+    root = project_root(scope, rootdir) if scope is not None else None
     if scope is None or root is None:
         return None
     folder = PurePath(os.path.relpath(scope, root)).as_posix()

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_skilltrigger.plugin.selection import (
+    OpenPaths,
     Selection,
     adjust_args,
     arg_paths,
@@ -59,6 +60,7 @@ def config(
         args_source=source,
         invocation_params=SimpleNamespace(dir=started_in or root),
         rootpath=root,
+        inipath=root / "pyproject.toml",
     )
 
 
@@ -178,41 +180,67 @@ def test_a_start_inside_a_skill_takes_that_skill(tree: Path) -> None:
     assert select(cfg, [], [p(tree, "skills")]).ini == [str(inside)]
 
 
-def test_adjust_args_without_explicit_paths_collects_only_the_given_skills(tree: Path) -> None:
+def md(root: Path, folder: str) -> str:
+    return p(root, f"{folder}/SKILL.md")
+
+
+def test_adjust_args_without_explicit_paths_collects_only_the_given_skills_files(
+    tree: Path,
+) -> None:
     cfg = config(tree, [p(tree, "tests")], Source.TESTPATHS)
     args = cfg.args
-    given = [p(tree, "vendor/skills/other")]
-    adjust_args(cfg, Selection(given, []))
-    assert cfg.args == given and cfg.args is args  # changed in place: pytest reads that list
+    files = [md(tree, "vendor/skills/other")]
+    adjust_args(cfg, Selection([p(tree, "vendor/skills/other")], []), files)
+    assert cfg.args == files and cfg.args is args  # changed in place: pytest reads that list
 
 
 def test_adjust_args_with_explicit_paths_adds_the_given_skills_not_covered(tree: Path) -> None:
     cfg = config(tree, [p(tree, "tests"), p(tree, "skills/group")])
     given = [p(tree, "skills/group/csv"), p(tree, "vendor/skills/other")]
-    adjust_args(cfg, Selection(given, [p(tree, "skills/group")]))
-    assert cfg.args == [p(tree, "tests"), p(tree, "skills/group"), p(tree, "vendor/skills/other")]
+    files = [md(tree, "skills/group/csv"), md(tree, "vendor/skills/other")]
+    adjust_args(cfg, Selection(given, [p(tree, "skills/group")]), files)
+    assert cfg.args == [p(tree, "tests"), p(tree, "skills/group"), files[1]]
 
 
 def test_adjust_args_adds_the_ini_skills_to_a_run_without_explicit_paths(tree: Path) -> None:
     cfg = config(tree, [p(tree, "tests")], Source.TESTPATHS)
-    adjust_args(cfg, Selection([], [p(tree, "skills")]))
-    assert cfg.args == [p(tree, "tests"), p(tree, "skills")]
+    adjust_args(cfg, Selection([], [p(tree, "skills")]), [md(tree, "skills/pdf")])
+    assert cfg.args == [p(tree, "tests"), md(tree, "skills/pdf")]
     covered = config(tree, [str(tree)], Source.INVOCATION_DIR)
-    adjust_args(covered, Selection([], [p(tree, "skills")]))
+    adjust_args(covered, Selection([], [p(tree, "skills")]), [md(tree, "skills/pdf")])
     assert covered.args == [str(tree)]  # rootdir already holds them
 
 
 @pytest.mark.parametrize("ini", [[], ["skills/pdf"]])
 def test_adjust_args_leaves_explicit_paths_without_given_skills(tree: Path, ini: list[str]) -> None:
     cfg = config(tree, [p(tree, "skills/pdf/SKILL.md")])
-    adjust_args(cfg, Selection([], [p(tree, x) for x in ini]))
+    adjust_args(cfg, Selection([], [p(tree, x) for x in ini]), [md(tree, "skills/pdf")])
     assert cfg.args == [p(tree, "skills/pdf/SKILL.md")]
 
 
 def test_adjust_args_leaves_a_run_without_skills(tree: Path) -> None:
     cfg = config(tree, [p(tree, "tests")], Source.TESTPATHS)
-    adjust_args(cfg, Selection([], []))
+    adjust_args(cfg, Selection([], []), [])
     assert cfg.args == [p(tree, "tests")]
+
+
+def test_open_paths_enter_hidden_folders_on_the_way_to_a_skill_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """``norecursedirs`` (``.*``) keeps pytest out of ``.claude``: the folders on the way to
+    a skill in play are entered, and nothing else inside them is collected."""
+    skill_md = tmp_path / "packages" / "foo" / ".claude" / "skills" / "bar" / "SKILL.md"
+    opened = OpenPaths([str(skill_md)], [".*", "build", "node_modules"])
+    claude = skill_md.parents[2]
+    assert opened.ignored(str(claude)) is False
+    assert opened.ignored(str(skill_md.parent)) is False
+    assert opened.ignored(str(skill_md)) is False
+    assert opened.ignored(str(skill_md.parent / "scripts")) is True
+    assert opened.ignored(str(skill_md.parent / "test_stray.py")) is True
+    assert opened.ignored(str(claude / "settings.json")) is True
+    # outside what was opened, pytest decides (its --ignore included)
+    assert opened.ignored(str(tmp_path / "packages" / "foo" / "test_foo.py")) is None
+    assert opened.ignored(str(tmp_path / "packages")) is None
 
 
 # --- through pytest: what a real command line collects ---------------------------------------

@@ -187,7 +187,6 @@ LISTED_ANYWAY = [
         "\n---\nname: x\ndescription: y\n---\n", "---", "no frontmatter", id="blank-first"
     ),
     pytest.param("", "Skill", "no frontmatter", id="empty-file"),
-    pytest.param("---\nname: x\ndescription: y\n", "---", "no frontmatter", id="not-closed"),
     pytest.param("---\njust some text\n---\n", "Skill", "not readable YAML", id="scalar"),
     pytest.param("---\nname: x\n---\n", "Skill", "no description", id="no-description"),
     pytest.param("---\n---\n# Head\n", "Head", "no description", id="empty-frontmatter"),
@@ -207,6 +206,22 @@ def test_a_skill_the_cli_lists_without_a_description_is_tested_as_listed(
     assert skill.description == listed and not skill.described
     (warning,) = [w for w in skill.warnings if message in w]
     assert warning.startswith(str(folder / "SKILL.md") + ": ") and "\n" not in warning
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["---\nname: x\ndescription: y\n", "---", "\ufeff---  \r\nname: x\r\n\r\nBody\r\n"],
+    ids=["no-second-line", "only-the-first", "bom-crlf"],
+)
+def test_a_frontmatter_that_never_closes_is_a_one_line_error(tmp_path: Path, content: str) -> None:
+    """The CLI would list such a skill with ``---`` as its description: testing (and paying
+    for) that measures nothing the author wrote, so it is an error naming the file."""
+    folder = make_skill(tmp_path, "my-skill", content)
+    with pytest.raises(InputError) as info:
+        read_skill(folder)
+    message = str(info.value)
+    assert message.startswith(str(folder / "SKILL.md") + ": ") and "\n" not in message
+    assert "not closed" in message
 
 
 def test_undecodable_bytes(tmp_path: Path) -> None:
