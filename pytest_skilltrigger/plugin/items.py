@@ -145,7 +145,7 @@ def trigger_item_name(
     (``-k haiku``, ``--lf`` and ``--deselect`` then pick a model's items); among a crowd
     with its size after that, ``pdf[03-merge-these-pdfs-crowd40]``; in another permission
     mode of a matrix with the mode last, ``pdf[03-merge-these-pdfs-plan]``."""
-    params = _params(entry.index, entry.query, model) + (f"-crowd{crowd}" if crowd else "")
+    params = _params(entry.index, _label(entry), model) + (f"-crowd{crowd}" if crowd else "")
     params += f"-{safe_name(mode)}" if mode else ""
     return f"{safe_name(target.name)}[{params}]"
 
@@ -219,6 +219,20 @@ def item_context(
     after its entry's history, in its permission mode."""
     base = target.crowded(crowd.size, crowd.usage).on_model(model)
     return base.with_history(entry.history).in_mode(mode)
+
+
+def _label(entry: EvalEntry) -> str:
+    """What an item's id says of its entry: an official case's folder name (what its author
+    calls it), else the query's first words."""
+    case_dir = entry.extra.get("case_dir")
+    return os.path.basename(str(case_dir)) if case_dir else entry.query
+
+
+def one_line(text: str, limit: int = 100) -> str:
+    """A query as a header shows it: on one line (a multi-line prompt's lines joined), cut
+    to ``limit`` characters."""
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 1] + "…"
 
 
 def routing_item_name(entry: RoutingEntry, model: str | None = None) -> str:
@@ -418,13 +432,18 @@ class TriggerItem(SamplingItem):
             listed = context.tested.line if context.model_invocable else None
         # the name the runs' choices are read against (a subfolder's skill's may be scoped)
         message = failure_message(result, context.skill_name, listed)
+        case_dir = self.entry.extra.get("case_dir")
+        if case_dir:
+            message = f"claude plugin eval case: {case_dir}\n{message}"
         if self.entry.history is not None:
             turns = len(turns_of(self.entry.history))
             message += f"\nasked after {turns} earlier turn(s) (the entry's history)"
         return message + subfolder_line(context) + invoked_lines(result, context)
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.target.eval_set.path, None, f"{self.name}: {self.entry.query}"
+        case_dir = self.entry.extra.get("case_dir")
+        case = f" (case {case_dir})" if case_dir else ""
+        return self.target.eval_set.path, None, f"{self.name}{case}: {one_line(self.entry.query)}"
 
 
 class RoutingFile(pytest.File):
@@ -507,7 +526,7 @@ class RoutingItem(SamplingItem):
         )
 
     def reportinfo(self) -> tuple[str, int | None, str]:
-        return self.routing.path, None, f"{self.name}: {self.routing_entry.query}"
+        return self.routing.path, None, f"{self.name}: {one_line(self.routing_entry.query)}"
 
 
 # -- what the items will sample -----------------------------------------------------------

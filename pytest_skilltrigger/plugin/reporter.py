@@ -115,6 +115,7 @@ class SkillTriggerReporter:
             return []
         # deferred: the reports layer, only with a skill in play
         from pytest_skilltrigger.reports.terminal import (
+            case_grader_lines,
             not_collected_lines,
             reading_lines,
             untested_lines,
@@ -126,12 +127,20 @@ class SkillTriggerReporter:
         not_collected = [(n.folder, n.reason) for n in skills.not_collected]
         listed = [t.skill for t in skills.targets] + list(skills.untested)
         notes = [(s.skill_md, note) for s in listed if (note := reading_note(s))]
+        cases = [
+            (str(e.extra["case_dir"]), e.extra)
+            for t in skills.targets
+            for e in t.eval_set.entries
+            if e.extra.get("case_dir")
+        ]
+        base = str(config.invocation_params.dir)
         return (
             self._header_lines()
             + [f"skilltrigger: {note}" for note in skills.notes]
             + reading_lines(notes)
             + untested_lines([s.id for s in skills.untested])
-            + not_collected_lines(not_collected, str(config.invocation_params.dir))
+            + case_grader_lines(cases, base)
+            + not_collected_lines(not_collected, base)
         )
 
     def _header_lines(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_skilltrigger.model.formatting import (
     describe_chosen,
@@ -367,6 +367,28 @@ def not_collected_lines(cases: Sequence[tuple[str, str]], base: str | None = Non
     lines = [f"skilltrigger: {len(cases)} claude plugin eval case(s) not collected:"]
     lines += [f"  {display_path(folder, base)}: {reason}" for folder, reason in cases]
     return lines
+
+
+def case_grader_lines(cases: Sequence[tuple[str, Any]], base: str | None = None) -> list[str]:
+    """The ``claude plugin eval`` cases collected for their Skill grader whose other graders
+    a trigger test does not measure, or which lost a grader no run can pass: a line for
+    them, then one per case (``cases``: each case's folder with its entry's ``extra``)."""
+    shown = []
+    for folder, extra in cases:
+        parts = []
+        if extra.get("not_measured"):
+            parts.append("not measured here: " + ", ".join(extra["not_measured"]))
+        parts += list(extra.get("left_out") or ())
+        if parts:
+            shown.append(f"  {display_path(folder, base)}: {'; '.join(parts)}")
+    if not shown:
+        return []
+    head = (
+        f"skilltrigger: {len(shown)} claude plugin eval case(s) collected for their tool_used "
+        "grader on Skill alone (a trigger test measures that grader, not what the answer, "
+        "the trace or the files show):"
+    )
+    return [head, *shown]
 
 
 def control_lines(

@@ -69,8 +69,8 @@ def test_trigger_cases_become_items_and_the_others_are_named(
             "skilltrigger: 1 claude plugin eval case(s) not collected:",
             "*acme-plugin/evals/judged: *llm*",
             # in the order the runner reads cases: by folder
-            "*::acme:alpha?00-what-is-the-capital-of-france? PASSED*",
-            "*::acme:alpha?01-convert-my-zebra-spreadsheets-into-llama? PASSED*",
+            "*::acme:alpha?00-france? PASSED*",
+            "*::acme:alpha?01-zebra? PASSED*",
         ]
     )
     # a pinned model is not followed: that is said, at the skill, not silently dropped

@@ -237,24 +237,24 @@ def test_a_pattern_resolved_by_the_names_and_whole_numbers_written_as_floats(
 # --- what is not collected, and why --------------------------------------------------------
 
 NOT_COLLECTED = {
-    "regex": ([{"name": "r", "type": "regex", "pattern": "zebra"}], "is a regex grader"),
-    "llm": ([{"name": "j", "type": "llm", "criteria": "good"}], "is a llm grader"),
-    "file": ([{"name": "f", "type": "file_exists", "path": "out.md"}], "file_exists"),
-    "skill-and-regex": (
-        [trigger(), {"name": "r", "type": "regex", "pattern": "zebra"}],
-        'grader "r" is a regex grader',
-    ),
-    "other-tool": ([trigger(name="t") | {"tool": "Read"}], "checks tool Read, not Skill"),
+    "regex": ([{"name": "r", "type": "regex", "pattern": "zebra"}], "no tool_used grader on Skill"),
+    "llm": ([{"name": "j", "type": "llm", "criteria": "good"}], "(its graders: j (llm on"),
+    "file": ([{"name": "f", "type": "file_exists", "path": "out.md"}], "f (file_exists)"),
+    "other-tool": ([trigger(name="t") | {"tool": "Read"}], "t (tool_used on Read)"),
     "any-skill": ([{"name": "t", "type": "tool_used", "tool": "Skill"}], "no input_match"),
     "twice": ([trigger(min=2)], "expects at least 2 calls"),
     "min-0": ([trigger(min=0)], "passes whether or not"),
-    "never": ([trigger(min=1, max=0)], "can never pass"),
+    "never": ([trigger(min=1, max=0)], 'can never pass: the official runner scores it "expected'),
     "two-skills": (
         [trigger(), trigger('"skill":"acme:beta"', name="b")],
         "different skills (acme:alpha, acme:beta)",
     ),
     "disagree": ([trigger(), no_trigger()], "disagree"),
     "vague": ([trigger("alpha")], 'input_match "alpha" does not name one skill'),
+    "skill-named-tool": (
+        [trigger(name="t") | {"tool": "acme:alpha"}],
+        'write tool: Skill with input_match: \'"skill":"(?:acme:)?alpha"\'',
+    ),
 }
 
 
@@ -268,6 +268,88 @@ def test_cases_that_are_not_trigger_checks_say_why(tmp_path: Path, folder: str) 
     assert skipped.folder == f"evals/{folder}"
     assert why in skipped.reason
     assert "\n" not in skipped.reason
+
+
+# Graders as public cases put them beside their Skill grader (a plugin's inline graders: the
+# Skill call, commands never run, what the answer and the trace show, a judge).
+BESIDE = [
+    trigger('"skill"\\s*:\\s*"(?:[\\w-]+:)?alpha"', name="alpha-skill-fired", arm="both"),
+    {"name": "nothing-committed", "type": "tool_used", "tool": "Bash", "min": 0, "max": 0},
+    {"name": "says-score", "type": "regex", "pattern": "Score ▕", "target": "last_message"},
+    {
+        "name": "no-secrets",
+        "type": "regex",
+        "pattern": "ghp_",
+        "target": "trace",
+        "match": "not_contains",
+    },
+    {"name": "judge", "type": "llm", "criteria": "Names every finding", "focus": "trace"},
+]
+
+
+def test_a_case_with_graders_beside_its_skill_grader_is_collected_for_that_grader(
+    tmp_path: Path,
+) -> None:
+    """Regex, llm and other tools' graders are outside a trigger test: the case is collected
+    for its Skill grader, and the others are listed as not measured here."""
+    case_yaml(tmp_path, "mixed", graders=BESIDE)
+    names = {"acme:alpha": "acme:alpha", "alpha": "acme:alpha", "acme:beta": "acme:beta"}
+    found = read_plugin_eval(str(tmp_path), names=names)
+    (case,) = found.cases
+    assert (case.skill, case.should_trigger, found.not_collected) == ("acme:alpha", True, ())
+    assert case.unmeasured == (
+        "nothing-committed (tool_used on Bash)",
+        "says-score (regex on last_message)",
+        "no-secrets (regex on trace)",
+        "judge (llm on trace)",
+    )
+
+
+def test_the_same_graders_as_files_beside_a_prompt_md(tmp_path: Path) -> None:
+    """The prose form (``prompt.md`` and ``graders/*.md``, as a security plugin writes its
+    cases): the Skill grader's file and the judge's, whose body is its criteria."""
+    folder = tmp_path / "evals" / "03-finds-the-variant"
+    write(folder / "prompt.md", "---\nmax_turns: 20\nruns: 2\n---\nFind variants of this bug.\n")
+    write(
+        folder / "graders" / "skill-fired.md",
+        '---\ntype: tool_used\ntool: Skill\ninput_match: \'"skill":"(acme:)?alpha"\'\n---\n',
+    )
+    write(folder / "graders" / "judge.md", "---\ntype: llm\nweight: 2\n---\nFinds all three.\n")
+    write(folder / "graders" / "mentions.md", "---\ntype: regex\nflags: im\n---\nvariant\n")
+    (case,) = read_plugin_eval(str(tmp_path), names=["acme:alpha", "alpha"]).cases
+    assert (case.folder, case.skill, case.runs) == ("evals/03-finds-the-variant", "acme:alpha", 2)
+    assert case.unmeasured == ("judge (llm on last_message)", "mentions (regex on last_message)")
+
+
+def test_an_impossible_grader_is_left_out_and_the_valid_one_kept(tmp_path: Path) -> None:
+    """``max: 0`` with the default ``min: 1`` can never pass (the official runner scores it
+    "expected 1..0" whatever the model does): named and left out; the case's tool_used on
+    Skill is still its trigger check."""
+    never = {
+        "name": "never-read",
+        "type": "tool_used",
+        "tool": "Skill",
+        "input_match": ALPHA,
+        "max": 0,
+    }
+    case_yaml(tmp_path, "impossible", graders=[trigger(), never])
+    (case,) = read_plugin_eval(str(tmp_path), names=["acme:alpha", "alpha"]).cases
+    assert case.should_trigger is True
+    (note,) = case.notes
+    assert note == (
+        'grader "never-read" (min 1, max 0) can never pass: the official runner scores it '
+        '"expected 1..0"; left out here'
+    )
+
+
+def test_a_tool_named_like_a_skill_beside_a_skill_grader_gets_a_hint(tmp_path: Path) -> None:
+    named = {"name": "used-alpha-tool", "type": "tool_used", "tool": "alpha"}
+    case_yaml(tmp_path, "named", graders=[trigger(), named])
+    (case,) = read_plugin_eval(str(tmp_path), names=["acme:alpha", "alpha"]).cases
+    (hint,) = case.notes
+    assert hint.startswith('grader "used-alpha-tool" checks tool "alpha", a skill\'s name: ')
+    assert "which Claude Code does not have, so it never passes" in hint
+    assert case.unmeasured == ("used-alpha-tool (tool_used on alpha)",)
 
 
 def test_settings_a_trigger_item_does_not_reproduce(tmp_path: Path) -> None:
@@ -413,6 +495,28 @@ BAD_CASES = {
         "blank `init` template",
     ),
 }
+
+
+def test_a_refused_case_gives_every_reason_and_names_its_grader_files(tmp_path: Path) -> None:
+    """The runner lists every schema issue of a case, naming graders by index: all of them
+    here, each grader file named."""
+    folder = tmp_path / "evals" / "refused"
+    write(folder / "prompt.md", "Find the bug.\n")
+    write(folder / "graders" / "a-judge.md", "---\ntype: llm\nfocus: answer\n---\nGood.\n")
+    write(
+        folder / "graders" / "b-regex.md", "---\ntype: regex\ntarget: response\nflags: x\n---\nok\n"
+    )
+    write(
+        folder / "graders" / "c-skill.md",
+        f"---\ntype: tool_used\ntool: Skill\ninput_match: '{ALPHA}'\nskill: alpha\n---\n",
+    )
+    problem = read_error(tmp_path, folder / "prompt.md")
+    assert problem == (
+        "invalid case.yaml: graders.0.focus: Invalid input (in graders/a-judge.md); "
+        "graders.1.target: Invalid input (in graders/b-regex.md); "
+        "graders.1.flags: must be JS RegExp flags (d g i m s u v y) (in graders/b-regex.md); "
+        "graders.2: Unrecognized key(s) in object: 'skill' (in graders/c-skill.md)"
+    )
 
 
 @pytest.mark.parametrize("label", sorted(BAD_CASES))

@@ -21,10 +21,12 @@ Names = Mapping[str, str] | Sequence[str]
 
 @dataclass(frozen=True)
 class TriggerCase:
-    """A case that is a trigger check: its prompt, the skill its graders name, and whether
-    that skill should be called. ``folder`` is the case folder relative to the plugin root,
-    in ``/`` form as the runner reports it; ``runs`` and ``model`` are None when the case
-    leaves them to the runner's defaults."""
+    """A case that is a trigger check: its prompt, the skill its ``Skill`` grader names, and
+    whether that skill should be called. ``folder`` is the case folder relative to the plugin
+    root, in ``/`` form as the runner reports it; ``runs`` and ``model`` are None when the
+    case leaves them to the runner's defaults. ``unmeasured`` are its other graders (on the
+    answer, the trace, files: outside a trigger test), ``notes`` what was left out of it and
+    why (a grader that can never pass, a tool named like a skill)."""
 
     name: str
     folder: str
@@ -34,6 +36,8 @@ class TriggerCase:
     runs: int | None = None
     model: str | None = None
     history: str | None = None  # the conversation it resumes (``context.history_file``)
+    unmeasured: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,8 @@ def trigger_case(case: dict[str, Any], folder: str, names: Names) -> TriggerCase
         holder = case.get(section, {}) if section else case
         if holder.get(key):
             return NotCollected(folder, f"{why}, which a trigger item does not reproduce")
-    verdict = _graders_verdict(case["graders"], names)
+    graders = _Graders.sort(case["graders"], names)
+    verdict = graders.verdict()
     if isinstance(verdict, str):
         return NotCollected(folder, verdict)
     skill, should_trigger = verdict
@@ -73,57 +78,139 @@ def trigger_case(case: dict[str, Any], folder: str, names: Names) -> TriggerCase
         should_trigger=should_trigger,
         runs=int(case["runs"]) if "runs" in case else None,
         model=execution.get("model"),
+        unmeasured=tuple(graders.unmeasured),
+        notes=tuple(graders.notes),
     )
 
 
-def _graders_verdict(graders: list[dict[str, Any]], names: Names) -> tuple[str, bool] | str:
-    """``(skill, should trigger)`` when every grader is the same trigger check, else why not:
-    the runner passes a case only when all its graders pass, and a trigger item has one check."""
-    found: list[tuple[str, bool]] = []
-    for grader in graders:
-        got = _grader_verdict(grader, names)
-        if isinstance(got, str):
-            return got
-        found.append(got)
-    skills = sorted({skill for skill, _ in found})
-    if len(skills) > 1:
-        return f"its graders name different skills ({', '.join(skills)})"
-    if len({expected for _, expected in found}) > 1:
-        return "its graders disagree: one expects a call of the skill, another none"
-    return found[0]
+@dataclass
+class _Graders:
+    """A case's graders, sorted for a trigger test: the trigger checks (a ``tool_used`` on
+    ``Skill`` naming one skill: its skill, whether it should be called), the graders a
+    trigger test does not measure (described), what was left out with why (``notes``), and
+    why each other ``Skill`` grader is not a trigger check (``reasons``)."""
+
+    checks: list[tuple[str, bool]]
+    unmeasured: list[str]
+    notes: list[str]
+    reasons: list[str]
+
+    @classmethod
+    def sort(cls, graders: list[dict[str, Any]], names: Names) -> _Graders:
+        sorted_ = cls([], [], [], [])
+        for grader in graders:
+            sorted_.take(grader, names)
+        return sorted_
+
+    def take(self, grader: dict[str, Any], names: Names) -> None:
+        label = f'grader "{grader["name"]}"'
+        if grader["type"] != "tool_used":
+            self.unmeasured.append(_described(grader))
+            return
+        if grader["tool"] != SKILL_TOOL:
+            hint = _skill_named_tool(grader, names)
+            self.notes += [hint] if hint else []
+            self.unmeasured.append(_described(grader))
+            return
+        low, high = grader.get("min"), grader.get("max")
+        expected = _expectation(low, high)
+        if expected is None:
+            self.notes.append(
+                f"{label} (min {1 if low is None else low}, max {high}) can never pass: the "
+                f'official runner scores it "expected {1 if low is None else low}..{high}"; '
+                "left out here"
+            )
+            return
+        found = _named_skill(grader, expected, names)
+        if isinstance(found, str):
+            self.reasons.append(f"{label} {found}")
+            self.unmeasured.append(_described(grader))
+            return
+        self.checks.append(found)
+
+    def verdict(self) -> tuple[str, bool] | str:
+        """``(skill, should trigger)`` of the trigger checks, else why there is none: the
+        first ``Skill`` grader's reason, or what a ``tool:`` named like a skill means."""
+        if not self.checks:
+            if self.reasons:
+                return self.reasons[0]
+            if self.notes:
+                return self.notes[0]
+            return (
+                "it has no tool_used grader on Skill, the one grader a trigger test measures "
+                f"(its graders: {', '.join(self.unmeasured)})"
+            )
+        skills = sorted({skill for skill, _ in self.checks})
+        if len(skills) > 1:
+            return f"its Skill graders name different skills ({', '.join(skills)})"
+        if len({expected for _, expected in self.checks}) > 1:
+            return "its Skill graders disagree: one expects a call of the skill, another none"
+        return self.checks[0]
 
 
-def _grader_verdict(grader: dict[str, Any], names: Names) -> tuple[str, bool] | str:
-    label = f'grader "{grader["name"]}"'
-    if grader["type"] != "tool_used":
-        kind = grader["type"]
-        return f"{label} is a {kind} grader; only tool_used graders on Skill are trigger checks"
-    if grader["tool"] != SKILL_TOOL:
-        return f"{label} checks tool {grader['tool']}, not Skill"
-    expected = _expectation(grader.get("min"), grader.get("max"))
+def _described(grader: dict[str, Any]) -> str:
+    """A grader a trigger test does not measure, as the header lists it: its name, type
+    and what it reads (``says-done (regex on last_message)``)."""
+    kind = grader["type"]
+    looked = {"regex": "target", "llm": "focus"}.get(kind)
+    if looked is not None:
+        place = grader.get(looked, "last_message")
+        shown = place if isinstance(place, str) else f"file {place.get('path')}"
+        return f"{grader['name']} ({kind} on {shown})"
+    if kind == "tool_used":
+        return f"{grader['name']} (tool_used on {grader['tool']})"
+    return f"{grader['name']} ({kind})"
+
+
+def _skill_named_tool(grader: dict[str, Any], names: Names) -> str | None:
+    """The hint for a ``tool_used`` whose ``tool`` is a skill's name: what the runner makes
+    of it, and the ``Skill`` form that means what the author wanted."""
+    tool = grader["tool"]
+    ids = dict(names) if isinstance(names, Mapping) else {name: name for name in names}
+    by_bare = {i.rpartition(":")[2]: i for i in ids.values()}
+    skill = ids.get(tool) or by_bare.get(tool)
+    if skill is None:
+        return None
+    low, high = grader.get("min"), grader.get("max")
+    never = "always passes" if (low == 0 and high == 0) else "never passes"
+    plugin, _, bare = skill.rpartition(":")
+    spelled = f"(?:{plugin}:)?{bare}" if plugin else bare
+    return (
+        f'grader "{grader["name"]}" checks tool "{tool}", a skill\'s name: the official '
+        "runner counts calls of a tool of that name, which Claude Code does not have, so it "
+        f"{never}; to check the skill, write tool: Skill with input_match: "
+        f'\'"skill":"{spelled}"\''
+    )
+
+
+def _named_skill(
+    grader: dict[str, Any], expected: bool | str, names: Names
+) -> tuple[str, bool] | str:
+    """The skill a ``Skill`` grader checks and whether it should be called, else why it is
+    not a trigger check."""
     if isinstance(expected, str):
-        return f"{label} {expected}"
+        return expected
     pattern = grader.get("input_match")
     if pattern is None:
-        return f"{label} has no input_match: it counts calls of any skill"
+        return "has no input_match: it counts calls of any skill"
     skill = skill_of(pattern, names)
     if skill is None:
-        return f"{label}: input_match {json.dumps(pattern)} does not name one skill"
+        return f"input_match {json.dumps(pattern)} does not name one skill"
     return skill, expected
 
 
-def _expectation(low: int | None, high: int | None) -> bool | str:
-    """True for "should trigger" (min 1), False for "should not" (min 0, max 0), else why
-    the counts are not a trigger check."""
+def _expectation(low: int | None, high: int | None) -> bool | str | None:
+    """True for "should trigger" (min 1), False for "should not" (min 0, max 0), None for
+    counts no run can meet, else why the counts are not a trigger check."""
     low = 1 if low is None else low
-    if low == 1 and (high is None or high >= 1):
+    if high is not None and high < low:
+        return None
+    if low == 1:
         return True
     if low == 0 and high == 0:
         return False
     if low == 0:
         return "(min 0 without max 0) passes whether or not the skill is called"
-    if high is not None and high < low:
-        return f"(min {low}, max {high}) can never pass"
     return f"expects at least {low} calls; a trigger check expects one (min 1) or none (max 0)"
 
 

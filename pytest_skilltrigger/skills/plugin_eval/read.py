@@ -203,7 +203,12 @@ def _load_case(folder: str) -> dict[str, Any]:
             "no case definition: case.yaml and prompt.md are empty or missing "
             "(write the prompt to test in prompt.md, or define the case in case.yaml)",
         )
-    validate(case, yaml_path if data is not None else os.path.join(folder, PROMPT_FILE))
+    files: list[str | None] = []
+    if prose is not None:
+        earlier = (data or {}).get("graders")
+        files = [None] * (len(earlier) if isinstance(earlier, list) else 0)
+        files += [f"{GRADERS_DIR}/{name}" for name in prose.grader_files]
+    validate(case, yaml_path if data is not None else os.path.join(folder, PROMPT_FILE), files)
     return case
 
 
@@ -234,6 +239,7 @@ class _Prose:
     execution: dict[str, Any]
     prompt: str | None
     graders: list[dict[str, Any]]
+    grader_files: list[str]  # the file each of ``graders`` came from
 
 
 def _split_markdown(path: str) -> tuple[dict[str, Any], str, bool]:
@@ -268,15 +274,16 @@ def _read_prose(folder: str) -> _Prose | None:
                 raise InputError(
                     prompt_path, f'unknown frontmatter key "{key}" (expected one of: {allowed})'
                 )
-    graders = list(_read_grader_files(os.path.join(folder, GRADERS_DIR)))
+    found = list(_read_grader_files(os.path.join(folder, GRADERS_DIR)))
+    graders = [grader for grader, _ in found]
     if prompt is None and not (top or execution or graders):
         return None
-    return _Prose(top, execution, prompt, graders)
+    return _Prose(top, execution, prompt, graders, [file for _, file in found])
 
 
-def _read_grader_files(folder: str) -> Iterator[dict[str, Any]]:
-    """Each ``graders/*.md`` with frontmatter, named by its file (files without any are
-    skipped, as the runner skips them)."""
+def _read_grader_files(folder: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """Each ``graders/*.md`` with frontmatter, named by its file, with that file's name
+    (files without any are skipped, as the runner skips them)."""
     if not os.path.isdir(folder):
         return
     for name in sorted(os.listdir(folder)):
@@ -297,7 +304,7 @@ def _read_grader_files(folder: str) -> Iterator[dict[str, Any]]:
         key = BODY_KEY.get(kind)
         if key and key not in grader and body.strip():
             grader[key] = body.strip()
-        yield grader
+        yield grader, name
 
 
 def _merge(data: dict[str, Any] | None, prose: _Prose, folder: str) -> dict[str, Any]:
@@ -348,7 +355,11 @@ def eval_set_of(cases: Sequence[TriggerCase], path: str) -> EvalSet:
         earlier = seen.setdefault((case.prompt.strip(), case.history), case)
         if earlier is not case:
             raise InputError(path, f"{case.folder} repeats the prompt of {earlier.folder}")
-        extra = {"case": case.name, "case_dir": case.folder}
+        extra: dict[str, object] = {"case": case.name, "case_dir": case.folder}
+        if case.unmeasured:
+            extra["not_measured"] = list(case.unmeasured)
+        if case.notes:
+            extra["left_out"] = list(case.notes)
         entries.append(
             EvalEntry(len(entries), case.prompt, case.should_trigger, extra, case.history)
         )

@@ -7,7 +7,7 @@ frontmatter, the graders and their keys. A case it refuses is an
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pytest_skilltrigger.support.errors import InputError
@@ -79,10 +79,6 @@ def _text_table(value: Any) -> str | None:
     return "Expected an object of strings"
 
 
-def _anything(value: Any) -> str | None:
-    return None
-
-
 def whole(low: int, high: int | None = None) -> _Check:
     """A check for a whole number in ``low..high``: ``2.0`` is one to the runner, a YAML
     boolean is not a number."""
@@ -107,7 +103,51 @@ def _positive(value: Any) -> str | None:
 
 
 def _arm(value: Any) -> str | None:
-    return None if value in ("with-only", "both") else "Expected 'with-only' | 'both'"
+    if value in ("with-only", "both"):
+        return None
+    return f"Invalid enum value. Expected 'with-only' | 'both', received '{value}'"
+
+
+# where a regex grader looks (``target``) and an llm grader reads (``focus``)
+_SOURCES = ("last_message", "trace", "files", "mock_calls")
+
+
+def _source(value: Any) -> str | None:
+    """A ``target`` or ``focus``: one of the runner's sources, or a file of the run's."""
+    if isinstance(value, str) and value in _SOURCES:
+        return None
+    if (
+        isinstance(value, dict)
+        and value.get("source") == "file"
+        and set(value)
+        == {
+            "source",
+            "path",
+        }
+    ):
+        return None if isinstance(value["path"], str) else "Invalid input"
+    return "Invalid input"
+
+
+def _flags(value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch("[dgimsuvy]*", value):
+        return None
+    return "must be JS RegExp flags (d g i m s u v y)"
+
+
+def _match(value: Any) -> str | None:
+    if isinstance(value, str) and re.fullmatch(r"contains|not_contains|count:\d+", value):
+        return None
+    return "must be contains | not_contains | count:N"
+
+
+def _tool_ref(value: Any) -> str | None:
+    """A ``tool_order`` side: a tool's name, or ``{tool, input_match}``."""
+    if isinstance(value, str):
+        return None
+    if isinstance(value, dict) and "tool" in value and set(value) <= {"tool", "input_match"}:
+        return None
+    return "Invalid input"
 
 
 _TOP_FIELDS: dict[str, _Check] = {
@@ -144,43 +184,59 @@ _GRADER_COMMON: dict[str, _Check] = {
 # Per grader type: its own keys (checked) and which of them are required.
 _GRADER_FIELDS: dict[str, tuple[dict[str, _Check], frozenset[str]]] = {
     "regex": (
-        {"pattern": _text, "target": _anything, "flags": _text, "match": _text},
+        {"pattern": _text, "target": _source, "flags": _flags, "match": _match},
         frozenset({"pattern"}),
     ),
-    "tool_order": ({"before": _anything, "after": _anything}, frozenset({"before", "after"})),
+    "tool_order": ({"before": _tool_ref, "after": _tool_ref}, frozenset({"before", "after"})),
     "tool_used": (
         {"tool": _text, "input_match": _text, "min": whole(0), "max": whole(0)},
         frozenset({"tool"}),
     ),
     "file_exists": ({"path": _text, "exists": _flag}, frozenset({"path"})),
-    "llm": ({"criteria": _text, "focus": _anything}, frozenset({"criteria"})),
+    "llm": ({"criteria": _text, "focus": _source}, frozenset({"criteria"})),
     "baseline": (
         {"baseline_file": _text, "criteria": _text},
         frozenset({"baseline_file", "criteria"}),
     ),
 }
 
+#: a schema issue: the field's path (``graders.2.focus``) and what is wrong with it
+Issue = tuple[str, str]
 
-def _invalid(where: str, path: str, problem: str) -> InputError:
-    return InputError(where, f"invalid case.yaml: {path}: {problem}")
 
-
-def validate(case: dict[str, Any], where: str) -> None:
-    """Refuse what the runner refuses, with its wording where it has one."""
+def validate(case: dict[str, Any], where: str, grader_files: Sequence[str | None] = ()) -> None:
+    """Refuse what the runner refuses, with its wording where it has one: every schema issue
+    at once, as the runner lists them, each grader's named by its file where it has one
+    (``grader_files``: the file of each grader, in order; None for one of case.yaml)."""
     _check_version(case.get("schema_version"), where)
+    issues: list[Issue] = []
     if "name" not in case:
-        raise _invalid(where, "name", "Required")
-    _check_fields(case, _TOP_FIELDS, "", where)
+        issues.append(("name", "Required"))
+    issues += _field_issues(case, _TOP_FIELDS, "")
     for section, fields in (("context", _CONTEXT_FIELDS), ("execution", _EXECUTION_FIELDS)):
         if section not in case:
             if section == "execution":
-                raise _invalid(where, section, "Required")
+                issues.append((section, "Required"))
             continue
         if not isinstance(case[section], dict):
-            raise _invalid(where, section, "Expected object")
-        _check_fields(case[section], fields, f"{section}.", where)
-    _check_graders(case.get("graders"), where)
+            issues.append((section, "Expected object"))
+            continue
+        issues += _field_issues(case[section], fields, f"{section}.")
+    issues += _grader_issues(case.get("graders"))
+    if issues:
+        shown = "; ".join(_named(path, problem, grader_files) for path, problem in issues)
+        raise InputError(where, f"invalid case.yaml: {shown}")
+    _check_template(case["graders"], where)
     _check_prompt(case, where)
+
+
+def _named(path: str, problem: str, grader_files: Sequence[str | None]) -> str:
+    """An issue as the runner words it, with the grader file it is in (which the runner
+    leaves to its index)."""
+    match = re.match(r"graders\.(\d+)(?:\.|$)", path)
+    index = int(match.group(1)) if match else -1
+    file = grader_files[index] if 0 <= index < len(grader_files) else None
+    return f"{path}: {problem}" + (f" (in {file})" if file else "")
 
 
 def _check_version(version: Any, where: str) -> None:
@@ -197,52 +253,63 @@ def _check_version(version: Any, where: str) -> None:
         )
 
 
-def _check_fields(data: dict[str, Any], fields: dict[str, _Check], prefix: str, where: str) -> None:
+def _field_issues(data: dict[str, Any], fields: dict[str, _Check], prefix: str) -> list[Issue]:
+    found = []
     for key, check in fields.items():
         if key in data:
             problem = check(data[key])
             if problem:
-                raise _invalid(where, f"{prefix}{key}", problem)
+                found.append((f"{prefix}{key}", problem))
+    return found
 
 
-def _check_graders(graders: Any, where: str) -> None:
+def _grader_issues(graders: Any) -> list[Issue]:
     if graders is None:
-        raise _invalid(where, "graders", "Required")
+        return [("graders", "Required")]
     if not isinstance(graders, list):
-        raise _invalid(where, "graders", "Expected array")
+        return [("graders", "Expected array")]
     if not graders:
-        raise _invalid(where, "graders", "Array must contain at least 1 element(s)")
+        return [("graders", "Array must contain at least 1 element(s)")]
+    issues: list[Issue] = []
     seen: set[str] = set()
     for position, grader in enumerate(graders):
-        _check_grader(grader, f"graders.{position}", where)
-        if grader["name"] in seen:
-            raise _invalid(where, "graders", f'duplicate grader name "{grader["name"]}"')
-        seen.add(grader["name"])
+        issues += _one_grader_issues(grader, f"graders.{position}")
+        name = grader.get("name") if isinstance(grader, dict) else None
+        if isinstance(name, str) and name in seen:
+            issues.append(("graders", f'duplicate grader name "{name}"'))
+        if isinstance(name, str):
+            seen.add(name)
+    return issues
+
+
+def _one_grader_issues(grader: Any, path: str) -> list[Issue]:
+    if not isinstance(grader, dict):
+        return [(path, "Expected object")]
+    kind = grader.get("type")
+    if not isinstance(kind, str) or kind not in _GRADER_FIELDS:
+        kinds = " | ".join(f"'{k}'" for k in _GRADER_FIELDS)
+        return [(f"{path}.type", f"Invalid discriminator value. Expected {kinds}")]
+    own, required = _GRADER_FIELDS[kind]
+    fields = {**_GRADER_COMMON, **own}
+    issues = [
+        (f"{path}.{key}", "Required") for key in sorted(required | {"name"}) if key not in grader
+    ]
+    issues += _field_issues(grader, fields, f"{path}.")
+    unknown = [key for key in grader if key not in fields]
+    if unknown:
+        listed = ", ".join(f"'{key}'" for key in unknown)
+        issues.append((path, f"Unrecognized key(s) in object: {listed}"))
+    return issues
+
+
+def _check_template(graders: list[dict[str, Any]], where: str) -> None:
+    for grader in graders:
         if _TODO_CRITERIA in str(grader.get("criteria", grader.get("pattern", ""))):
             raise InputError(
                 where,
                 f'grader "{grader["name"]}" is still the blank `init` template: replace '
                 f'the "{_TODO_CRITERIA}" line with concrete pass criteria',
             )
-
-
-def _check_grader(grader: Any, path: str, where: str) -> None:
-    if not isinstance(grader, dict):
-        raise _invalid(where, path, "Expected object")
-    kind = grader.get("type")
-    if not isinstance(kind, str) or kind not in _GRADER_FIELDS:
-        kinds = " | ".join(f"'{k}'" for k in _GRADER_FIELDS)
-        raise _invalid(where, f"{path}.type", f"Invalid discriminator value. Expected {kinds}")
-    own, required = _GRADER_FIELDS[kind]
-    fields = {**_GRADER_COMMON, **own}
-    unknown = [key for key in grader if key not in fields]
-    if unknown:
-        listed = ", ".join(f"'{key}'" for key in unknown)
-        raise _invalid(where, path, f"Unrecognized key(s) in object: {listed}")
-    for key in sorted(required | {"name"}):
-        if key not in grader:
-            raise _invalid(where, f"{path}.{key}", "Required")
-    _check_fields(grader, fields, f"{path}.", where)
 
 
 def _check_prompt(case: dict[str, Any], where: str) -> None:
