@@ -19,6 +19,37 @@ from tests.fake_messages_api import LISTING_HEADER_START, FakeMessagesAPI
 QUERY = "xyzzy plugh frobnicate the quux"
 
 
+def cli_env(api: FakeMessagesAPI, home: Path, model: str | None = None) -> dict[str, str]:
+    """The environment of an offline CLI run against ``api`` with ``home`` as HOME."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "CLAUDE"))}
+    env.update(
+        ANTHROPIC_BASE_URL=api.url,
+        ANTHROPIC_API_KEY="test-key",
+        HOME=str(home),
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+    )
+    if model:
+        env["ANTHROPIC_MODEL"] = model
+    return env
+
+
+def cli_command(claude_bin: str, api: FakeMessagesAPI, home: Path, *args: str) -> str:
+    """Run one CLI command (``plugin marketplace add``, ``plugin install``) as a user would
+    in ``home``; its output, or AssertionError with it when it failed."""
+    home.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [claude_bin, *args],
+        cwd=home,
+        env=cli_env(api, home),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, f"claude {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
 def cli_request(
     claude_bin: str,
     api: FakeMessagesAPI,
@@ -34,15 +65,7 @@ def cli_request(
     ``home`` as HOME that offered the Skill tool (``last``: the last such request). Raises
     AssertionError with the CLI's output when it sent none."""
     home.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "CLAUDE"))}
-    env.update(
-        ANTHROPIC_BASE_URL=api.url,
-        ANTHROPIC_API_KEY="test-key",
-        HOME=str(home),
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-    )
-    if model:
-        env["ANTHROPIC_MODEL"] = model
+    env = cli_env(api, home, model)
     seen = len(api.requests)
     done = subprocess.run(
         [claude_bin, "-p", query, "--output-format", "stream-json", "--verbose", *args],

@@ -58,9 +58,10 @@ def cut_point(description: str, when_to_use: str | None = None) -> tuple[int, st
 
 
 # Where Claude Code lists a skill (observed with the pinned CLI): the user's skills, then the
-# project's, then the project's and the user's commands together, then each plugin's commands
-# and skills in the order the plugins were loaded (a skill's ``group`` is FIRST_PLUGIN + that
-# position); each part sorted by name, as JavaScript's ``localeCompare`` sorts (see
+# project's, then the project's and the user's commands together, then every plugin's commands,
+# then every plugin's skills, plugin after plugin in the order they were loaded (a skill's
+# ``group`` is FIRST_PLUGIN + that position), each plugin's as its manifest orders them; the
+# other parts sorted by name, as JavaScript's ``localeCompare`` sorts (see
 # :func:`listing_order`); the built-ins last. Of two items of one name, the first listed wins.
 USER, PROJECT, FIRST_PLUGIN = 0, 1, 2
 
@@ -94,6 +95,9 @@ class ListedSkill:
     # how much the user has used it: the CLI's score, ``usageCount`` decayed by the weeks
     # since the last use; past the listing budget the most used keep their text (0: unused)
     usage: float = 0.0
+    # its place among its plugin's skills or commands, as the manifest orders them (0 for the
+    # others, which are listed by name)
+    order: int = field(default=0, compare=False)
 
     @property
     def listed(self) -> str:
@@ -138,23 +142,25 @@ def _nearer_first(skill: ListedSkill, farther: Sequence[ListedSkill]) -> tuple[o
     return (*order[:2], any(skill is s for s in farther), *order[2:])
 
 
-def _collation(name: str) -> tuple[tuple[int, str], ...]:
+def collation_key(name: str) -> tuple[tuple[int, str], ...]:
     """A name's order as ``localeCompare`` gives it for the names the CLI lists: punctuation
     before digits before letters, letters without regard to case."""
     return tuple((2, c.lower()) if c.isalpha() else (1, c) if c.isdigit() else (0, c) for c in name)
 
 
-def listing_order(skill: ListedSkill) -> tuple[int, int, tuple[tuple[int, str], ...], str]:
+def listing_order(
+    skill: ListedSkill,
+) -> tuple[int, int, int, int, tuple[tuple[int, str], ...], str]:
     """Where an item stands in Claude Code's listing (see :data:`FIRST_PLUGIN`): a user's or
-    the project's command after the project's skills, a plugin's commands before its
-    skills."""
+    the project's command after the project's skills; every plugin's commands (plugin after
+    plugin), then every plugin's skills; a plugin's items as its manifest orders them."""
     if skill.group >= FIRST_PLUGIN:
-        part = (skill.group, 1 - int(skill.command))
+        part = (FIRST_PLUGIN, 1 - int(skill.command), skill.group, skill.order)
     elif skill.command:
-        part = (PROJECT, 1)
+        part = (PROJECT, 1, 0, 0)
     else:
-        part = (skill.group, 0)
-    return (*part, _collation(skill.name), skill.name)
+        part = (skill.group, 0, 0, 0)
+    return (*part, collation_key(skill.name), skill.name)
 
 
 @dataclass(frozen=True)
@@ -317,6 +323,8 @@ class TriggerContext:
     history: str | None = None
     # the skill under test's usage (see ListedSkill.usage): a new skill has none
     usage: float = 0.0
+    # the skill under test's place among its plugin's skills (see ListedSkill.order)
+    order: int = field(default=0, compare=False)
     # the project's own setup the session runs under (None: a clean workspace)
     project: ProjectSetup | None = None
     # the permission mode the session runs in (None: the default)
@@ -354,6 +362,7 @@ class TriggerContext:
             alias=self.alias,
             group=self.group,
             usage=self.usage,
+            order=self.order,
         )
 
     def listing(self) -> list[ListedSkill]:
@@ -416,7 +425,7 @@ class TriggerContext:
         folder = self.subfolder.folder
         taken = {s.name for s in self._listing}
         found = []
-        for skill in sorted(self.folder_skills(), key=lambda s: _collation(s.name)):
+        for skill in sorted(self.folder_skills(), key=lambda s: collation_key(s.name)):
             name = skill.name.rpartition(":")[2]
             found.append(replace(skill, name=f"{folder}:{name}" if name in taken else name))
         return tuple(found)

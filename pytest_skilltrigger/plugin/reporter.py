@@ -193,12 +193,14 @@ class SkillTriggerReporter:
         """What the collection says beside pytest's count: the other tests collected with
         the trigger items, the hint when nothing was, and the estimate again once the items
         are known (see :meth:`_selected_estimate`)."""
+        if not items:
+            return self._nothing_collected(config)
+        if not self.source.skills.targets:
+            return []
         # deferred: the items load the model layer, only with a skill in play
         from pytest_skilltrigger.plugin.items import SamplingItem
 
         selected = sum(isinstance(item, SamplingItem) for item in items)
-        if not items:
-            return self._nothing_collected(config)
         lines = []
         others = len(items) - selected
         if selected and others:

@@ -22,7 +22,7 @@ from pytest_skilltrigger.model.context import (
     cut_point,
     resolve_call,
 )
-from pytest_skilltrigger.skills.discovery import discover_skills
+from pytest_skilltrigger.skills.discovery import Discovered, discover
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
 from pytest_skilltrigger.skills.evalset import (
     EvalEntry,
@@ -163,6 +163,7 @@ def context_of(skill: Skill, description: str, listing: Listing = Listing()) -> 
         installed=listing.installed,
         alias=skill.alias,
         group=listing.group,
+        order=skill.order,
     )
 
 
@@ -249,12 +250,13 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     with it. Every context lists the session's plugins after the project's skills, in the
     order they were found, and a plugin's skill also lists the project's skills collected.
     """
-    skills = _unique_skills(paths)
+    discovered = _discover_all(paths)
+    skills = discovered.skills
     _check_options(options, skills)
     if options.cwd is not None:
         options = replace(options, cwd=check_cwd(options.cwd, skills, options.rootdir))
     read = _reader({skill.path: skill for skill in skills})
-    session = SessionSkills.of(skills, read, paths)
+    session = SessionSkills.of(skills, read, paths, discovered.plugins)
     cases = _PluginCases(session)
     targets, missing = [], []
     for skill in skills:
@@ -271,7 +273,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     if missing and not targets and not options.draft_missing:
         raise _none_has_an_eval_set(missing, cases.not_collected)
     _check_clash(options.installed, targets)
-    notes = tuple(rootdir_notes(skills, options.rootdir))
+    notes = (*discovered.notes, *rootdir_notes(skills, options.rootdir))
     return Found(targets, missing, cases.not_collected, notes)
 
 
@@ -422,17 +424,21 @@ def _target(
     return target
 
 
-def _unique_skills(paths: Sequence[str]) -> list[Skill]:
-    """Every skill under ``paths``, once each even when reached through a symlink."""
-    skills: list[Skill] = []
+def _discover_all(paths: Sequence[str]) -> Discovered:
+    """Every skill under ``paths``, once each even when reached through a symlink, and the
+    plugins in play, in the order found."""
+    found = Discovered()
     seen: set[str] = set()
     for path in paths:
-        for skill in discover_skills(path):
+        discovered = discover(path)
+        for skill in discovered.skills:
             real = os.path.realpath(skill.skill_md)
             if real not in seen:
                 seen.add(real)
-                skills.append(skill)
-    return skills
+                found.skills.append(skill)
+        found.plugins += [p for p in discovered.plugins if p not in found.plugins]
+        found.notes += [n for n in discovered.notes if n not in found.notes]
+    return found
 
 
 def with_drafted_extra(evals: EvalSet, skill_path: str) -> EvalSet:
@@ -466,7 +472,7 @@ def _same_query(query: str) -> str:
 def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerContext:
     """The trigger context of the skill at ``path`` (no eval set needed: ad-hoc checks and
     drafts), with the ``installed`` skills listed as in every other."""
-    skills = discover_skills(path)
+    skills = discover(path).skills
     if len(skills) != 1:
         raise InputError(path, f"names {len(skills)} skills; give one skill folder")
     skill = skills[0]

@@ -6,7 +6,8 @@ so a listing without them is not the one users have. Read as the pinned CLI read
 (observed, see ``docs/explanation/context.md``):
 
 - the name is the file's path below the folder, ``/`` as ``:`` (``sub/deploy.md`` is
-  ``sub:deploy``; a ``SKILL.md`` names its folder), after ``plugin:`` for a plugin's;
+  ``sub:deploy``; a ``SKILL.md`` names its folder), after ``plugin:`` for a plugin's; a
+  plugin's are the files its manifest declares, in its order (:func:`.plugins.plugin_commands`);
 - the text is a skill's: the description and `` - when_to_use``, by the same reading of the
   frontmatter; without a description, a project's command shows its first line (``Custom
   command`` for an empty file) and a plugin's is not listed unless it has a ``when_to_use``;
@@ -21,6 +22,7 @@ import os
 from pytest_skilltrigger.model.context import PROJECT, ListedSkill
 from pytest_skilltrigger.skills.cli_frontmatter import disables_model
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
+from pytest_skilltrigger.skills.plugins import Plugin, plugin_commands
 from pytest_skilltrigger.skills.skill import SHOWN_NAME_RE, read_cli_file
 from pytest_skilltrigger.support.paths import SKILL_FILE
 
@@ -55,7 +57,9 @@ def command_files(folder: str) -> list[tuple[str, str]]:
     return found
 
 
-def read_command(path: str, name: str, group: int, plugin: str | None) -> ListedSkill | None:
+def read_command(
+    path: str, name: str, group: int, plugin: str | None, order: int = 0
+) -> ListedSkill | None:
     """One command as the listing shows it; None when the CLI does not list it. A file
     that cannot be read is an InputError naming it."""
     raw, reading = read_cli_file(path)
@@ -77,15 +81,25 @@ def read_command(path: str, name: str, group: int, plugin: str | None) -> Listed
         ):
             alias = f"{plugin}:{shown}"
     full = f"{plugin}:{name}" if plugin is not None else name
-    return ListedSkill(full, description, when_to_use, text, alias=alias, group=group, command=True)
+    return ListedSkill(
+        full, description, when_to_use, text, alias=alias, group=group, command=True, order=order
+    )
 
 
-def read_commands(
-    folder: str, group: int = PROJECT, plugin: str | None = None
-) -> list[ListedSkill]:
-    """The listed commands of a plugin's ``commands/`` (``plugin``: its name) or a project's
-    ``.claude/commands/``; none when the folder does not exist."""
+def read_commands(folder: str, group: int = PROJECT) -> list[ListedSkill]:
+    """The listed commands of a project's (or the user's) ``.claude/commands/``; none when
+    the folder does not exist."""
     if not os.path.isdir(folder):
         return []
-    listed = (read_command(path, name, group, plugin) for path, name in command_files(folder))
+    listed = (read_command(path, name, group, None) for path, name in command_files(folder))
+    return [command for command in listed if command is not None]
+
+
+def read_plugin_commands(plugin: Plugin, group: int) -> list[ListedSkill]:
+    """The listed commands of a plugin, in the order its manifest gives them."""
+    files = plugin_commands(plugin)
+    listed = (
+        read_command(path, name, group, plugin.name, order)
+        for order, (path, name) in enumerate(files)
+    )
     return [command for command in listed if command is not None]

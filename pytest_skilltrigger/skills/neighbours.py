@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 from pytest_skilltrigger.model.context import FIRST_PLUGIN, PROJECT, USER, ListedSkill
 from pytest_skilltrigger.skills.commands import (
-    COMMANDS_FOLDER,
     PROJECT_COMMANDS,
     project_of,
     read_commands,
+    read_plugin_commands,
 )
-from pytest_skilltrigger.skills.discovery import discover_skills
-from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin, read_plugin
+from pytest_skilltrigger.skills.discovery import discover
+from pytest_skilltrigger.skills.plugins import MANIFEST, SKILLS_FOLDER, Plugin, plugin_skills
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import within
@@ -41,36 +41,42 @@ def group_of(skill: Skill, plugins: Sequence[str] = ()) -> int:
 def listed_skill(skill: Skill, group: int = PROJECT) -> ListedSkill:
     """A skill as another skill's listing shows it."""
     return ListedSkill(
-        skill.id, skill.description, skill.when_to_use, skill.text, alias=skill.alias, group=group
+        skill.id,
+        skill.description,
+        skill.when_to_use,
+        skill.text,
+        alias=skill.alias,
+        group=group,
+        order=skill.order,
     )
 
 
 def load_installed(paths: Sequence[str]) -> tuple[ListedSkill, ...]:
     """The skills under ``paths`` (``--trigger-extra-skills``) as they compete in every
-    listing: a plugin's (a folder with a plugin manifest, or a skill of one) as its
-    ``plugin:folder`` skills, after the tested plugins, in the order given; a plain folder's
-    as the user's skills, first. Those the model is not shown are left out. InputError for
-    a path without skills or a bad one."""
+    listing: a plugin's (a folder with a plugin manifest, a marketplace's, or a skill of one)
+    as its ``plugin:folder`` skills with its commands, after the tested plugins, in the order
+    given; a plain folder's as the user's skills, first. Those the model is not shown are
+    left out. InputError for a path without skills or a bad one."""
     found: dict[str, ListedSkill] = {}
-    plugins: list[str] = []
+    plugins: list[Plugin] = []
     for path in paths:
-        skills = discover_skills(path)
-        if not skills:
+        discovered = discover(path)
+        if not discovered.skills and not discovered.plugins:
             raise InputError(path, "--trigger-extra-skills: no SKILL.md found here")
-        for skill in skills:
+        for plugin in [*discovered.plugins, *(s.plugin for s in discovered.skills if s.plugin)]:
+            if all(p.root != plugin.root for p in plugins):
+                plugins.append(plugin)
+        for skill in discovered.skills:
             group = USER
             if skill.plugin is not None:
-                if skill.plugin.root not in plugins:
-                    plugins.append(skill.plugin.root)
-                group = EXTRA_PLUGINS_FROM + plugins.index(skill.plugin.root)
+                roots = [p.root for p in plugins]
+                group = EXTRA_PLUGINS_FROM + roots.index(skill.plugin.root)
             if skill.model_invocable:
                 found.setdefault(skill.id, listed_skill(skill, group))
     commands = [
         command
-        for index, root in enumerate(plugins)
-        for command in read_commands(
-            os.path.join(root, COMMANDS_FOLDER), EXTRA_PLUGINS_FROM + index, read_plugin(root).name
-        )
+        for index, plugin in enumerate(plugins)
+        for command in read_plugin_commands(plugin, EXTRA_PLUGINS_FROM + index)
     ]
     return tuple(found.values()) + tuple(commands)
 
@@ -91,17 +97,21 @@ def folder_siblings(
     group: int = PROJECT,
     paths: Sequence[str] | None = None,
 ) -> tuple[tuple[ListedSkill, ...], list[str]]:
-    """The other skills in the folder that holds this skill (a plugin's: its other skills),
-    listed in ``group``; unreadable ones are skipped. ``read`` reads a skill folder (a
-    session's targets share one cache); ``paths``, the paths given, decide whether that
-    folder is a folder of skills (:func:`lists_neighbours`; None: it is)."""
-    parent = os.path.dirname(skill.path)
-    if paths is not None and not lists_neighbours(parent, paths):
-        return (), []
+    """The other skills in the folder that holds this skill (a plugin's: the other skills
+    its manifest lists), listed in ``group``; unreadable ones are skipped. ``read`` reads a
+    skill folder (a session's targets share one cache); ``paths``, the paths given, decide
+    whether that folder is a folder of skills (:func:`lists_neighbours`; None: it is)."""
+    if skill.plugin is not None:
+        folders = [place.folder for place in plugin_skills(skill.plugin)]
+    else:
+        parent = os.path.dirname(skill.path)
+        if paths is not None and not lists_neighbours(parent, paths):
+            return (), []
+        entries = sorted(os.listdir(parent))
+        folders = [os.path.join(parent, entry) for entry in entries]
     listed: list[ListedSkill] = []
     warnings: list[str] = []
-    for entry in sorted(os.listdir(parent)):
-        folder = os.path.join(parent, entry)
+    for folder in folders:
         if folder == skill.path or not os.path.isfile(os.path.join(folder, "SKILL.md")):
             continue
         try:
@@ -109,7 +119,7 @@ def folder_siblings(
         except InputError as exc:
             warnings.append(f"{exc} (sibling skipped)")
             continue
-        if other.model_invocable:  # an unlisted sibling competes with nothing
+        if other.model_invocable and other.id != skill.id:  # an unlisted one competes with nothing
             listed.append(listed_skill(other, group))
     return tuple(listed), warnings
 
@@ -134,21 +144,31 @@ class SessionSkills:
 
     @classmethod
     def of(
-        cls, skills: Sequence[Skill], read: Callable[[str], Skill], paths: Sequence[str] = ()
+        cls,
+        skills: Sequence[Skill],
+        read: Callable[[str], Skill],
+        paths: Sequence[str] = (),
+        plugins: Sequence[Plugin] = (),
     ) -> SessionSkills:
-        plugins = tuple(dict.fromkeys(s.plugin.root for s in skills if s.plugin))
-        _check_plugin_names([s.plugin for s in skills if s.plugin])
+        """The session's: ``plugins`` are those found in play (a marketplace's, in its
+        order, those that list no skill too); the plugins of ``skills`` follow them."""
+        in_play = list(dict.fromkeys([*plugins, *(s.plugin for s in skills if s.plugin)]))
+        by_root: dict[str, Plugin] = {}
+        for plugin in in_play:
+            by_root.setdefault(plugin.root, plugin)
+        ordered = list(by_root.values())
+        _check_plugin_names(ordered)
+        roots = tuple(by_root)
         folders = dict.fromkeys(
             os.path.dirname(s.path)
             for s in skills
             if s.plugin is None and lists_neighbours(os.path.dirname(s.path), paths)
         )
-        plugin_folders = [os.path.join(root, SKILLS_FOLDER) for root in plugins]
         return cls(
-            plugins,
-            tuple(s for folder in plugin_folders for s in folder_skills(folder, read, plugins)),
-            tuple(s for folder in folders for s in folder_skills(folder, read, plugins)),
-            _commands(plugins, folders, [s.plugin for s in skills if s.plugin]),
+            roots,
+            tuple(s for plugin in ordered for s in _plugin_listed(plugin, read, roots)),
+            tuple(s for folder in folders for s in folder_skills(folder, read, roots)),
+            _commands(ordered, folders),
             tuple(paths),
         )
 
@@ -162,18 +182,31 @@ class SessionSkills:
         return self.project_skills + others + self.commands
 
 
-def _commands(
-    plugins: Sequence[str], folders: Iterable[str], known: Sequence[Plugin]
-) -> tuple[ListedSkill, ...]:
+def _plugin_listed(
+    plugin: Plugin, read: Callable[[str], Skill], roots: Sequence[str]
+) -> list[ListedSkill]:
+    """The listed skills of one plugin, as its manifest lists them (unreadable or unlisted
+    ones left out)."""
+    listed = []
+    for place in plugin_skills(plugin):
+        try:
+            skill = read(place.folder)
+        except InputError:
+            continue  # said where it is a sibling
+        if skill.plugin is None or skill.plugin.root != plugin.root:
+            continue  # (listed by an earlier plugin of the session)
+        if skill.model_invocable:
+            listed.append(listed_skill(skill, group_of(skill, roots)))
+    return listed
+
+
+def _commands(plugins: Sequence[Plugin], folders: Iterable[str]) -> tuple[ListedSkill, ...]:
     """The commands of the session's plugins and of the projects its skill folders are in
     (a folder ``<project>/.claude/skills``)."""
-    names = {plugin.root: plugin.name for plugin in known}
     found = [
         command
-        for index, root in enumerate(plugins)
-        for command in read_commands(
-            os.path.join(root, COMMANDS_FOLDER), FIRST_PLUGIN + index, names[root]
-        )
+        for index, plugin in enumerate(plugins)
+        for command in read_plugin_commands(plugin, FIRST_PLUGIN + index)
     ]
     projects = dict.fromkeys(project_of(folder) for folder in folders)
     for project in filter(None, projects):

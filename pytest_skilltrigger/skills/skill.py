@@ -22,7 +22,8 @@ from pytest_skilltrigger.skills.cli_frontmatter import (
     read_as_cli,
 )
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
-from pytest_skilltrigger.skills.plugins import Plugin, plugin_of
+from pytest_skilltrigger.skills.marketplace import plugin_of
+from pytest_skilltrigger.skills.plugins import Plugin, PluginSkill
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import SKILL_FILE
 
@@ -77,6 +78,10 @@ class Skill:
     warnings: tuple[str, ...]
     raw: bytes
     plugin: Plugin | None = None
+    # its place among its plugin's skills (None: not a plugin's): the order the CLI lists
+    # them in, and whether the manifest declares the folder itself (then it is named by its
+    # frontmatter name, with no alias)
+    place: PluginSkill | None = dataclasses.field(default=None, compare=False, repr=False)
     # how the CLI read the file (see :class:`~.cli_frontmatter.CliFrontmatter`), and whether
     # the description is the frontmatter's (False: the body's first line stands in for it)
     reading: CliFrontmatter | None = dataclasses.field(default=None, compare=False, repr=False)
@@ -88,16 +93,30 @@ class Skill:
         return os.path.basename(self.path)
 
     @property
+    def entry(self) -> bool:
+        """Whether its plugin's manifest declares this folder itself as a skill (``"./"``
+        for a root ``SKILL.md``): the CLI then names it by its frontmatter name."""
+        return self.place is not None and self.place.entry
+
+    @property
     def id(self) -> str:
-        """The name Claude Code lists the skill by: ``folder`` or ``plugin:folder``."""
-        return f"{self.plugin.name}:{self.folder}" if self.plugin else self.folder
+        """The name Claude Code lists the skill by: ``folder`` or ``plugin:folder``
+        (``plugin:name`` for a folder the manifest declares)."""
+        if self.plugin is None:
+            return self.folder
+        return f"{self.plugin.name}:{self.name if self.entry else self.folder}"
+
+    @property
+    def order(self) -> int:
+        """Its place among its plugin's skills (0 for a skill of no plugin)."""
+        return self.place.order if self.place is not None else 0
 
     @property
     def alias(self) -> str | None:
         """The frontmatter name as the listing shows it beside the id, when it differs from
         the folder's (``plugin:name`` for a plugin's skill); the CLI loads the skill by it
-        too."""
-        if self.name == self.folder:
+        too. A folder the manifest declares has none: it is named by it."""
+        if self.name == self.folder or self.entry:
             return None
         return f"{self.plugin.name}:{self.name}" if self.plugin else self.name
 
@@ -170,8 +189,11 @@ def read_cli_file(path: str) -> tuple[bytes, CliFrontmatter]:
     return raw, read_as_cli(decode_skill_md(raw, path))
 
 
-def read_skill(folder: str | os.PathLike[str]) -> Skill:
-    """Read the skill in ``folder`` (which must hold SKILL.md) as the CLI reads it.
+def read_skill(
+    folder: str | os.PathLike[str], membership: tuple[Plugin, PluginSkill] | None = None
+) -> Skill:
+    """Read the skill in ``folder`` (which must hold SKILL.md) as the CLI reads it, as a
+    skill of the plugin ``membership`` names (None: of the plugin found from below, if any).
 
     Rule violations and what the CLI reads differently from the file's intent are warnings
     (the skill is tested as the CLI lists it); only a file that cannot be read at all is an
@@ -195,6 +217,9 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
     if description is None:
         description = reading.body_line or "Skill"
     name, name_warnings = _name_from(reading.mapping, os.path.basename(path), skill_md)
+    if membership is None:
+        membership = plugin_of(path)
+    plugin, place = membership if membership is not None else (None, None)
     skill = Skill(
         name=name,
         description=description,
@@ -204,7 +229,8 @@ def read_skill(folder: str | os.PathLike[str]) -> Skill:
         body=reading.body,
         warnings=(),
         raw=raw,
-        plugin=plugin_of(path),
+        plugin=plugin,
+        place=place,
         reading=reading,
         described=described,
     )

@@ -159,9 +159,16 @@ def test_the_claude_code_backends_copy_holds_the_commands(tmp_path: Path) -> Non
         (run_dir / part).mkdir(parents=True)
     plugins = install_skills(run_dir, context(tmp_path / "src", "acme/skills/bravo"))
     (root,) = plugins
-    assert (root / "commands" / "deploy.md").read_text() == PLUGIN_FILES["acme/commands/deploy.md"]
-    assert (root / "commands" / "zz" / "inner.md").is_file()
-    assert not (root / "commands" / "alpha.md").exists()  # not listed, so not needed
+    # each in a folder the manifest declares, in the listing's order
+    manifest = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    written = {
+        str(path.relative_to(root / folder)): path.read_text()
+        for folder in manifest["commands"]
+        for path in sorted((root / folder).rglob("*.md"))
+    }
+    assert written["deploy.md"] == PLUGIN_FILES["acme/commands/deploy.md"]
+    assert "zz/inner.md" in written
+    assert "alpha.md" not in written  # not listed, so not needed
 
 
 @pytest.mark.slow

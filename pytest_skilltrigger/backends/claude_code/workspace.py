@@ -37,7 +37,8 @@ WORKSPACE_PARTS = ("project", "config", "plugins", "tmp")
 # run made from another layout saw another listing. 2: the user's skills read from the
 # private config folder (they were not listed before), plugins loaded with --plugin-dir.
 # 3: queries given as stream-json messages to kept processes (one tool's text differs).
-WORKSPACE_LAYOUT = 3
+# 4: a plugin's skills and commands in folders its manifest declares, in the listing's order.
+WORKSPACE_LAYOUT = 4
 # Keys of the user's global config that carry the login's account, copied into each run.
 # Keys that are (or hold pieces of) secrets are never written into a run's files: the /login
 # key travels to the CLI in its environment instead (see ``ClaudeCodeBackend._env``).
@@ -139,7 +140,7 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
     config folder, the project's in the project, each plugin as a plugin folder of its own
     with its manifest); the plugin folders, in the order to load them. A skill whose id
     could not be placed safely is left out, never written elsewhere."""
-    plugins: dict[int, Path] = {}
+    plugins = _PluginFolders(run_dir)
     for skill in _own_skills(run_dir, context):  # the CLI lists its built-ins itself
         if skill.command:
             _install_command(run_dir, skill, plugins)
@@ -150,7 +151,38 @@ def install_skills(run_dir: Path, context: TriggerContext) -> list[Path]:
         folder.mkdir(parents=True)
         tested = skill.name == context.skill_name
         (folder / "SKILL.md").write_text(installed_text(skill, tested), encoding="utf-8")
-    return [plugins[group] for group in sorted(plugins)]
+    return plugins.write_manifests()
+
+
+class _PluginFolders:
+    """The plugin folders of a run: each plugin's items are written in listing order, each
+    in a folder its manifest declares (``"skills"``: a folder of skills each; ``"commands"``:
+    a folder of commands each), so the CLI lists them in that order, under their names."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.roots: dict[int, Path] = {}
+        self.entries: dict[int, dict[str, list[str]]] = {}
+
+    def entry(self, item: ListedSkill, kind: str) -> Path:
+        """A new declared folder of ``kind`` (``skills``, ``commands``) for one item."""
+        if item.group not in self.roots:
+            name = f"{item.group - FIRST_PLUGIN:02d}-{item.plugin}"
+            self.roots[item.group] = self.run_dir / "plugins" / name
+            self.entries[item.group] = {"skills": [], "commands": []}
+        declared = self.entries[item.group][kind]
+        relative = f"{kind}/{len(declared):03d}"
+        declared.append(f"./{relative}")
+        return self.roots[item.group] / relative
+
+    def write_manifests(self) -> list[Path]:
+        """Each plugin's manifest; the plugin folders in the order to load them."""
+        for group, root in self.roots.items():
+            plugin = root.name.partition("-")[2]
+            manifest = {"name": plugin, **self.entries[group]}
+            (root / MANIFEST).parent.mkdir(parents=True, exist_ok=True)
+            (root / MANIFEST).write_text(json.dumps(manifest), "utf-8")
+        return [self.roots[group] for group in sorted(self.roots)]
 
 
 def _own_skills(run_dir: Path, context: TriggerContext) -> list[ListedSkill]:
@@ -187,7 +219,7 @@ def session_folder(run_dir: Path, context: TriggerContext) -> Path:
     return run_dir / "project"
 
 
-def _install_command(run_dir: Path, command: ListedSkill, plugins: dict[int, Path]) -> None:
+def _install_command(run_dir: Path, command: ListedSkill, plugins: _PluginFolders) -> None:
     """Write a command as its file (``sub:deploy`` as ``commands/sub/deploy.md``), as it is:
     the CLI reads it by its own rules. One whose name could leave its folder is left out."""
     parts = command.name.split(":")[1 if command.plugin else 0 :]
@@ -198,7 +230,7 @@ def _install_command(run_dir: Path, command: ListedSkill, plugins: dict[int, Pat
     elif command.plugin is None:
         folder = run_dir / "project" / ".claude" / "commands"
     else:
-        folder = _plugin_root(run_dir, command, plugins) / "commands"
+        folder = plugins.entry(command, "commands")
     path = folder.joinpath(*parts[:-1], parts[-1] + ".md")
     path.parent.mkdir(parents=True, exist_ok=True)
     text = command.skill_md
@@ -213,23 +245,14 @@ def _safe_part(part: str) -> bool:
     return part not in ("", ".", "..") and not any(c in part for c in "/\\\0")
 
 
-def _skill_folder(run_dir: Path, skill: ListedSkill, plugins: dict[int, Path]) -> Path:
-    """Where one skill goes; a plugin's folder (with its manifest) is made on its first."""
+def _skill_folder(run_dir: Path, skill: ListedSkill, plugins: _PluginFolders) -> Path:
+    """Where one skill goes: a plugin's in a declared folder of its own (named by the
+    skill's folder, so the CLI lists it by its id)."""
     if skill.group == USER:
         return run_dir / "config" / "skills" / skill.folder
     if skill.group < FIRST_PLUGIN or skill.plugin is None:
         return run_dir / "project" / ".claude" / "skills" / skill.folder
-    return _plugin_root(run_dir, skill, plugins) / "skills" / skill.folder
-
-
-def _plugin_root(run_dir: Path, item: ListedSkill, plugins: dict[int, Path]) -> Path:
-    """The folder of an item's plugin, made (with its manifest) for its first item."""
-    if item.group not in plugins:
-        root = run_dir / "plugins" / f"{item.group - FIRST_PLUGIN:02d}-{item.plugin}"
-        (root / MANIFEST).parent.mkdir(parents=True)
-        (root / MANIFEST).write_text(json.dumps({"name": item.plugin}), "utf-8")
-        plugins[item.group] = root
-    return plugins[item.group]
+    return plugins.entry(skill, "skills") / skill.folder
 
 
 def install_project(project: Path, setup: ProjectSetup) -> None:
