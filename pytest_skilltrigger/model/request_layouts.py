@@ -137,3 +137,17 @@ def listing_shared(model: str | None) -> bool:
     ``model``: only where it sits before the query (in the system message after it, every
     run sends it anew)."""
     return not layout_for(model).system_sections
+
+
+# The model aliases the pinned CLI takes (``--model haiku``, a set's ``model: haiku``), and the
+# model each names in the request it sends (observed with Claude Code 2.1.328).
+MODEL_ALIASES = {
+    "haiku": "claude-haiku-5-5",
+    "sonnet": "claude-sonnet-5-5",
+    "opus": "claude-opus-5-5",
+}
+
+
+def resolve_model_alias(name: str) -> str:
+    """A model's full name, as the pinned CLI reads an alias (a full name as it is)."""
+    return MODEL_ALIASES.get(name.strip().lower(), name.strip())

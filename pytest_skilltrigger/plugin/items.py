@@ -186,8 +186,9 @@ class ItemAxes:
         """Every item of a skill: each entry on each model (None: the session's one), alone
         and among each crowd, in the session's mode and each other; the items collected and
         the requests a controller makes ahead for them are these, named alike."""
+        # a set that names its model (``model: haiku``) runs on it, outside a matrix
         for entry in target.eval_set.entries:
-            for model in self.models or (None,):
+            for model in self.models or (target.eval_set.model,):
                 for size in (None, *self.crowd.sizes):
                     for mode in (None, *self.modes):
                         name = trigger_item_name(target, entry, model, size, mode)

@@ -101,7 +101,7 @@ class ItemRunner:
             path=file_path,
             target=target,
             source=self,
-            soft_misses=gates.min_accuracy is not None,
+            soft_misses=gates.min_accuracy is not None or target.eval_set.min_accuracy is not None,
             axes=ItemAxes.of(self.setup.settings),
         )
 

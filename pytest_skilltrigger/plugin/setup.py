@@ -99,7 +99,7 @@ class Setup:
             # deferred: the skills layer loads yaml, only when skills are read
             from pytest_skilltrigger.skills.catalog import load_routing_sets
 
-            routing = load_routing_sets(found.targets, self.selection.paths, found.missing)
+            routing = load_routing_sets(found, self.selection.paths)
             skills = SkillsInPlay(
                 tuple(found.targets),
                 tuple(found.missing),

@@ -39,18 +39,14 @@ def gate_failures(
     whose routing accuracy (routing items and should-trigger queries) is below
     ``min_routing_accuracy``. A skill or folder with nothing decided fails no gate."""
     failures = []
-    if min_accuracy is not None:
-        for skill in report.skills:
-            s = skill.summary
-            rate = s.query_pass_rate
-            if rate is not None and rate < min_accuracy:
-                interval = ""
-                if s.query_pass_interval is not None:
-                    interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
-                failures.append(
-                    f"{skill.label}: queries passed {rate:.4g} ({s.passed}/{s.counted}{interval})"
-                    f" is below --trigger-min-accuracy {min_accuracy:g}"
-                )
+    for skill in report.skills:
+        limit, named = min_accuracy, "--trigger-min-accuracy"
+        evals = skill.target.eval_set
+        if limit is None and evals.min_accuracy is not None:
+            limit, named = evals.min_accuracy, f"the accuracy target of {evals.path}"
+        failure = _below(skill, limit, named)
+        if failure:
+            failures.append(failure)
     if min_routing_accuracy is not None:
         for table in report.routing:
             rate = table.rounded_accuracy
@@ -63,6 +59,21 @@ def gate_failures(
                     f"below --trigger-min-routing-accuracy {min_routing_accuracy:g}"
                 )
     return failures
+
+
+def _below(skill: SkillReport, limit: float | None, named: str) -> str | None:
+    """Why a skill's share of queries passed fails its floor (None: it does not)."""
+    s = skill.summary
+    rate = s.query_pass_rate
+    if limit is None or rate is None or rate >= limit:
+        return None
+    interval = ""
+    if s.query_pass_interval is not None:
+        interval = f", {format_interval(s.query_pass_interval, s.confidence)}"
+    return (
+        f"{skill.label}: queries passed {rate:.4g} ({s.passed}/{s.counted}{interval})"
+        f" is below {named} {limit:g}"
+    )
 
 
 # -- against a baseline -------------------------------------------------------------------

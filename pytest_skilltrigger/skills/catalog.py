@@ -27,7 +27,6 @@ from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
 from pytest_skilltrigger.skills.evalset import (
     EvalEntry,
     EvalSet,
-    find_eval_set,
     is_valid_unicode,
     load_eval_set,
 )
@@ -45,7 +44,8 @@ from pytest_skilltrigger.skills.plugin_eval.read import (
     read_plugin_eval,
 )
 from pytest_skilltrigger.skills.rivals import crowd_context
-from pytest_skilltrigger.skills.routing_set import RoutingSet, find_routing_set, load_routing_set
+from pytest_skilltrigger.skills.routing_set import RoutingSet
+from pytest_skilltrigger.skills.set_places import Placed, no_set_message, place_sets
 from pytest_skilltrigger.skills.skill import Skill, read_skill
 from pytest_skilltrigger.skills.subfolders import check_cwd, rootdir_notes, subfolder_of
 from pytest_skilltrigger.support.errors import InputError
@@ -234,6 +234,9 @@ class Found:
     # what the header says once about the session's skills (a project root taken from
     # pytest's rootdir)
     notes: tuple[str, ...] = ()
+    # the routing sets of the folders of skills collected (their entries name the skill that
+    # should be chosen first)
+    routing: tuple[RoutingSet, ...] = ()
 
 
 def load_targets(paths: Sequence[str], eval_set: str | None = None) -> list[Target]:
@@ -258,38 +261,32 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
     read = _reader({skill.path: skill for skill in skills})
     session = SessionSkills.of(skills, read, paths, discovered.plugins)
     cases = _PluginCases(session)
+    placed = place_sets(skills, paths, options.eval_set)
     targets, missing = [], []
     for skill in skills:
         found = cases.of(skill)
-        evals = _eval_set(skill, options.eval_set, found)
+        evals = _eval_set(placed.sets.get(skill.path), found)
         if evals is None:
             if not options.draft_missing and _given(skill, paths):
-                seen = _cases_seen(cases.not_collected)
-                raise InputError(skill.path, NO_EVAL_SET + "; name one with --eval-set" + seen)
+                raise _no_set_error([skill], placed, cases.not_collected)
             missing.append(skill)
             continue
         target = _target(skill, evals, options, session, read)
         targets.append(replace(target, warnings=target.warnings + tuple(pinned_models(found))))
     if missing and not targets and not options.draft_missing:
-        raise _none_has_an_eval_set(missing, cases.not_collected)
+        raise _no_set_error(missing, placed, cases.not_collected)
     _check_clash(options.installed, targets)
-    notes = (*discovered.notes, *rootdir_notes(skills, options.rootdir))
-    return Found(targets, missing, cases.not_collected, notes)
+    notes = (*discovered.notes, *placed.warnings, *rootdir_notes(skills, options.rootdir))
+    return Found(targets, missing, cases.not_collected, notes, tuple(placed.routing))
 
 
-def _none_has_an_eval_set(missing: Sequence[Skill], cases: Sequence[NotCollected]) -> InputError:
-    """The error for a session whose skills all lack an eval set: which, and what to do."""
-    if len(missing) == 1:
-        return InputError(missing[0].path, NO_EVAL_SET + _cases_seen(cases))
-    where = os.path.commonpath([skill.path for skill in missing])
-    shown = ", ".join(skill.id for skill in missing[:5])
-    more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
-    return InputError(
-        where,
-        f"none of the {len(missing)} skills here has an eval set ({shown}{more}; looked for "
-        "evals/trigger-eval.json and the other usual names); draft them with "
-        "--draft-eval-set, or name one with --eval-set" + _cases_seen(cases),
-    )
+def _no_set_error(
+    missing: Sequence[Skill], placed: Placed, cases: Sequence[NotCollected]
+) -> InputError:
+    """The error for skills without an eval set: where it looked, what it found and passed
+    over, and what to do (the same message for every layout)."""
+    where, message = no_set_message(missing, placed)
+    return InputError(where, message + _cases_seen(cases))
 
 
 def _cases_seen(not_collected: Sequence[NotCollected], shown: int = 3) -> str:
@@ -308,13 +305,11 @@ def _cases_seen(not_collected: Sequence[NotCollected], shown: int = 3) -> str:
     )
 
 
-def _eval_set(skill: Skill, named: str | None, cases: Sequence[TriggerCase]) -> EvalSet | None:
-    """The skill's eval set (the one named, else the one found in its folder) with its
-    ``claude plugin eval`` cases after its own entries; the cases alone when it has none."""
-    found = named if named is not None else find_eval_set(skill.path)
-    if found is None:
+def _eval_set(evals: EvalSet | None, cases: Sequence[TriggerCase]) -> EvalSet | None:
+    """The skill's eval set (the one named, else those found for it) with its ``claude
+    plugin eval`` cases after its own entries; the cases alone when it has none."""
+    if evals is None:
         return eval_set_of(cases, os.path.dirname(cases[0].folder)) if cases else None
-    evals = load_eval_set(found)
     return with_entries(evals, eval_set_of(cases, evals.path).entries, {}) if cases else evals
 
 
@@ -360,12 +355,6 @@ class _PluginCases:
         self.not_collected += [
             replace(n, folder=os.path.join(root, n.folder)) for n in found.not_collected
         ]
-
-
-NO_EVAL_SET = (
-    "no eval set found (looked for evals/trigger-eval.json and the other usual names); "
-    "draft one with --draft-eval-set"
-)
 
 
 def _check_options(options: TargetOptions, skills: Sequence[Skill]) -> None:
@@ -481,22 +470,13 @@ def load_context(path: str, installed: tuple[ListedSkill, ...] = ()) -> TriggerC
     return context_of(skill, skill.description, Listing(siblings, installed, group))
 
 
-def load_routing_sets(
-    targets: Sequence[Target], paths: Sequence[str], untested: Sequence[Skill] = ()
-) -> list[RoutingSet]:
-    """The routing eval sets of the folders holding these targets, for those folders the
-    run collects (a routing file below one of ``paths``); checked against the folder's
-    skills, tested or not (``untested``: those without an eval set)."""
-    folders: dict[str, list[str]] = {}
-    for target in targets:
-        folders.setdefault(os.path.dirname(target.skill.path), []).append(target.name)
-    for skill in untested:
-        if os.path.dirname(skill.path) in folders:
-            folders[os.path.dirname(skill.path)].append(skill.id)
-    found = []
-    for folder, names in folders.items():
-        path = find_routing_set(folder)
-        if path is None or not any(within(path, os.path.abspath(p)) for p in paths):
-            continue
-        found.append(load_routing_set(path, tuple(sorted(names))))
-    return found
+def load_routing_sets(found: Found, paths: Sequence[str]) -> list[RoutingSet]:
+    """The routing sets of the folders holding the targets that the run collects (a
+    routing file below one of ``paths``)."""
+    folders = {os.path.dirname(target.skill.path) for target in found.targets}
+    return [
+        routing
+        for routing in found.routing
+        if any(within(routing.path, os.path.abspath(p)) for p in paths)
+        and any(within(folder, routing.folder) for folder in folders)
+    ]

@@ -17,10 +17,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_skilltrigger.skills.history import read_entry_history
+from pytest_skilltrigger.skills.set_formats import load_data
 from pytest_skilltrigger.support.errors import InputError
 
 EVAL_SET_NAMES = (
@@ -34,10 +35,15 @@ EVAL_SET_NAMES = (
 
 _POSITIVE = "should_trigger"
 _NEGATIVE = "should_not_trigger"
-_WRAPPED = "evals"
 _EXCERPT = 60
+# what public sets call an entry's request, its list of entries, and the skill it is about
+QUERY_KEYS = ("query", "prompt", "intent")
+WRAPPERS = ("evals", "cases", "tests", "routes")
+NAMING_KEYS = ("expected_skill", "expected", "expect", "skill", "skills", "target")
+COMMAND_KEYS = ("expected_command",)
+NO_SKILL = "none"  # what some sets write for "no skill" in place of null
 
-_Named = tuple["EvalEntry", str]
+_Named = tuple["SetEntry", str]
 """An entry with the name errors use for it (``entry 4``, ``should_not_trigger entry 2``)."""
 
 
@@ -66,11 +72,52 @@ class EvalSet:
 
     ``meta`` keeps the keys of object-shaped files other than the query lists (``skill_name``,
     ``purpose``, ...), so that a report can show what the author wrote about the set.
+    ``model`` is the model the set says to run it on (``model: haiku``), ``min_accuracy`` the
+    share of its queries it says must pass (its ``targets``), when it says so.
     """
 
     path: str
     entries: tuple[EvalEntry, ...]
     meta: dict[str, Any] = field(default_factory=dict, hash=False)
+    model: str | None = None
+    min_accuracy: float | None = None
+
+
+@dataclass(frozen=True)
+class SetEntry:
+    """One entry as a set file gives it, before it is placed with a skill: whether the
+    skill it is about should trigger (``expects``; None: the entry names which skill should,
+    a routing entry), the skills it names (``names``: none for a routing entry whose answer
+    is no skill, or an entry about the set's own skill), and for a routing entry naming
+    commands, ``commands``."""
+
+    index: int
+    query: str
+    expects: bool | None
+    names: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    history: str | None = None
+    label: str = ""  # how errors and warnings name it (``entry [03]``)
+    commands: bool = False
+
+
+@dataclass(frozen=True)
+class Document:
+    """A set file as read: its path (as the caller gave it, for messages), its entries in
+    file order, its other keys."""
+
+    path: str
+    entries: tuple[SetEntry, ...]
+    meta: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class SkillNames:
+    """The names a skill is called by in set files (its id, folder, frontmatter name,
+    ``plugin:name``), and every skill name known beside it (for an entry naming another)."""
+
+    own: frozenset[str]
+    known: frozenset[str] = frozenset()
 
 
 def find_eval_set(skill_folder: str | os.PathLike[str]) -> str | None:
@@ -89,35 +136,26 @@ def find_eval_set(skill_folder: str | os.PathLike[str]) -> str | None:
     return None
 
 
-def load_eval_set(path: str | os.PathLike[str]) -> EvalSet:
-    """Read, parse and validate the eval set at ``path``.
+def load_eval_set(path: str | os.PathLike[str], names: SkillNames | None = None) -> EvalSet:
+    """Read, parse and validate the eval set at ``path``, as the set of the skill ``names``
+    names (None: a file of plain ``should_trigger`` entries, where a skill's name is an
+    error).
 
     Errors name the file as the caller spelled it (usually relative, which reads better in a
     terminal); :attr:`EvalSet.path` is absolute so later stages never depend on the cwd.
     """
+    document = load_document(path)
+    entries = for_skill(document, names)
+    return EvalSet(os.path.abspath(document.path), tuple(entries), document.meta)
+
+
+def load_document(path: str | os.PathLike[str]) -> Document:
+    """A set file's entries as it gives them (see :class:`SetEntry`), in any format."""
     where = os.fspath(path)
-    data, duplicates = load_json(where, "a JSON eval set")
-    entries, meta = _parse(data, where, duplicates)
-    return EvalSet(path=os.path.abspath(where), entries=tuple(entries), meta=meta)
-
-
-def load_json(where: str, expected: str) -> tuple[Any, dict[int, str]]:
-    """An eval file's JSON, with the objects that hold a key twice (see :func:`_pairs_hook`,
-    for :func:`check_duplicate_key`); one-line errors name the file (``expected`` says what
-    an empty one should have held)."""
-    text = read_text(where)
-    if not text.strip():
-        raise InputError(where, f"the file is empty; expected {expected}")
-    duplicates: dict[int, str] = {}
-    try:
-        data = json.loads(text, object_pairs_hook=_pairs_hook(duplicates))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            where, f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
-        ) from None
-    except RecursionError:
-        raise InputError(where, "not usable JSON: nested too deeply") from None
-    return data, duplicates
+    data, duplicates = load_data(where, "a JSON eval set")
+    named, meta = _parse(data, where, duplicates)
+    entries = tuple(replace(entry, label=name) for entry, name in named)
+    return Document(where, entries, meta)
 
 
 def parse_eval_set(data: object, where: str) -> tuple[list[EvalEntry], dict[str, Any]]:
@@ -126,57 +164,54 @@ def parse_eval_set(data: object, where: str) -> tuple[list[EvalEntry], dict[str,
     ``where`` only names the source in error messages. Exposed separately so that callers
     holding JSON from elsewhere (a test, an API) get the same shapes and the same checks.
     """
-    return _parse(data, where, {})
+    named, meta = _parse(data, where, {})
+    labelled = [replace(entry, label=name) for entry, name in named]
+    return for_skill(Document(where, tuple(labelled), meta), None), meta
 
 
-# --- reading -------------------------------------------------------------------------------
+def for_skill(document: Document, names: SkillNames | None) -> list[EvalEntry]:
+    """A set file's entries as one skill's (``names``), in file order, numbered anew: a
+    plain entry as it is; one naming skills (a routing entry, or one that says which skill
+    it is about) should trigger when it names this one. Entries about another skill are
+    left out; a name that is no skill's is an error naming the file and the entry."""
+    entries: list[tuple[EvalEntry, str]] = []
+    for entry in document.entries:
+        should = _should_trigger(entry, document.path, names)
+        if should is None:
+            continue
+        made = EvalEntry(len(entries), entry.query, should, entry.extra, entry.history)
+        entries.append((made, entry.label))
+    if not entries:
+        raise InputError(document.path, "the eval set has no entries for this skill")
+    check_unique(entries, document.path)
+    return [entry for entry, _ in entries]
 
 
-def read_text(where: str) -> str:
-    """Read the file as UTF-8, dropping a BOM that Windows editors like to add.
-
-    A UTF-16 file with a BOM (what PowerShell's ``>`` writes) is accepted too: it is
-    unambiguous, and refusing it would only make the user re-save the same content.
-    """
-    try:
-        with open(where, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise InputError(where, "no such file") from None
-    except IsADirectoryError:
-        raise InputError(where, "is a folder, not an eval set file") from None
-    except OSError as exc:
-        raise InputError(where, f"cannot read the file: {exc.strerror or exc}") from None
-    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
-        encoding = "utf-16"
-    else:
-        encoding = "utf-8-sig"
-    try:
-        return raw.decode(encoding)
-    except UnicodeDecodeError as exc:
+def _should_trigger(entry: SetEntry, where: str, names: SkillNames | None) -> bool | None:
+    """Whether the skill ``names`` names should trigger for ``entry`` (None: the entry is
+    about another skill)."""
+    if entry.expects is not None and (not entry.names or entry.commands):
+        return entry.expects  # (a command it names is what the skill should do, not a skill)
+    if names is None:
+        if entry.expects is not None:
+            return entry.expects  # it names its skill: the file is that skill's
         raise InputError(
-            where, f"not UTF-8 text (undecodable byte at offset {exc.start}); save it as UTF-8"
-        ) from None
-
-
-def _pairs_hook(duplicates: dict[int, str]) -> Any:
-    """Build a JSON object hook that records objects holding the same key twice.
-
-    ``json`` silently keeps the last value of a repeated key, which would quietly drop, say,
-    the first of two ``should_trigger`` lists. The hook cannot know which entry it is in, so
-    it only notes ``id(obj) -> key``; :func:`_parse` reports it with the entry's name (the ids
-    stay valid because every parsed object is alive until parsing is done).
-    """
-
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        obj: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in obj and id(obj) not in duplicates:
-                duplicates[id(obj)] = key
-            obj[key] = value
-        return obj
-
-    return hook
+            where,
+            f"{entry.label}: should_trigger must be true or false, got "
+            f"{_excerpt(entry.names[0] if entry.names else None)}",
+        )
+    unknown = [n for n in entry.names if n not in names.own | names.known]
+    if unknown and not entry.commands:
+        shown = ", ".join(sorted(names.own | names.known)) or "none"
+        raise InputError(
+            where,
+            f"{entry.label}: names {_excerpt(unknown[0])}, which is no skill here (true, false, "
+            f"null, or one of: {shown})",
+        )
+    mine = bool(set(entry.names) & names.own)
+    if entry.expects is not None:
+        return entry.expects if mine else None
+    return mine
 
 
 # --- shape detection -----------------------------------------------------------------------
@@ -184,7 +219,7 @@ def _pairs_hook(duplicates: dict[int, str]) -> Any:
 
 def _parse(
     data: object, where: str, duplicates: dict[int, str]
-) -> tuple[list[EvalEntry], dict[str, Any]]:
+) -> tuple[list[_Named], dict[str, Any]]:
     """Dispatch on the shape of ``data``; see the module docstring for why it is strict."""
     if isinstance(data, list):
         named = _entries_from_objects(data, where, "", duplicates)
@@ -193,26 +228,27 @@ def _parse(
         check_duplicate_key(data, where, "the top-level object", duplicates)
         named, meta = _parse_object(data, where, duplicates)
     else:
-        raise InputError(where, f"{_unknown_shape()}; found a JSON {_json_type(data)}")
+        raise InputError(where, f"{_unknown_shape()}; found a {_json_type(data)}")
     if not named:
         raise InputError(where, "the eval set has no entries")
-    check_unique(named, where)
-    return [entry for entry, _ in named], meta
+    return named, meta
 
 
 def _parse_object(
     data: dict[str, Any], where: str, duplicates: dict[int, str]
 ) -> tuple[list[_Named], dict[str, Any]]:
-    """Handle the object shapes: two string lists, the same nested once, or ``evals``."""
-    if _WRAPPED in data and isinstance(data[_WRAPPED], list):
+    """Handle the object shapes: entries under a wrapper (``evals``, ``cases``, ``tests``,
+    ``routes``), two string lists, or the same nested once."""
+    wrapper = next((k for k in WRAPPERS if isinstance(data.get(k), list)), None)
+    if wrapper is not None:
         if _POSITIVE in data or _NEGATIVE in data:
             raise InputError(
-                where, f'has both "{_WRAPPED}" and "{_POSITIVE}"/"{_NEGATIVE}"; keep only one'
+                where, f'has both "{wrapper}" and "{_POSITIVE}"/"{_NEGATIVE}"; keep only one'
             )
-        entries = _entries_from_objects(data[_WRAPPED], where, f' (in "{_WRAPPED}")', duplicates)
-        return entries, {k: v for k, v in data.items() if k != _WRAPPED}
+        entries = _entries_from_objects(data[wrapper], where, f' (in "{wrapper}")', duplicates)
+        return entries, {k: v for k, v in data.items() if k != wrapper}
 
-    if "query" in data:
+    if any(k in data for k in QUERY_KEYS):
         raise InputError(
             where, "holds a single entry; an eval set is a JSON list of entries, wrap it in [ ]"
         )
@@ -244,7 +280,7 @@ def _parse_object(
 def _unknown_shape() -> str:
     return (
         'unknown eval set shape: expected a list of {"query", "should_trigger"} objects, '
-        'an object with "evals" holding such a list, or an object with '
+        'an object with "evals", "cases" or "tests" holding such a list, or an object with '
         '"should_trigger" and "should_not_trigger" lists of query strings'
     )
 
@@ -258,7 +294,7 @@ def entry_name(index: int, where: str = "") -> str:
 def _entries_from_objects(
     items: list[Any], where: str, label: str, duplicates: dict[int, str]
 ) -> list[_Named]:
-    """Validate a list of ``{"query", "should_trigger", ...}`` objects, in file order."""
+    """Validate a list of entry objects, in file order."""
     entries: list[_Named] = []
     for position, item in enumerate(items):
         name = entry_name(position, label)
@@ -268,18 +304,58 @@ def _entries_from_objects(
                 f"{name}: must be an object with query and should_trigger, got {_describe(item)}",
             )
         check_duplicate_key(item, where, name, duplicates)
-        query = check_query(item.get("query"), "query" in item, where, name)
-        if _POSITIVE not in item:
-            raise InputError(where, f"{name}: has no should_trigger (true or false)")
-        verdict = item[_POSITIVE]
-        if not isinstance(verdict, bool):
-            raise InputError(
-                where, f"{name}: should_trigger must be true or false, got {_excerpt(verdict)}"
-            )
-        history = read_entry_history(item, where, name)
-        extra = {k: v for k, v in item.items() if k not in ("query", _POSITIVE, "history")}
-        entries.append((EvalEntry(len(entries), query, verdict, extra, history), name))
+        entries.append((_entry(item, len(entries), where, name), name))
     return entries
+
+
+def _entry(item: dict[str, Any], index: int, where: str, name: str) -> SetEntry:
+    """One entry object: its query (``query``, ``prompt`` or ``intent``), what it expects
+    (``should_trigger`` true or false, or the skill that should trigger: a name, a list of
+    names, null or ``"none"``; or ``expected_skill``, ``expected``), the skills it names."""
+    key = next((k for k in QUERY_KEYS if k in item), "query")
+    query = check_query(item.get(key), key in item, where, name)
+    about = next((k for k in (*NAMING_KEYS, *COMMAND_KEYS) if k in item), None)
+    used = {key, _POSITIVE, "history", "history_file"}
+    if _POSITIVE in item:
+        expects, named = _expectation(item[_POSITIVE], where, name)
+    elif about is None:
+        raise InputError(
+            where,
+            f"{name}: has no should_trigger (true or false) or expected_skill (the skill to "
+            "choose, or null)",
+        )
+    else:
+        expects, named = None, ()
+    if about is not None and (expects is not None or _POSITIVE not in item):
+        named = _names(item[about], where, f"{name}: {about}")
+        used.add(about)
+    history = read_entry_history(item, where, name)
+    extra = {k: v for k, v in item.items() if k not in used}
+    commands = about in (*COMMAND_KEYS, "target")
+    return SetEntry(index, query, expects, named, extra, history, name, commands)
+
+
+def _expectation(value: Any, where: str, name: str) -> tuple[bool | None, tuple[str, ...]]:
+    """``should_trigger``'s value: a boolean, or the skill that should trigger (routing)."""
+    if isinstance(value, bool):
+        return value, ()
+    if value is None or isinstance(value, (str, list)):
+        return None, _names(value, where, f"{name}: should_trigger")
+    raise InputError(
+        where,
+        f"{name}: should_trigger must be true or false (or a skill), got {_excerpt(value)}",
+    )
+
+
+def _names(value: Any, where: str, label: str) -> tuple[str, ...]:
+    """The skills a value names: a name, a list of names, or none (null, ``"none"``)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == NO_SKILL):
+        return ()
+    if isinstance(value, str) and value.strip():
+        return (value.strip(),)
+    if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+        return tuple(v.strip() for v in value if v.strip().lower() != NO_SKILL)
+    raise InputError(where, f"{label} must name a skill (or be null), got {_excerpt(value)}")
 
 
 def _entries_from_lists(data: dict[str, Any], where: str, prefix: str) -> list[_Named]:
@@ -309,7 +385,7 @@ def _entries_from_lists(data: dict[str, Any], where: str, prefix: str) -> list[_
                     f"{name}: must be a query string, got {_describe(item)}",
                 )
             query = check_query(item, True, where, name)
-            entries.append((EvalEntry(len(entries), query, key == _POSITIVE, {}), name))
+            entries.append((SetEntry(len(entries), query, key == _POSITIVE), name))
     return entries
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_skilltrigger.model.context import collation_key
-from pytest_skilltrigger.skills.evalset import read_text
+from pytest_skilltrigger.skills.set_formats import read_text
 from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import SKILL_FILE
 

@@ -14,7 +14,7 @@ import json
 import os
 
 from pytest_skilltrigger.model.context import ProjectSetup
-from pytest_skilltrigger.skills.evalset import read_text
+from pytest_skilltrigger.skills.set_formats import read_text
 from pytest_skilltrigger.support.errors import InputError
 
 CLAUDE_MD = "CLAUDE.md"

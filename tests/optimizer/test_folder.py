@@ -16,7 +16,7 @@ import pytest
 
 from pytest_skilltrigger.optimizer.folder import ROUTING, folder_of, with_sibling_description
 from pytest_skilltrigger.optimizer.split import split_entries
-from pytest_skilltrigger.skills.catalog import load_routing_sets, load_targets
+from pytest_skilltrigger.skills.catalog import find_targets, load_routing_sets, load_targets
 from tests.fake_messages_api import FakeMessagesAPI, extract_query, parse_listing
 from tests.helpers import plugin_args
 
@@ -96,9 +96,10 @@ def test_the_folder_gives_siblings_queries_as_negatives_on_their_own_split(
             ]
         )
     )
-    targets = load_targets([str(folder)])
+    found = find_targets([str(folder)])
+    targets = found.targets
     pdf, sheets = targets
-    routing = load_routing_sets(targets, [str(folder)])
+    routing = load_routing_sets(found, [str(folder)])
     scope = folder_of(sheets, targets, routing, 0.5, 42)
     pdf_train, pdf_test = split_entries(pdf.eval_set.entries, 0.5, 42)
     sibling = [(c.entry.query, c.entry.should_trigger) for c in scope.test if c.owner == "pdf"]

@@ -116,7 +116,7 @@ def test_when_no_case_is_a_trigger_check_the_error_says_what_was_seen(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
         [
-            "*none of the 2 skills here has an eval set (acme:alpha, acme:beta;*"
+            "*none of the 2 skills here has an eval set (acme:alpha, acme:beta); looked for*"
             "1 claude plugin eval case(s) seen, none a trigger check: judged (*llm*"
         ]
     )

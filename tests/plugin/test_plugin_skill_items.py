@@ -79,8 +79,9 @@ def test_the_alias_with_its_plugin_loads_the_skill(
 def test_a_routing_set_may_expect_a_skill_without_an_eval_set(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
-    """beta has no eval set: it is listed, not tested, and a routing entry that expects it
-    counts beta's choices (sampled in alpha's context: the listing is the folder's)."""
+    """beta has no eval set of its own: the routing entry that expects it is its
+    should-trigger entry too (one item more, the same runs: the listing is the folder's),
+    and the routing entry counts beta's choices."""
     skills = pytester.path / "skills"
     for name, text in (("alpha", ALPHA), ("beta", GAMMA)):
         (skills / name).mkdir(parents=True)
@@ -94,5 +95,7 @@ def test_a_routing_set_may_expect_a_skill_without_an_eval_set(
     ]
     (skills / "routing-eval.json").write_text(json.dumps(routing))
     result = pytester.runpytest_subprocess(*plugin_args(skills, "--runs-per-query=1"))
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["*no eval set, so listed but not tested: beta*"])
+    result.assert_outcomes(passed=4)
+    assert "not tested: beta" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["skills/beta/SKILL.md .*"])
+    assert fake_api.stats["trigger_calls"] == 3  # beta's item shares the routing entry's run

@@ -159,14 +159,14 @@ def test_the_failure_text_says_what_was_chosen(
     [
         (
             [{"query": "q", "expected_skill": "docx"}],
-            "entry [00]: unknown skill 'docx' (this folder: pdf, xlsx)",
+            "entry [00]: names 'docx', which is no skill here (null, or one of: pdf, xlsx)",
         ),
         (
             [{"query": "q", "expected_skill": "pdf"}, {"query": " q ", "expected_skill": None}],
             "entry [01] repeats the query of entry [00]",
         ),
-        ([{"query": "q"}], "entry [00]: has no expected_skill"),
-        ({"query": "q"}, "must be a JSON list"),
+        ([{"query": "q"}], "entry [00]: has no should_trigger (true or false) or expected_skill"),
+        ({"query": "q"}, "holds a single entry"),
         # raw text: the eval sets' own JSON checks
         (
             '[{"query": "q", "expected_skill": "pdf", "query": "r"}]',

@@ -417,7 +417,7 @@ def entries_file(tmp_path: Path, bad: object) -> Path:
         ),
         (None, "entry [03]: must be an object with query and should_trigger, got null"),
         ({"should_trigger": True}, "entry [03]: has no query"),
-        ({"prompt": "x", "should_trigger": True}, "entry [03]: has no query"),
+        ({"text": "x", "should_trigger": True}, "entry [03]: has no query"),
         (
             {"query": 12, "should_trigger": True},
             "entry [03]: query must be a string, got number 12",
@@ -429,7 +429,11 @@ def entries_file(tmp_path: Path, bad: object) -> Path:
         ),
         ({"query": "", "should_trigger": True}, "entry [03]: query is empty"),
         ({"query": " \t\n ", "should_trigger": True}, "entry [03]: query is empty"),
-        ({"query": "x"}, "entry [03]: has no should_trigger (true or false)"),
+        (
+            {"query": "x"},
+            "entry [03]: has no should_trigger (true or false) or expected_skill (the skill to "
+            "choose, or null)",
+        ),
         (
             {"query": "x", "should_trigger": "yes"},
             'entry [03]: should_trigger must be true or false, got "yes"',
@@ -444,11 +448,11 @@ def entries_file(tmp_path: Path, bad: object) -> Path:
         ),
         (
             {"query": "x", "should_trigger": 1},
-            "entry [03]: should_trigger must be true or false, got 1",
+            "entry [03]: should_trigger must be true or false (or a skill), got 1",
         ),
         (
             {"query": "x", "should_trigger": 0},
-            "entry [03]: should_trigger must be true or false, got 0",
+            "entry [03]: should_trigger must be true or false (or a skill), got 0",
         ),
         (
             {"query": "x", "should_trigger": None},
@@ -474,7 +478,10 @@ def test_error_uses_the_path_as_given(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_bad_entry_in_evals_wrapper_is_named(tmp_path: Path) -> None:
     data = {"skill_name": "x", "evals": [{"query": "a", "should_trigger": True}, {"query": "b"}]}
     message = load_error(write(tmp_path, json.dumps(data)))
-    assert message.endswith('entry [01] (in "evals"): has no should_trigger (true or false)')
+    assert message.endswith(
+        'entry [01] (in "evals"): has no should_trigger (true or false) or expected_skill (the '
+        "skill to choose, or null)"
+    )
 
 
 def test_multiline_value_in_error_stays_one_line(tmp_path: Path) -> None:

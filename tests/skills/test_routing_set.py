@@ -1,4 +1,8 @@
-"""Routing eval sets, read strictly: every bad entry is one line naming the file and entry."""
+"""Routing eval sets, read strictly: every bad entry is one line naming the file and entry.
+
+A routing set is a set of a folder of skills whose entries name the skill that should be
+chosen first (``expected_skill``, or ``should_trigger`` naming it); it is found where such a
+folder keeps it, beside the skills or in the ``evals/`` above them."""
 
 from __future__ import annotations
 
@@ -7,10 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_skilltrigger.skills.routing_set import find_routing_set, load_routing_set
+from pytest_skilltrigger.skills.discovery import discover_skills
+from pytest_skilltrigger.skills.set_places import place_sets
 from pytest_skilltrigger.support.errors import InputError
 
 SKILLS = ("csv-cleaner", "spreadsheet-charts")
+
+
+def folder_of_skills(root: Path) -> Path:
+    for name in SKILLS:
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: {name} work.\n---\n"
+        )
+    return root
 
 
 def write(folder: Path, data: object, name: str = "routing-eval.json") -> Path:
@@ -20,7 +34,13 @@ def write(folder: Path, data: object, name: str = "routing-eval.json") -> Path:
     return path
 
 
+def routing_of(root: Path):  # type: ignore[no-untyped-def]
+    placed = place_sets(discover_skills(root), [str(root)])
+    return placed.routing
+
+
 def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path) -> None:
+    folder_of_skills(tmp_path)
     path = write(
         tmp_path,
         [
@@ -29,9 +49,10 @@ def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path
         ],
         "evals/routing-eval.json",
     )
-    assert find_routing_set(str(tmp_path)) == str(path)
-    routing = load_routing_set(str(path), SKILLS)
+    (routing,) = routing_of(tmp_path)
+    assert routing.path == str(path)
     assert routing.folder == str(tmp_path)  # the folder above evals/
+    assert routing.skills == SKILLS
     assert [(e.index, e.query, e.expected_skill) for e in routing.entries] == [
         (0, "plot it", "spreadsheet-charts"),
         (1, "what is a TSV?", None),
@@ -41,12 +62,12 @@ def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path
 @pytest.mark.parametrize(
     "data,problem",
     [
-        ({"query": "x"}, "must be a JSON list"),
-        ([], "holds no entries"),
+        ({"query": "x"}, "holds a single entry"),
+        ([], "has no entries"),
         (["plot it"], "entry [00]: must be an object"),
-        ([{"query": "plot it"}], "entry [00]: has no expected_skill"),
-        ([{"query": "plot it", "expected_skill": 3}], "expected_skill must be a skill name"),
-        ([{"query": "plot it", "expected_skill": "pdf"}], "unknown skill 'pdf'"),
+        ([{"query": "plot it"}], "entry [00]: has no should_trigger (true or false) or expected"),
+        ([{"query": "plot it", "expected_skill": 3}], "expected_skill must name a skill"),
+        ([{"query": "plot it", "expected_skill": "pdf"}], "names 'pdf', which is no skill here"),
         (
             [{"query": "a", "expected_skill": None}, {"query": "a", "expected_skill": None}],
             "entry [01]",
@@ -57,12 +78,14 @@ def test_entries_in_file_order_with_the_folder_holding_the_skills(tmp_path: Path
 def test_a_bad_entry_is_one_line_naming_the_file(
     tmp_path: Path, data: object, problem: str
 ) -> None:
+    folder_of_skills(tmp_path)
     path = write(tmp_path, data)
     with pytest.raises(InputError) as caught:
-        load_routing_set(str(path), SKILLS)
+        routing_of(tmp_path)
     message = str(caught.value)
     assert message.startswith(str(path)) and problem in message and "\n" not in message
 
 
 def test_no_routing_set_is_none(tmp_path: Path) -> None:
-    assert find_routing_set(str(tmp_path)) is None
+    folder_of_skills(tmp_path)
+    assert routing_of(tmp_path) == []

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, check_query, read_text
+from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet, check_query
 from pytest_skilltrigger.skills.frontmatter import locate_frontmatter, yaml_problem
 from pytest_skilltrigger.skills.history import history_text, read_session_file
 from pytest_skilltrigger.skills.plugin_eval.classify import (
@@ -32,6 +32,7 @@ from pytest_skilltrigger.skills.plugin_eval.schema import (
     PROSE_TOP,
     validate,
 )
+from pytest_skilltrigger.skills.set_formats import read_text
 from pytest_skilltrigger.support.errors import InputError
 
 __all__ = [
