@@ -1268,6 +1268,7 @@ class FakeMessagesAPI:
         self._shape_rng = random.Random(seed + 1)
         self._scripts: dict[str, list[str]] = {}
         self._script_pos: dict[str, int] = {}
+        self._turns: dict[str, list[str]] = {}
         self._cache: set[str] = set()
         self._in_flight = 0
         self._ids = 0
@@ -1366,6 +1367,18 @@ class FakeMessagesAPI:
         with self._lock:
             self._scripts[query] = list(outcomes)
             self._script_pos[query] = 0
+
+    def turns(self, query: str, outcomes: list[str]) -> None:
+        """Fix a whole turn of one exact query, model answer by model answer: the answer to a
+        request holding N assistant messages is ``outcomes[N]`` (``"skill:<name>"``,
+        ``"tool:<Name>"``, ``"text"``), also after a tool's result; past the list, "Done."
+        (``"tool:Read"`` reads the path the query names, else README.md). A model that looks
+        around first: ``["tool:Read", "skill:pdf"]``."""
+        for outcome in outcomes:
+            if not (outcome == "text" or outcome.startswith(("skill:", "tool:"))):
+                raise ValueError(f"bad turn outcome {outcome!r}")
+        with self._lock:
+            self._turns[query] = list(outcomes)
 
     def batch_script(self, query: str, results: list[str]) -> None:
         """Force the results of the next batch requests whose query is exactly ``query``.
@@ -1731,6 +1744,11 @@ class FakeMessagesAPI:
             return self._plan_draft(body, advance)
         if not trigger:
             return self._plan_improve(body, advance)
+        turned = self._turn_outcome(body)
+        if turned is not None:
+            if advance:
+                self._bump("decisions", turned[0])
+            return self._blocks(*turned)
         read = _read_answered(body)
         if read is None and _has_tool_result(body):
             if advance:
@@ -1740,6 +1758,27 @@ class FakeMessagesAPI:
         outcome = self._trigger_outcome(body, query, advance)
         if advance:
             self._bump("decisions", outcome)
+        return self._blocks(outcome, query)
+
+    def _turn_outcome(self, body: dict[str, Any]) -> tuple[str, str] | None:
+        """The scripted answer of this request's place in a turn (see :meth:`turns`), with
+        the turn's query."""
+        messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+        first = next((m for m in messages if m.get("role") == "user"), None)
+        if first is None or not self._turns:
+            return None
+        query = extract_query({"messages": [first]})
+        with self._lock:
+            outcomes = self._turns.get(query)
+        if outcomes is None:
+            return None
+        done = sum(1 for m in messages if m.get("role") == "assistant")
+        return (outcomes[done] if done < len(outcomes) else "done"), query
+
+    def _blocks(self, outcome: str, query: str) -> tuple[list[dict[str, Any]], str]:
+        """The content blocks of an outcome."""
+        if outcome == "done":
+            return [{"type": "text", "text": DONE_TEXT}], "end_turn"
         if outcome == "text":
             return [{"type": "text", "text": TEXT_ANSWER}], "end_turn"
         if outcome == "empty":

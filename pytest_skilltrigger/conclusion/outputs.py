@@ -19,7 +19,11 @@ from typing import Any
 from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.reports.json_report import dumps
 from pytest_skilltrigger.skills.catalog import Target
-from pytest_skilltrigger.skills.plugin_eval.write import check_plugin_eval, write_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.write import (
+    CaseSkill,
+    check_plugin_eval,
+    write_plugin_eval,
+)
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
 from pytest_skilltrigger.support.errors import InputError
 
@@ -114,7 +118,7 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
         path
         for target in targets
         for path in write_plugin_eval(
-            folder, target.name, target.eval_set, aliases=_aliases(target)
+            folder, target.name, target.eval_set, skill=_case_skill(target)
         )
     ]
     names = ", ".join(t.name for t in targets)
@@ -124,14 +128,16 @@ def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
     )
 
 
-def _aliases(target: Target) -> list[str]:
-    """The other names the CLI loads the skill by in its listing (its frontmatter name, a
-    plugin skill's bare name): a case passes on a call by any of them, as an item does."""
+def _case_skill(target: Target) -> CaseSkill:
+    """What the cases need of the skill: the other names the CLI loads it by in its listing
+    (its frontmatter name, a plugin skill's bare name), on which a case passes as an item
+    does, and its plugin's root (its cases end at the skill's call)."""
     context = target.context()
     skill = target.skill
     candidates = [skill.alias, skill.name, skill.folder]
-    return [
+    aliases = tuple(
         name
         for name in dict.fromkeys(c for c in candidates if c)
         if name != target.name and context.resolve(name) == target.name
-    ]
+    )
+    return CaseSkill(aliases, skill.plugin.root if skill.plugin is not None else None)

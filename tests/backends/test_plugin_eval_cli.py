@@ -23,7 +23,7 @@ import pytest
 
 from pytest_skilltrigger.skills.evalset import EvalEntry, EvalSet
 from pytest_skilltrigger.skills.plugin_eval.read import read_plugin_eval
-from pytest_skilltrigger.skills.plugin_eval.write import write_plugin_eval
+from pytest_skilltrigger.skills.plugin_eval.write import CaseSkill, write_plugin_eval
 from tests.backends import test_claude_code_cli as cli_tests
 from tests.fake_messages_api import FakeMessagesAPI, decide, extract_query, parse_listing
 
@@ -139,7 +139,8 @@ def test_exported_cases_load_and_run_under_the_official_runner(
             fake_api.script(query, [scripted])
     entries = tuple(EvalEntry(i, q, expected) for i, (q, expected, _) in enumerate(QUERIES))
     source = EvalSet(str(tmp_path / "alpha-eval.json"), entries)
-    written = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, aliases=["alpha"])
+    skill = CaseSkill(("alpha",), str(plugin))
+    written = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, skill=skill)
     before = snapshot(plugin)
 
     done = run_official_runner(claude_bin, plugin, fake_api, tmp_path)
@@ -177,3 +178,42 @@ def test_exported_cases_load_and_run_under_the_official_runner(
     assert [(c.prompt, c.should_trigger, c.skill) for c in read.cases] == [
         (q, expected, "acme:alpha") for q, expected, _ in QUERIES
     ]
+
+
+# (query, should trigger acme:alpha, the model's answers turn by turn, requests it takes)
+LOOKING_AROUND: list[tuple[str, bool, list[str], int]] = [
+    ("read notes.md and then convert the zebra sheet", True, ["tool:Read", "skill:acme:alpha"], 2),
+    ("convert the zebra sheet and keep going", True, ["skill:alpha", "tool:Read", "text"], 1),
+    ("read notes.md twice then answer", False, ["tool:Read", "tool:Read", "text"], 3),
+    ("read notes.md then polish walrus bills", False, ["tool:Read", "skill:acme:beta", "text"], 3),
+]
+
+
+def test_exported_cases_end_cleanly_when_the_model_looks_around_or_keeps_going(
+    fake_api: FakeMessagesAPI, claude_bin: str, tmp_path: Path
+) -> None:
+    """A model that reads first, or keeps working after loading the skill: every run ends
+    with no error in the runner's report (its stopping plugin ends it at the skill's call,
+    the turn limit is the runner's own), graded over the whole run, and stops asking once
+    the skill is called."""
+    plugin = make_plugin(tmp_path / "acme")
+    for query, _, answers, _ in LOOKING_AROUND:
+        fake_api.turns(query, answers)
+    entries = tuple(EvalEntry(i, q, should) for i, (q, should, _, _) in enumerate(LOOKING_AROUND))
+    source = EvalSet(str(tmp_path / "alpha-eval.json"), entries)
+    skill = CaseSkill(("alpha",), str(plugin))
+    write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, skill=skill)
+
+    done = run_official_runner(claude_bin, plugin, fake_api, tmp_path)
+
+    assert done.returncode == 0, done.stderr  # every case passes
+    report: dict[str, Any] = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    errors = [run.get("error") for case in report["cases"] for run in case_runs(case)]
+    assert len(errors) == len(LOOKING_AROUND) and not any(errors), errors
+    asked: dict[str, int] = {}
+    for body in fake_api.requests:
+        if any(t.get("name") == "Skill" for t in body.get("tools") or []):
+            first = next(m for m in body["messages"] if m.get("role") == "user")
+            query = extract_query({"messages": [first]})
+            asked[query] = asked.get(query, 0) + 1
+    assert asked == {q: n for q, _, _, n in LOOKING_AROUND}

@@ -21,6 +21,7 @@ from pytest_skilltrigger.skills.plugin_eval.classify import NotCollected, Trigge
 from pytest_skilltrigger.skills.plugin_eval.read import eval_set_of, read_plugin_eval
 from pytest_skilltrigger.skills.plugin_eval.write import (
     MARKER,
+    CaseSkill,
     input_match_for,
     write_plugin_eval,
 )
@@ -692,7 +693,7 @@ def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
         "schema_version": "1.0",
         "name": "acme-alpha-01-trigger",
         "runs": 2,
-        "execution": {"prompt": "convert zebras", "max_turns": 2, "allowed_tools": ["Skill"]},
+        "execution": {"prompt": "convert zebras"},
         "graders": [
             {
                 "name": "triggers",
@@ -704,6 +705,7 @@ def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
         ],
     }
     assert "schema_version: '1.0'" in text  # a string, also to a YAML 1.2 reader
+    assert "as pytest-skilltrigger --trigger-within=turn reads a run" in text.splitlines()[1]
     assert yaml.safe_load(Path(no).read_text(encoding="utf-8"))["graders"] == [
         {
             "name": "does-not-trigger",
@@ -718,6 +720,35 @@ def test_an_exported_case_is_what_the_runner_expects(tmp_path: Path) -> None:
     assert "runs" not in yaml.safe_load(
         Path(write_plugin_eval(str(tmp_path / "other"), "b", source)[0]).read_text()
     )
+
+
+def test_a_case_inside_its_plugin_ends_the_run_at_the_skill(tmp_path: Path) -> None:
+    """In its plugin's evals/, a case loads the plugin under test and its own small plugin,
+    whose hook ends the run once a Skill call names the skill (by any name it loads by); a
+    new export replaces both, and the case reads back as the same trigger item."""
+    plugin = tmp_path / "acme"
+    source = eval_set(tmp_path, ("convert zebras", True), ("polish walruses", False))
+    skill = CaseSkill(("alpha",), str(plugin))
+    yes, _ = write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, skill=skill)
+    case = yaml.safe_load(Path(yes).read_text(encoding="utf-8"))
+    assert case["plugins"] == ["../..", "./skilltrigger-stop"]
+    stop = Path(yes).parent / "skilltrigger-stop"
+    manifest = json.loads((stop / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "skilltrigger-stop"
+    hooks = json.loads((stop / "hooks" / "hooks.json").read_text())
+    (hook,) = hooks["hooks"]["PostToolUse"]
+    assert hook["matcher"] == "Skill"
+    command = hook["hooks"][0]["command"]
+    assert command.startswith('grep -Eq \'"skill":"/?(acme:alpha|alpha)"\' && echo \'')
+    assert '"continue": false' in command
+    write_plugin_eval(str(plugin / "evals"), "acme:alpha", source, skill=skill)  # again
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "acme"}))
+    found = read_plugin_eval(str(plugin), names={"acme:alpha": "acme:alpha"})
+    assert found.not_collected == ()
+    assert [(c.prompt, c.should_trigger) for c in found.cases] == [
+        ("convert zebras", True),
+        ("polish walruses", False),
+    ]
 
 
 def test_a_new_export_replaces_ours_and_removes_its_stale_cases(tmp_path: Path) -> None:

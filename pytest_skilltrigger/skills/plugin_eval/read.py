@@ -30,6 +30,7 @@ from pytest_skilltrigger.skills.plugin_eval.schema import (
     PROMPT_FILE,
     PROSE_EXECUTION,
     PROSE_TOP,
+    STOP_PLUGIN,
     validate,
 )
 from pytest_skilltrigger.skills.set_formats import read_text
@@ -134,8 +135,11 @@ def _plugins_problem(plugins: Any, folder: str, root: str) -> str | None:
         return None
     own = os.path.realpath(root)
     others = []
+    stop = os.path.realpath(os.path.join(folder, STOP_PLUGIN))
     for entry in plugins:
         path = os.path.realpath(os.path.join(folder, str(entry)))
+        if path == stop:
+            continue  # the plugin an export adds to end the run at the skill
         if not os.path.exists(path):
             return f'the official runner refuses it: plugins entry "{entry}" does not exist'
         if os.path.commonpath([path, own]) != own:

@@ -16,6 +16,9 @@ CASE_FILE = "case.yaml"
 PROMPT_FILE = "prompt.md"
 GRADERS_DIR = "graders"
 SKILL_TOOL = "Skill"
+# the plugin an exported case carries in its folder to end its run at the skill's call (see
+# :mod:`.write`); reading such a case, it is no other plugin
+STOP_PLUGIN = "skilltrigger-stop"
 SUPPORTED_MAJOR = 1
 # The placeholders `claude plugin eval init` writes; the runner refuses a case still holding them.
 _TODO_PROMPT = "TODO: describe what the agent should do"

@@ -3,6 +3,14 @@
 Every target is checked before the first file is written; only cases an earlier export wrote
 are replaced (they carry a marker comment on their first line), and each file is written
 atomically.
+
+A case of a plugin's skill ends cleanly right after the skill is called: it loads the plugin
+under test and a small plugin of its own (``<case>/skilltrigger-stop``) whose ``PostToolUse``
+hook on ``Skill`` ends the run once the call names the skill. Observed with the pinned runner:
+without it, a model that looks around first or keeps working after loading the skill ends
+its run at ``max_turns`` with an error in the report; with it, every run ends with none, and
+the grader reads the whole run up to there, as ``--trigger-within=turn`` reads a run. A call of
+another skill does not end the run, so the verdict is the one of the whole run.
 """
 
 from __future__ import annotations
@@ -10,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +32,7 @@ from pytest_skilltrigger.skills.plugin_eval.schema import (
     GRADERS_DIR,
     PROMPT_FILE,
     SKILL_TOOL,
+    STOP_PLUGIN,
     whole,
 )
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
@@ -30,6 +40,10 @@ from pytest_skilltrigger.support.errors import InputError
 
 MARKER = "# Written by pytest-skilltrigger --export-plugin-eval"
 """How the first line of an exported ``case.yaml`` starts: an export replaces only these."""
+_STOP_DESCRIPTION = (
+    "Written by pytest-skilltrigger --export-plugin-eval: ends an eval run once the skill "
+    "under test is called"
+)
 _MARKER_RE = re.compile(re.escape(MARKER) + r" for skill (?P<skill>\S+),")
 _WRITTEN_VERSION = "1.0"
 
@@ -69,15 +83,28 @@ class _Export:
     eval_set: EvalSet
     runs: int | None
     aliases: tuple[str, ...] = ()
+    # the plugin under test's root (None: a skill of no plugin): its cases end at the skill
+    plugin_root: str | None = None
 
 
 @dataclass(frozen=True)
 class _CaseFile:
-    """One case to write: its ``case.yaml`` path and text, and whether it replaces ours."""
+    """One case to write: its ``case.yaml`` path and text, whether it replaces ours, and
+    the files of its stopping plugin (path, text)."""
 
     path: str
     text: str
     replaces: bool
+    helpers: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CaseSkill:
+    """What a case needs of its skill beyond its listed name: the other names the CLI loads
+    it by (a bare name, a frontmatter name), and the root of its plugin (None: none)."""
+
+    aliases: tuple[str, ...] = ()
+    plugin_root: str | None = None
 
 
 def write_plugin_eval(
@@ -85,7 +112,7 @@ def write_plugin_eval(
     listed_name: str,
     eval_set: EvalSet,
     runs: int | None = None,
-    aliases: Sequence[str] = (),
+    skill: CaseSkill = CaseSkill(),
 ) -> list[str]:
     """Write ``eval_set`` as ``claude plugin eval`` cases for the skill listed as
     ``listed_name``, one ``<out_dir>/<case>/case.yaml`` per query; return their paths.
@@ -93,16 +120,19 @@ def write_plugin_eval(
     Every target is checked before the first file is written: a case folder that is not one
     of our exports (for this skill) is never touched. Cases an earlier export of this skill
     wrote and this one does not are removed, so the folder holds exactly this eval set.
-    ``runs`` sets each case's runs (the runner's default when None); ``aliases`` are the
-    other names the CLI loads the skill by (a bare name, a frontmatter name): a call by any
-    of them passes the case, as it counts as a trigger here.
+    ``runs`` sets each case's runs (the runner's default when None); ``skill.aliases`` are
+    the other names the CLI loads the skill by: a call by any of them passes the case, as it
+    counts as a trigger here. ``skill.plugin_root`` is the root of the skill's plugin: each
+    case inside it loads that plugin and its stopping plugin.
     """
-    files = _planned_cases(_Export(out_dir, listed_name, eval_set, runs, tuple(aliases)))
+    export = _Export(out_dir, listed_name, eval_set, runs, skill.aliases, skill.plugin_root)
+    files = _planned_cases(export)
     stale = _stale_cases(out_dir, listed_name, {os.path.dirname(f.path) for f in files})
     for case_file in files:
         _write(case_file)
     for path in stale:
         os.remove(path)
+        shutil.rmtree(os.path.join(os.path.dirname(path), STOP_PLUGIN), ignore_errors=True)
         if not os.listdir(os.path.dirname(path)):
             os.rmdir(os.path.dirname(path))
     return [case_file.path for case_file in files]
@@ -177,14 +207,63 @@ def _case_file(export: _Export, position: int, entry: EvalEntry) -> _CaseFile:
     name = _case_name(export, position, entry)
     folder = os.path.join(export.out_dir, name)
     replaces = _check_target(folder, export.listed_name)
-    marker = _marker(export, folder, entry.index + 1)
-    text = marker + _case_yaml(export, name, entry)
-    return _CaseFile(os.path.join(folder, CASE_FILE), text, replaces)
+    marker = _marker(export, folder, entry.index + 1) + GRADED_AS
+    plugins = _case_plugins(export, folder)
+    text = marker + _case_yaml(export, name, entry, plugins)
+    helpers = _stop_files(export, folder) if plugins else ()
+    return _CaseFile(os.path.join(folder, CASE_FILE), text, replaces, helpers)
 
 
-def _case_yaml(export: _Export, name: str, entry: EvalEntry) -> str:
-    """The case: the query as the prompt, two turns (the runner counts the turn that loads
-    the skill, and records an error when one turn ends it), the Skill tool, one grader."""
+GRADED_AS = (
+    "# Its grader reads the whole run: a call of the skill after looking around passes, as "
+    "pytest-skilltrigger --trigger-within=turn reads a run.\n"
+)
+
+
+def _case_plugins(export: _Export, folder: str) -> list[str]:
+    """The case's ``plugins``: the plugin under test and the stopping plugin, as paths from
+    the case folder; none when the case is not inside the plugin (the runner loads only
+    plugins under it)."""
+    root = export.plugin_root
+    if root is None or not os.path.abspath(folder).startswith(root.rstrip(os.sep) + os.sep):
+        return []
+    own = os.path.relpath(root, os.path.abspath(folder)).replace(os.sep, "/")
+    return [own, f"./{STOP_PLUGIN}"]
+
+
+def _stop_files(export: _Export, folder: str) -> tuple[tuple[str, str], ...]:
+    """The stopping plugin of a case: its manifest, and its hook that ends the run once a
+    ``Skill`` call names the skill (by any name it loads by), printing ``continue: false``."""
+    names = [
+        re.sub(r"([.^$|?*+()\[\]{}\\])", r"\\\1", n) for n in (export.listed_name, *export.aliases)
+    ]
+    pattern = '"skill":"/?(' + "|".join(dict.fromkeys(names)) + ')"'
+    stop = json.dumps(
+        {"continue": False, "stopReason": "pytest-skilltrigger: the skill was called"}
+    )
+    command = f"grep -Eq '{pattern}' && echo '{stop}' || true"
+    hooks = {
+        "hooks": {
+            "PostToolUse": [
+                {"matcher": SKILL_TOOL, "hooks": [{"type": "command", "command": command}]}
+            ]
+        }
+    }
+    manifest = {"name": STOP_PLUGIN, "version": "1.0.0", "description": _STOP_DESCRIPTION}
+    root = os.path.join(folder, STOP_PLUGIN)
+    return (
+        (
+            os.path.join(root, ".claude-plugin", "plugin.json"),
+            json.dumps(manifest, indent=2) + "\n",
+        ),
+        (os.path.join(root, "hooks", "hooks.json"), json.dumps(hooks, indent=2) + "\n"),
+    )
+
+
+def _case_yaml(export: _Export, name: str, entry: EvalEntry, plugins: Sequence[str]) -> str:
+    """The case: the query as the prompt, one grader on the Skill tool; inside a plugin, the
+    plugin under test and the one that ends the run at the skill (the runner's own turn
+    limit is kept: looking around first is part of the run)."""
     grader: dict[str, Any] = {
         "name": _Text("triggers" if entry.should_trigger else "does-not-trigger"),
         "type": _Text("tool_used"),
@@ -198,11 +277,9 @@ def _case_yaml(export: _Export, name: str, entry: EvalEntry) -> str:
     case: dict[str, Any] = {"schema_version": _Text(_WRITTEN_VERSION), "name": _Text(name)}
     if export.runs is not None:
         case["runs"] = export.runs
-    case["execution"] = {
-        "prompt": _Text(entry.query),
-        "max_turns": 2,
-        "allowed_tools": _Flow([_Text(SKILL_TOOL)]),
-    }
+    if plugins:
+        case["plugins"] = _Flow([_Text(p) for p in plugins])
+    case["execution"] = {"prompt": _Text(entry.query)}
     case["graders"] = [grader]
     return yaml.dump(case, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=sys.maxsize)
 
@@ -243,7 +320,7 @@ def _check_target(folder: str, listed_name: str) -> bool:
         return False
     if not os.path.isdir(folder):
         raise InputError(folder, "exists and is not a case folder; not replaced")
-    entries = set(os.listdir(folder))
+    entries = set(os.listdir(folder)) - {STOP_PLUGIN}
     if not entries:
         return False
     owner = _exported_for(path) if CASE_FILE in entries else None
@@ -272,6 +349,12 @@ def _stale_cases(out_dir: str, listed_name: str, kept: set[str]) -> list[str]:
 
 
 def _write(case_file: _CaseFile) -> None:
+    for path, text in case_file.helpers:
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            atomic_write_text(path, text, overwrite=True)
+        except OSError as exc:
+            raise InputError(path, f"cannot be written: {exc.strerror or exc}") from None
     try:
         atomic_write_text(case_file.path, case_file.text, overwrite=case_file.replaces)
     except FileExistsError:
