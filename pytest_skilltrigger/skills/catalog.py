@@ -267,7 +267,7 @@ def find_targets(paths: Sequence[str], options: TargetOptions = TargetOptions())
         found = cases.of(skill)
         evals = _eval_set(placed.sets.get(skill.path), found)
         if evals is None:
-            if not options.draft_missing and _given(skill, paths):
+            if not options.draft_missing and len(skills) == 1 and _given(skill, paths):
                 raise _no_set_error([skill], placed, cases.not_collected)
             missing.append(skill)
             continue

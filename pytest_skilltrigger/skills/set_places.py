@@ -71,6 +71,9 @@ FOLDER_SET_NAMES = (
     "routing-eval.jsonl",
 )
 _SET_SUFFIXES = (".json", ".yaml", ".yml", ".csv", ".jsonl")
+# words a file's name holds when it may be a set the plugin does not read (``my-triggers.json``
+# is one; ``package.json`` is not)
+_SET_WORDS = ("eval", "trigger", "test", "prompt", "case", "routing", "query", "queries")
 # what a set's ``targets`` may say that means the share of its queries that must pass
 _ACCURACY_TARGETS = ("accuracy", "pass_rate", "min_accuracy", "query_pass_rate")
 
@@ -214,7 +217,9 @@ def _set_like_files(folder: str) -> list[str]:
     return [
         os.path.join(folder, n)
         for n in names
-        if n.lower().endswith(_SET_SUFFIXES) and os.path.isfile(os.path.join(folder, n))
+        if n.lower().endswith(_SET_SUFFIXES)
+        and any(word in n.lower() for word in _SET_WORDS)
+        and os.path.isfile(os.path.join(folder, n))
     ]
 
 
@@ -267,8 +272,10 @@ class _FolderSets:
         if path in self.read or not os.path.isfile(path):
             return
         self.read.add(path)
-        names = SkillNames(names_of(skill))
-        self._add(skill, _as_set(load_document(path), names))
+        search = self.placed.searches[skill.path]
+        found = _read_own(path, SkillNames(names_of(skill)), search)
+        if found is not None:
+            self._add(skill, found)
 
     def _take(self, path: str, folder: str) -> None:
         """A folder's set, split among the skills its entries name."""
@@ -292,6 +299,10 @@ class _FolderSets:
             for skill_path, routed in split.derived.items():
                 self.derived.setdefault(skill_path, []).extend((e, document) for e in routed)
         self.placed.warnings += split.warnings()
+        why = "; ".join(split.parts()) or "its entries name none of these skills"
+        for skill in under:
+            if not split.by_skill.get(skill.path):
+                self.placed.searches[skill.path].passed.append((path, why))
         warning = target_warning(document)
         if warning:
             self.placed.warnings.append(warning)
@@ -447,6 +458,13 @@ class _Split:
 
     def warnings(self) -> list[str]:
         """One line for the file: what was left out, and why."""
+        parts = self.parts()
+        if not parts:
+            return []
+        return [f"{self.document.path}: {'; '.join(parts)}: left out; the rest runs"]
+
+    def parts(self) -> list[str]:
+        """What was left out of the file, and why."""
         parts = []
         if self.unnamed:
             parts.append(
@@ -457,9 +475,7 @@ class _Split:
             parts.append(
                 f"entries name commands ({', '.join(self.commands[:4])}), which are not tested here"
             )
-        if not parts:
-            return []
-        return [f"{self.document.path}: {'; '.join(parts)}: left out; the rest runs"]
+        return parts
 
 
 def no_set_message(skills: Sequence[Skill], placed: Placed) -> tuple[str, str]:

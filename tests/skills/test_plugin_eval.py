@@ -343,6 +343,31 @@ def test_an_impossible_grader_is_left_out_and_the_valid_one_kept(tmp_path: Path)
     )
 
 
+def test_a_skill_grader_without_input_match_in_a_plugin_of_one_skill(tmp_path: Path) -> None:
+    """``{tool: Skill, min: 1}`` with no input_match counts any skill's call; in a plugin that
+    lists one skill its author means that skill (a security plugin's cases do this): the
+    case is that skill's, with a note of the difference; with two skills it names none."""
+    case_yaml(
+        tmp_path, "fired", graders=[{"name": "skill-fired", "type": "tool_used", "tool": "Skill"}]
+    )
+    case_yaml(
+        tmp_path,
+        "not-fired",
+        "hello",
+        graders=[{"name": "no-skill", "type": "tool_used", "tool": "Skill", "min": 0, "max": 0}],
+    )
+    found = read_plugin_eval(
+        str(tmp_path), names={"acme:alpha": "acme:alpha", "alpha": "acme:alpha"}
+    )
+    assert [(c.skill, c.should_trigger) for c in found.cases] == [
+        ("acme:alpha", True),
+        ("acme:alpha", False),
+    ]
+    assert "the only skill the plugin lists" in found.cases[0].notes[0]
+    two = read_plugin_eval(str(tmp_path), names=["acme:alpha", "acme:beta"])
+    assert two.cases == () and "no input_match" in two.not_collected[0].reason
+
+
 def test_a_tool_named_like_a_skill_beside_a_skill_grader_gets_a_hint(tmp_path: Path) -> None:
     named = {"name": "used-alpha-tool", "type": "tool_used", "tool": "alpha"}
     case_yaml(tmp_path, "named", graders=[trigger(), named])

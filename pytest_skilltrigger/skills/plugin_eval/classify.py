@@ -126,6 +126,12 @@ class _Graders:
             self.reasons.append(f"{label} {found}")
             self.unmeasured.append(_described(grader))
             return
+        if grader.get("input_match") is None:
+            self.notes.append(
+                f"{label} has no input_match: the official runner counts a call of any "
+                f"skill; here a call of {found[0]}, the only skill the plugin lists (a call of "
+                "a built-in skill passes there and not here)"
+            )
         self.checks.append(found)
 
     def verdict(self) -> tuple[str, bool] | str:
@@ -191,6 +197,9 @@ def _named_skill(
     if isinstance(expected, str):
         return expected
     pattern = grader.get("input_match")
+    ids = set(names.values() if isinstance(names, Mapping) else names)
+    if pattern is None and len(ids) == 1:
+        return ids.pop(), expected  # the plugin's one skill (see the note)
     if pattern is None:
         return "has no input_match: it counts calls of any skill"
     skill = skill_of(pattern, names)
