@@ -7,7 +7,8 @@ the session samples two control queries against a control skill with an unmistak
 description, listed with the real ones in the control runs only (the items' requests stay as
 they are): one query must trigger it, one must not. Sampled with the items' rule, stored and
 counted like any run (phase ``controls``), so a rerun pays nothing; a control that fails stops
-the session with what the control saw.
+the session with what the control saw, and its runs are dropped from the store: a fixed
+harness is asked again, never answered from the store by the broken one.
 """
 
 from __future__ import annotations
@@ -49,11 +50,18 @@ ALWAYS_CAUSES = (
 @dataclass(frozen=True)
 class ControlResult:
     """One model's two controls: their results, and why the session cannot trust its items
-    (None: it can)."""
+    (None: it can). ``context`` is the controls' context (where their runs are stored)."""
 
     model: str | None
     positive: QueryResult
     negative: QueryResult
+    context: TriggerContext | None = None
+
+    @property
+    def stored(self) -> bool:
+        """Whether the controls' answer came from runs an earlier session stored."""
+        runs = [o for r in (self.positive, self.negative) for o in r.outcomes]
+        return bool(runs) and all(o.from_store for o in runs)
 
     @property
     def problem(self) -> str | None:
@@ -114,5 +122,5 @@ def run_controls(
         probe = control_context(context)
         positive = submit(probe, EvalEntry(-1, POSITIVE, True), plan)
         negative = submit(probe, EvalEntry(-2, NEGATIVE, False), plan)
-        pending.append((model, positive, negative))
-    return [ControlResult(model, p.result(), n.result()) for model, p, n in pending]
+        pending.append((model, positive, negative, probe))
+    return [ControlResult(model, p.result(), n.result(), c) for model, p, n, c in pending]

@@ -234,7 +234,25 @@ class TriggerSession:
         if not self.settings.controls_on or self.lanes is None or not contexts:
             return None
         self.control_results = tuple(run_controls(self.submit, self.plan, contexts))
-        return next((c.problem for c in self.control_results if c.problem), None)
+        failed = next((c for c in self.control_results if c.problem), None)
+        if failed is None:
+            return None
+        came = " The answer came from runs an earlier session stored." if failed.stored else ""
+        self._forget_controls(failed)
+        return (
+            f"{failed.problem}.{came} Its runs are not kept: the next session asks the "
+            "controls again"
+        )
+
+    def _forget_controls(self, failed: ControlResult) -> None:
+        """Drop a failed control's runs from the store: a fixed harness is asked again."""
+        if self.store is None or not self.writes_store or failed.context is None:
+            return
+        key = self.context_key(failed.context)
+        if key is None:
+            return
+        for result in (failed.positive, failed.negative):
+            self.store.forget(key, result.query)
 
     # -- sampling ------------------------------------------------------------------------------
     def submit(

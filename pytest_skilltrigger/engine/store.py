@@ -233,6 +233,26 @@ class ResultStore:
                 raise
         return len(rows)
 
+    def forget(self, context_key: str, query: str) -> int:
+        """Drop every run of one request, and which runs its samplings used: a result that
+        must be asked again (a failed control) is never replayed. Returns the runs dropped."""
+        conn = self._conn()
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                dropped = conn.execute(
+                    "DELETE FROM runs WHERE context_key = ? AND query = ?", (context_key, query)
+                ).rowcount
+                conn.execute(
+                    "DELETE FROM samplings WHERE context_key = ? AND query = ?",
+                    (context_key, query),
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return int(dropped)
+
     def load_capture(self, key: str) -> str | None:
         """A captured CLI request (JSON text) stored under ``key``, or None."""
         row = self._conn().execute("SELECT request FROM captures WHERE key = ?", (key,)).fetchone()

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.conclusion.outputs import Outputs
     from pytest_skilltrigger.conclusion.session_end import Conclusion, SessionEnd
     from pytest_skilltrigger.engine.exchange import SessionExchange
+    from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.outcome import QueryResult
     from pytest_skilltrigger.optimizer.drafting import Draft
     from pytest_skilltrigger.plugin.html import HtmlColumns
@@ -94,6 +95,8 @@ class Controlling(Strategy):
         engine = self.session_engine.started
         if engine is None or engine.no_backend or not self.skills.targets:
             return  # (drafts may start the engine and still leave no skill to test)
+        if not self._items_will_call(engine):
+            return  # nothing will be asked: the controls would be paid for nothing
         models = self.setup.settings.models or (None,)
         first = self.skills.targets[0].context()
         problem = engine.check_controls([first.on_model(m) for m in models])
@@ -102,6 +105,17 @@ class Controlling(Strategy):
                 f"skilltrigger: {problem}. Nothing was spent on the items "
                 "(--trigger-controls=off skips the controls)"
             )
+
+    def _items_will_call(self, engine: TriggerSession) -> bool:
+        """Whether some item of the session will make a call (not one whose skill Claude
+        Code does not list, nor one its stored runs decide); True when that cannot be told."""
+        # deferred: the items load the model layer, only with a skill in play
+        from pytest_skilltrigger.plugin.items import ItemAxes, SessionRequests
+
+        axes = ItemAxes.of(self.setup.settings)
+        requests = SessionRequests(self.skills, axes).of_session(engine.plan)
+        estimate = engine.estimate(requests)
+        return estimate is None or estimate.most_calls > 0
 
     @cached_property
     def outputs(self) -> Outputs:

@@ -401,6 +401,11 @@ def control_lines(
             "skilltrigger: controls off (--trigger-controls): nothing checks that this "
             "session can see a trigger before the items' spend"
         ]
+    if not results:
+        return [
+            "skilltrigger: controls not run: no item will call (the listing or the stored runs "
+            "decide every one)"
+        ]
     lines = []
     for control in results:
         on_model = f" on {control.model}" if control.model else ""

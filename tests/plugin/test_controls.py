@@ -63,8 +63,48 @@ def test_controls_pass_are_reported_and_a_rerun_makes_no_control_call(
     assert report["totals"]["by_phase"]["controls"]["calls"] > 0
     before = fake_api.stats["calls"]
     again = run(pytester, f"--trigger-store={store}")
-    again.stdout.fnmatch_lines(["skilltrigger: controls: the positive triggered */*"])
-    assert fake_api.stats["calls"] == before  # controls and items from the store
+    # the items' stored runs decide every one: nothing will be asked, so no control either
+    again.stdout.fnmatch_lines(["skilltrigger: controls not run: no item will call*"])
+    assert fake_api.stats["calls"] == before
+
+
+def test_a_failed_control_is_asked_again_once_the_harness_is_fixed(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI, tmp_path: Path
+) -> None:
+    """A harness that cannot see triggers stops the session; fixed, the next session on the
+    same store asks the controls again (the broken one's runs were not kept) and runs."""
+    store = tmp_path / "runs.sqlite"
+    fake_api.script(POSITIVE, ["text"] * 10)  # a proxy that strips the tools, say
+    broken = run(pytester, f"--trigger-store={store}")
+    assert broken.ret == pytest.ExitCode.USAGE_ERROR
+    broken.stderr.fnmatch_lines(
+        ["*did not trigger*Its runs are not kept: the next session asks the controls again*"]
+    )
+    asked = queries_sent(fake_api).count(POSITIVE)
+    fake_api.script(POSITIVE, [f"skill:{CONTROL.name}"] * 10)  # the proxy fixed
+    fixed = run(pytester, f"--trigger-store={store}")
+    outcomes = fixed.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 2  # the items ran
+    fixed.stdout.fnmatch_lines(["skilltrigger: controls: the positive triggered */*"])
+    assert queries_sent(fake_api).count(POSITIVE) > asked  # asked live, not replayed
+
+
+def test_a_session_with_nothing_to_ask_makes_no_call(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Every item decides without a call (a skill Claude Code does not list): the controls
+    are not paid for either."""
+    folder = make_skill(pytester.path, ENTRIES)
+    text = (
+        (folder / "SKILL.md")
+        .read_text()
+        .replace("---\n", "---\ndisable-model-invocation: true\n", 1)
+    )
+    (folder / "SKILL.md").write_text(text)
+    result = run(pytester)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["skilltrigger: controls not run: no item will call*"])
+    assert fake_api.stats["calls"] == 0
 
 
 def test_off_runs_no_control_and_says_so(
