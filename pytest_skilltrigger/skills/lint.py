@@ -87,13 +87,24 @@ def _leaks(skill: LintedSkill, lines: _LineFinder) -> list[LintFinding]:
 
 
 def _mentions(query: str, name: str) -> bool:
-    """Whether ``query`` names the skill as the listing does: ``csv-cleaner``, ``acme:pdf``.
-    A name without ``-``, ``_`` or ``:`` is an ordinary word, and its words spaced out are
-    the domain's own phrase (``release notes``): neither gives the answer away."""
+    """Whether ``query`` names the skill: as the listing does (``csv-cleaner``,
+    ``acme:pdf``), or, whatever the name's shape, as a skill (``the pdf skill``, ``pdf
+    skill``, ``skill called pdf``, ``/pdf``, ``$pdf``). A one-word name alone is an
+    ordinary word, and a name's words spaced out are the domain's own phrase (``release
+    notes``): neither gives the answer away."""
+    text = query.lower()
+    word = re.escape(name.lower())
+    as_skill = (
+        rf"(?<![\w-]){word}(?:'s)?\s+skill\b",
+        rf"\bskill\s+(?:called|named)\s+[\"'`]?{word}(?![\w-])",
+        rf"(?<![\w/$]){re.escape('/')}{word}(?![\w-])",
+        rf"(?<![\w$])\${word}(?![\w-])",
+    )
+    if any(re.search(pattern, text) for pattern in as_skill):
+        return True
     if not re.search(r"[-_:]", name):
         return False
-    pattern = r"(?<![\w-])" + re.escape(name.lower()) + r"(?![\w-])"
-    return re.search(pattern, query.lower()) is not None
+    return re.search(r"(?<![\w-])" + word + r"(?![\w-])", text) is not None
 
 
 def _repeats(evals: EvalSet, lines: _LineFinder) -> list[LintFinding]:

@@ -46,6 +46,27 @@ def test_an_ordinary_word_or_phrase_is_no_leak(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "use the pdf skill to merge these",
+        "Run the PDF skill on both files",
+        "pdf skill: merge a.pdf and b.pdf",
+        "merge them with the skill called pdf",
+        "merge these with /pdf",
+        "do it with $pdf please",
+        "the pdf's skill should merge these",
+    ],
+)
+def test_a_name_written_as_the_skill_is_a_leak_whatever_its_shape(
+    tmp_path: Path, query: str
+) -> None:
+    """A one-word name is a domain word (``merge pdf files`` is no leak) until the query
+    writes it as the skill: ``the pdf skill``, ``pdf skill``, ``/pdf``, ``$pdf``."""
+    (found,) = findings(tmp_path, [*GOOD, {"query": query, "should_trigger": True}], ("pdf",))
+    assert found.rule == "leak" and "'pdf'" in found.message
+
+
 def test_near_duplicates_and_a_query_on_both_sides(tmp_path: Path) -> None:
     rows = [
         *GOOD,
