@@ -71,6 +71,7 @@ class Draft:
     entries: list[DraftedEntry] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     repeats: list[str] = field(default_factory=list)  # queries the set had: left out
+    lacks: list[str] = field(default_factory=list)  # what the kept draft lacks or left out
     usage: Usage = field(default_factory=Usage)
     repaired: bool = False
     error: str | None = None
@@ -104,6 +105,7 @@ def draft(session: TriggerSession, job: DraftJob, model: str | None = None) -> D
             checked = check_answer(parse_answer(again), description, job.avoid)
         result.entries, result.repeats = checked.entries, checked.repeats
         result.problems = checked.refusals(repaired=result.repaired)
+        result.lacks = checked.lacks
     except AskError as exc:
         result.error = f"the improve model could not be asked: {exc}"
     return result

@@ -71,6 +71,7 @@ def header_lines(
             f"({new}{positives} should trigger, {len(draft.entries) - positives} should not"
             f"{left}): {REVIEW}"
         )
+        lines += [f"skilltrigger:   the draft {lack}" for lack in _lacks(draft.lacks)]
     if estimate is not None and not (estimate.most_calls or estimate.round_calls):
         lines.append(f"skilltrigger: {estimate.line()}")
     elif estimate is not None:
@@ -78,6 +79,14 @@ def header_lines(
         if settings.budget_usd is not None:
             cap = f"capped at {format_usd(settings.budget_usd)} by --trigger-budget-usd"
         lines.append(f"skilltrigger: {estimate.line()}; {cap}")
+    return lines
+
+
+def _lacks(lacks: Sequence[str], shown: int = 3) -> list[str]:
+    """What a kept draft lacks or left out, a few lines and a count."""
+    lines = list(lacks[:shown])
+    if len(lacks) > shown:
+        lines.append(f"left out {len(lacks) - shown} more entries")
     return lines
 
 

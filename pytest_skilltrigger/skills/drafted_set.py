@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_skilltrigger.model.context import TriggerContext
@@ -174,12 +174,15 @@ def _history_of(n: int, item: dict[str, Any]) -> tuple[str | None, str | None]:
 
 @dataclass(frozen=True)
 class CheckedAnswer:
-    """An answer, checked: its usable new entries, what is wrong with it, and the queries it
-    repeats from the eval set the skill has already (``--draft-eval-set=also``: left out)."""
+    """An answer, checked: its usable new entries, why it cannot be used (``problems``: the
+    hard checks, enough entries of both kinds), what it lacks or left out (``lacks``: a set
+    is kept with these, said as warnings), and the queries it repeats from the eval set the
+    skill has already (``--draft-eval-set=also``: left out)."""
 
     entries: list[DraftedEntry]
     problems: list[str]
     repeats: list[str]
+    lacks: list[str] = field(default_factory=list)
 
     def refusals(self, repaired: bool) -> list[str]:
         """Why the answer cannot be used (none: usable). Repeats of the set ask for a repair;
@@ -192,40 +195,45 @@ class CheckedAnswer:
 
 
 def check_answer(data: Any, description: str, known: Sequence[str] = ()) -> CheckedAnswer:
-    """The entries of an answer and what is wrong with it (nothing: usable). ``known`` are the
-    queries the skill's eval set has: a drafted query that repeats one is not new."""
+    """The entries of an answer and what is wrong with it (nothing: usable). An entry that is
+    malformed, repeats another or quotes the description is left out (said in ``lacks``);
+    the set is refused only without enough entries of both kinds. Entries mid-conversation
+    are welcome, not required: too few is said, not refused. ``known`` are the queries the
+    skill's eval set has: a drafted query that repeats one is not new."""
     if not isinstance(data, list):
         return CheckedAnswer(
             [], ['the answer holds no JSON array of {"query", "should_trigger"} objects'], []
         )
     entries: list[DraftedEntry] = []
-    problems: list[str] = []
+    lacks: list[str] = []
     repeats: list[str] = []
     have = {_normalised(q) for q in known}
     seen: set[str] = set()
     for n, item in enumerate(data, 1):
         checked = _checked_entry(n, item, seen, description)
         if isinstance(checked, str):
-            problems.append(checked)
+            lacks.append(f"{checked} (left out)")
         elif _normalised(checked.query) in have:
             repeats.append(checked.query)
         else:
             seen.add(_normalised(checked.query))
             entries.append(checked)
-    if not FEWEST <= len(data) <= MOST:
-        problems.append(f"{len(data)} entries; {FEWEST} to {MOST} are wanted")
-    mid = sum(e.history is not None for e in entries)
-    if entries and mid < MIN_MID:
-        problems.append(
-            f"{mid} entries asked mid-conversation; at least {MIN_MID} with a history are wanted"
-        )
+    problems = []
+    if not FEWEST <= len(entries) <= MOST and (entries or not repeats):
+        problems.append(f"{len(entries)} usable entries; {FEWEST} to {MOST} are wanted")
     positives = sum(e.should_trigger for e in entries)
     for kind, count in (("should-trigger", positives), ("should-not", len(entries) - positives)):
         if count < MIN_SHARE * max(len(entries), 1) and (entries or not repeats):
             problems.append(
                 f"{count} {kind} entries of {len(entries)}: both kinds are wanted, about equally"
             )
-    return CheckedAnswer(entries, problems, repeats)
+    mid = sum(e.history is not None for e in entries)
+    if entries and mid < MIN_MID:
+        lacks.append(
+            f"{mid} entries asked mid-conversation (at least {MIN_MID} with a history are "
+            "welcome): add some by hand to test the skill mid-session"
+        )
+    return CheckedAnswer(entries, problems, repeats, lacks)
 
 
 def drafted_json(entries: Sequence[DraftedEntry]) -> str:

@@ -79,8 +79,34 @@ def test_a_bad_answer_gets_one_repair(pytester: pytest.Pytester, fake_api: FakeM
     result.assert_outcomes(passed=20)
     first, repair = draft_requests(fake_api)
     assert repair.startswith(first)  # the request again (each question stands alone)
-    assert "5 entries; 16 to 24 are wanted" in repair
+    assert "5 usable entries; 16 to 24 are wanted" in repair
     assert "0 should-not entries of 5" in repair
+
+
+def test_a_draft_without_history_is_kept_and_says_what_it_lacks(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """Twenty good entries, none mid-conversation: written as they are (one paid call, no
+    repair), the header says what the draft lacks, and a rerun drafts nothing."""
+    folder = make_skills(pytester.path, ("csv-tidy",))
+    flat = [
+        {"query": f"tidy the export number {i} of the shop", "should_trigger": True}
+        for i in range(10)
+    ]
+    flat += [
+        {"query": f"what is the weather in city number {i}", "should_trigger": False}
+        for i in range(10)
+    ]
+    fake_api.drafts = [json.dumps(flat)]
+    result = run(pytester, folder, "--draft-eval-set")
+    result.stdout.fnmatch_lines(
+        ["*drafted*csv-tidy*", "skilltrigger:   the draft 0 entries asked mid-conversation*"]
+    )
+    assert len(draft_requests(fake_api)) == 1
+    written = json.loads((folder / "csv-tidy" / "evals" / "trigger-eval.json").read_text())
+    assert len(written) == 20
+    run(pytester, folder, "--draft-eval-set")
+    assert len(draft_requests(fake_api)) == 1  # kept: not drafted again
 
 
 def test_an_answer_still_bad_after_the_repair_is_refused_and_nothing_written(

@@ -64,46 +64,56 @@ def test_a_good_set_has_no_problems() -> None:
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
-        (entries(6, 6), "12 entries; 16 to 24 are wanted"),
-        (entries(14, 12), "26 entries; 16 to 24 are wanted"),
+        (entries(6, 6), "12 usable entries; 16 to 24 are wanted"),
+        (entries(14, 12), "26 usable entries; 16 to 24 are wanted"),
         (entries(16, 4), "4 should-not entries of 20"),
         ({"query": "x"}, "no JSON array"),
-        ([*entries(10, 9), {"query": 3, "should_trigger": True}], "entry 20 is not a"),
-        (
-            [*entries(10, 9), {"query": "TIDY up  export number 1 please", "should_trigger": True}],
-            "entry 20 repeats an earlier query",
-        ),
-        (
-            [
-                *entries(10, 9),
-                {
-                    "query": "please clean and repair messy csv files so they load",
-                    "should_trigger": True,
-                },
-            ],
-            "entry 20 quotes the description",
-        ),
     ],
-    ids=["too-few", "too-many", "unbalanced", "not-a-list", "bad-entry", "duplicate", "quote"],
+    ids=["too-few", "too-many", "unbalanced", "not-a-list"],
 )
 def test_a_bad_set_says_what_is_wrong(data: object, expected: str) -> None:
-    problems = check_answer(data, DESCRIPTION).refusals(repaired=False)
+    problems = check_answer(data, DESCRIPTION).problems
     assert any(expected in p for p in problems), problems
 
 
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ({"query": 3, "should_trigger": True}, "entry 21 is not a"),
+        (
+            {"query": "TIDY up  export number 1 please", "should_trigger": True},
+            "entry 21 repeats an earlier query",
+        ),
+        (
+            {
+                "query": "please clean and repair messy csv files so they load",
+                "should_trigger": True,
+            },
+            "entry 21 quotes the description",
+        ),
+    ],
+    ids=["bad-entry", "duplicate", "quote"],
+)
+def test_a_bad_entry_is_left_out_and_the_draft_kept(extra: object, said: str) -> None:
+    """One entry malformed, repeated or quoting the description: left out, said, and the
+    other twenty kept (the hard checks are enough entries of both kinds)."""
+    checked = check_answer([*entries(10, 10), extra], DESCRIPTION)
+    assert checked.problems == [] and len(checked.entries) == 20
+    assert any(said in lack and lack.endswith("(left out)") for lack in checked.lacks)
+
+
 def test_a_draft_asks_some_entries_mid_conversation() -> None:
-    """A usable draft has entries after earlier turns, each history replayable and ending
-    with the assistant's answer; they are written with their turns."""
-    assert any(
-        "0 entries asked mid-conversation" in p
-        for p in check_answer(entries(10, 10, mid=0), DESCRIPTION).problems
-    )
+    """A draft without entries after earlier turns is kept, saying what it lacks; a history
+    that does not replay leaves its entry out; good ones are written with their turns."""
+    flat = check_answer(entries(10, 10, mid=0), DESCRIPTION)
+    assert flat.problems == [] and len(flat.entries) == 20
+    assert any("0 entries asked mid-conversation" in lack for lack in flat.lacks)
     bad = entries(10, 10)
     bad[0]["history"] = [{"role": "robot", "content": "hi"}]
     bad[1]["history"] = EARLIER[:1]
-    problems = check_answer(bad, DESCRIPTION).problems
-    assert any("entry 1: history turn 1: role 'robot'" in p for p in problems), problems
-    assert any("entry 2: its history must end with the assistant" in p for p in problems)
+    lacks = check_answer(bad, DESCRIPTION).lacks
+    assert any("entry 1: history turn 1: role 'robot'" in p for p in lacks), lacks
+    assert any("entry 2: its history must end with the assistant" in p for p in lacks)
     good = check_answer(entries(10, 10), DESCRIPTION).entries
     written = json.loads(drafted_json(good))
     assert sum("history" in e for e in written) == 4
