@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.conclusion.gathered import Gathered
@@ -269,6 +269,7 @@ class SessionEnd:
             crowd_usage=self.settings.crowd_usage,
             lint=self.lint,
             controls=engine.control_results if engine else (),
+            permission_mode=self.settings.first_mode,
         )
 
     def _write_results_page(self, report: SessionReport) -> None:
@@ -293,6 +294,9 @@ class SessionEnd:
             return
         confidence = self.settings.confidence or DEFAULT_CONFIDENCE
         comparison = compare(self.baseline.verdicts, verdicts_of(conclusion.report), confidence)
+        comparison = replace(
+            comparison, modes=(self.baseline.permission_mode, conclusion.report.mode_name)
+        )
         conclusion.comparison = comparison
         conclusion.baseline_path = self.baseline.path
         if gates.fail_on_regression:

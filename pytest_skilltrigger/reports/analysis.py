@@ -127,6 +127,8 @@ class Comparison:
     compared_skills: int = 0
     only_now: int = 0
     only_before: int = 0
+    # the permission modes of the baseline and of this run (None: not known)
+    modes: tuple[str, str] | None = None
 
     @property
     def changed(self) -> bool:
@@ -149,7 +151,16 @@ class Comparison:
             extra.append(f"{self.only_now} new here")
         if self.only_before:
             extra.append(f"{self.only_before} only in the baseline")
-        return text + (f" ({', '.join(extra)}, not compared)" if extra else "")
+        text += f" ({', '.join(extra)}, not compared)" if extra else ""
+        if self.modes is not None and self.modes[0] != self.modes[1]:
+            before, now = self.modes
+            text += (
+                f"; the baseline asked in {before} mode, this run in {now} mode: the requests "
+                "differ, so a change may be the mode's"
+            )
+        elif self.modes is not None and self.modes[1] != "default":
+            text += f" (both in {self.modes[1]} mode)"
+        return text
 
     @property
     def regressions(self) -> list[Change]:
@@ -213,6 +224,7 @@ class Baseline:
 
     path: str
     verdicts: Verdicts
+    permission_mode: str = "default"  # the mode its queries were asked in
 
 
 def load_baseline(path: str) -> Baseline:
@@ -228,7 +240,8 @@ def load_baseline(path: str) -> Baseline:
         raise InputError(path, "baseline is not JSON: nested too deeply") from None
     if not isinstance(data, dict) or not isinstance(data.get("skills"), list):
         raise InputError(path, "baseline is not a --trigger-json report (no 'skills' list)")
-    return Baseline(path, verdicts_of_json(data))
+    mode = data.get("permission_mode")
+    return Baseline(path, verdicts_of_json(data), mode if isinstance(mode, str) else "default")
 
 
 def compare(before: Verdicts, now: Verdicts, confidence: float = 0.95) -> Comparison:

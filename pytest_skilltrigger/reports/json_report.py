@@ -33,7 +33,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         # how verdicts were reached: the sequential rule (confidence, margin, fewest and most
         # runs) or the reference scripts' fixed runs
         "verdict_rule": report.rule.to_dict() if report.rule is not None else None,
-        "skills": [skill_json(skill) for skill in report.skills],
+        # the permission mode every query was asked in (a matrix's others: each skill's)
+        "permission_mode": report.mode_name,
+        "skills": [skill_json(skill, report.mode_name) for skill in report.skills],
         # a model matrix: its models, and the queries whose verdicts differ between them
         "models": list(dict.fromkeys(s.model for s in report.skills if s.model)),
         "model_disagreements": [d.to_dict() for d in disagreements(report.skills)],
@@ -55,8 +57,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
     return document
 
 
-def skill_json(skill: SkillReport) -> dict[str, Any]:
-    """One skill's entry: its items' rows and summary, and its rounds' keys when any ran."""
+def skill_json(skill: SkillReport, session_mode: str = "default") -> dict[str, Any]:
+    """One skill's entry: its items' rows and summary, and its rounds' keys when any ran
+    (``session_mode``: the permission mode of items not in a matrix's other modes)."""
     target = skill.target
     entry: dict[str, Any] = {
         "skill_name": target.name,
@@ -74,8 +77,9 @@ def skill_json(skill: SkillReport) -> dict[str, Any]:
     }
     if skill.crowd is not None:  # the other installed skills it was asked among
         entry["crowd"] = skill.crowd
-    if skill.mode is not None:  # its permission mode, in a matrix of them
-        entry["permission_mode"] = skill.mode
+    mode = skill.mode or session_mode
+    if mode != "default":  # its permission mode: the session's, or a matrix's other
+        entry["permission_mode"] = mode
     sub = target.start_context.subfolder
     if sub is not None:  # a subfolder's skill: how the session reached it, by which name
         entry["subfolder"] = {

@@ -131,6 +131,14 @@ class SessionReport:
     lint: tuple[LintFinding, ...] = ()
     #: the controls run before the items (``--trigger-controls``)
     controls: tuple[ControlResult, ...] = ()
+    #: the permission mode every query is asked in (None: the CLI's default); a matrix's
+    #: further modes are each skill report's ``mode``
+    permission_mode: str | None = None
+
+    @property
+    def mode_name(self) -> str:
+        """The session's permission mode, as the CLI names it."""
+        return self.permission_mode or "default"
 
     @property
     def rule_text(self) -> str:
@@ -185,6 +193,7 @@ class ReportContext:
     crowd_usage: float = 0.0  # the skill under test's usage in a crowd (--trigger-crowd-usage)
     lint: tuple[LintFinding, ...] = ()  # what the eval sets' lint found
     controls: tuple[ControlResult, ...] = ()  # the controls run before the items
+    permission_mode: str | None = None  # the session's own mode (None: the default)
 
 
 def build_report(
@@ -221,4 +230,5 @@ def build_report(
         context.load,
         context.lint,
         context.controls,
+        context.permission_mode,
     )

@@ -54,9 +54,11 @@ def header_lines(
 ) -> list[str]:
     """The report header: the eval sets drafted, what the run will do and may cost."""
     store = settings.active_store or "off"
+    modes = settings.permission_modes
+    mode = f", permission mode {' and '.join(modes)}" if modes and modes != ("default",) else ""
     lines = [
         f"skilltrigger: {skills} skill(s), {settings.rule.describe()}, backend "
-        f"{settings.backend}, store {store}"
+        f"{settings.backend}, store {store}{mode}"
     ]
     if context_label:
         lines.append(f"skilltrigger: context {context_label}")
@@ -158,6 +160,8 @@ def summary_lines(report: SessionReport) -> list[str]:
         ]
     for table in report.routing:
         lines += routing_lines(table, report.table_label(table))
+    if report.permission_mode is not None:
+        lines.append(f"every query was asked in {report.permission_mode} mode")
     phases = report.by_phase()
     if phases:
         parts = [f"{name} {_calls(spend)}{_cost(spend)}" for name, spend in phases.items()]

@@ -35,6 +35,38 @@ def test_each_mode_of_a_matrix_has_its_items_and_its_requests(
     assert sorted(s.get("permission_mode") or "" for s in report["skills"]) == ["", "plan"]
 
 
+def test_a_single_mode_is_said_in_the_header_the_summary_the_json_and_the_baseline(
+    pytester: pytest.Pytester, fake_api: FakeMessagesAPI
+) -> None:
+    """``--trigger-permission-mode=plan`` alone: the header, the summary and the JSON say plan,
+    and a default-mode baseline compared with it says the two modes differ."""
+    folder = make_skill(
+        pytester.path, [("merge these pdf documents into one", True), ("bake some bread", False)]
+    )
+    before, after = pytester.path / "before.json", pytester.path / "after.json"
+    first = pytester.runpytest_subprocess(*plugin_args(folder, f"--trigger-json={before}"))
+    first.assert_outcomes(passed=2)
+    assert json.loads(before.read_text())["permission_mode"] == "default"
+    result = pytester.runpytest_subprocess(
+        *plugin_args(
+            folder,
+            "--trigger-permission-mode=plan",
+            f"--trigger-json={after}",
+            f"--trigger-baseline={before}",
+        )
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "skilltrigger: 1 skill(s), *, permission mode plan",
+            "every query was asked in plan mode",
+            "*baseline*; the baseline asked in default mode, this run in plan mode*",
+        ]
+    )
+    report = json.loads(after.read_text())
+    assert report["permission_mode"] == "plan"
+    assert [s["permission_mode"] for s in report["skills"]] == ["plan"]
+
+
 def test_an_unknown_mode_is_a_usage_error_before_any_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
