@@ -165,10 +165,11 @@ class SessionEnd:
         ]
         findings = tuple(lint_sets(skills, split))
         if findings and self.gates.lint == "error":
-            more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
             first = findings[0]
             where = f"{first.path}:{first.line}" if first.line else first.path
-            raise InputError(where, f"{first.message} [{first.rule}]{more}; --trigger-lint=error")
+            said = [f"{first.message} [{first.rule}]"] + [f.text() for f in findings[1:10]]
+            more = f"; and {len(findings) - 10} more" if len(findings) > 10 else ""
+            raise InputError(where, "; ".join(said) + more + "; --trigger-lint=error")
         return findings
 
     def status_lines(self, engine: TriggerSession | None) -> list[TerminalLine]:

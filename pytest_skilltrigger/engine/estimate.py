@@ -75,7 +75,7 @@ class Estimate:
     def line(self) -> str:
         """``up to 610 calls (146 if every query is clear-cut), about $0.55 to $2.30 on M``."""
         if self.stored and self.stored == self.samplings and not self.round_calls:
-            return f"estimate for {self.queries} queries: no call, stored runs decide every one"
+            return f"estimate for {_queries(self.queries)}: no call, stored runs decide every one"
         calls = f"up to {self.most_calls:,} calls"
         if self.fewest_calls < self.most_calls:
             calls += f" ({self.fewest_calls:,} if every query is clear-cut)"
@@ -90,7 +90,7 @@ class Estimate:
                 if low != high
                 else (f"about {high} on {self.model}")
             )
-        text = f"estimate for {self.queries} queries: {calls}, {cost}"
+        text = f"estimate for {_queries(self.queries)}: {calls}, {cost}"
         if self.stored:
             text += f"; stored runs decide {self.stored} of {self.samplings}"
         if self.round_calls:
@@ -109,6 +109,10 @@ class Estimate:
         if self.call_usd and None not in self.call_usd:
             usd = sum((u or 0.0) * n for u, n in zip(self.call_usd, counts, strict=True))
         return replace(self, round_calls=sum(counts), round_usd=usd, asks=asks)
+
+
+def _queries(count: int) -> str:
+    return f"{count} query" if count == 1 else f"{count} queries"
 
 
 def combined(estimates: Sequence[Estimate]) -> Estimate:
@@ -148,6 +152,13 @@ def _room_to_grow(context: TriggerContext) -> int:
     return extra
 
 
+def _room(room: dict[TriggerContext, int], context: TriggerContext) -> int:
+    """A context's room to grow (see :func:`_room_to_grow`), worked out once."""
+    if context not in room:
+        room[context] = _room_to_grow(context)
+    return room[context]
+
+
 def fewest_runs(rule: Rule) -> int:
     """The runs a clear-cut query takes: every run the same, until the rule stops."""
     runs = 0
@@ -175,34 +186,36 @@ def estimate_session(
     queries = stored = low_calls = high_calls = low_input = high_input = 0
     low_usd = high_usd = dearest = 0.0
     room: dict[TriggerContext, int] = {}  # each context seen: its room to grow, once
+    written: set[TriggerContext] = set()  # each context whose first request is counted
     for index, (context, query) in enumerate(samplings):
         if not context.model_invocable:  # never listed: its items make no call
             continue
         queries += 1
         low_runs, high_runs = to_go[index] if to_go is not None else fresh
+        whole = backend.estimate(context, query)
+        if price is not None:  # the rounds' dearest call, whatever the items' runs stored
+            grown = replace(whole, input_tokens=whole.input_tokens + _room(room, context))
+            dearest = max(dearest, cost_usd(grown, price) * rate)
         if not high_runs:  # decided by its stored runs
             stored += 1
             continue
         low_calls, high_calls = low_calls + low_runs, high_calls + high_runs
-        whole = backend.estimate(context, query)
         own = len(query.encode("utf-8")) // 3 + 1
         prefix = max(0, whole.input_tokens - own)
         if not listing_shared(context.model or backend.model):
             prefix, own = 0, whole.input_tokens  # the listing comes after the query
-        low_input += own * low_runs + (prefix if context not in room else 0)
+        first_request = context not in written
+        written.add(context)
+        low_input += own * low_runs + (prefix if first_request else 0)
         high_input += whole.input_tokens * high_runs
         if price is None:
-            room.setdefault(context, 0)
             continue
         output = min(whole.output_tokens, TYPICAL_OUTPUT_TOKENS)
         cached = Usage(input_tokens=own, output_tokens=output, cache_read_input_tokens=prefix)
         low_usd += cost_usd(cached, price) * low_runs * rate
-        if context not in room:  # its first request writes the shared prefix to the cache
-            room[context] = _room_to_grow(context)
+        if first_request:  # its first request writes the shared prefix to the cache
             low_usd += cost_usd(Usage(cache_creation_input_tokens=prefix), price) * rate
         high_usd += cost_usd(whole, price) * high_runs * rate
-        grown = replace(whole, input_tokens=whole.input_tokens + room[context])
-        dearest = max(dearest, cost_usd(grown, price) * rate)
     return Estimate(
         backend.model,
         queries,

@@ -12,6 +12,17 @@ import os
 from typing import Any
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 query``, ``2 queries``: a count with its noun in the number it takes."""
+    if count == 1:
+        return f"{count} {noun}"
+    if plural is None:
+        plural = (
+            noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
+        )
+    return f"{count} {plural}"
+
+
 def format_ratio(value: Any, missing: str = "n/a") -> str:
     """A rate, precision, recall or accuracy for people: two decimals, or ``missing`` when
     undefined (None, or not a number in a report read back)."""

@@ -164,7 +164,8 @@ class Option:
         """Raise :class:`InputError` naming the option when the value is wrong."""
         problem = self.problem(value)
         if problem is not None:
-            raise InputError(self.flag, f"{problem}, got {value!r}")
+            got = "" if repr(value) in problem else f", got {value!r}"
+            raise InputError(self.flag, f"{problem}{got}")
 
 
 rate_limit_problem = parses(_parsed_rate_limit)

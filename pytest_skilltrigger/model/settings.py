@@ -102,6 +102,11 @@ class Settings:
         return value.strip().lower() != "off"
 
     @property
+    def controls_off_by(self) -> str:
+        """What turned the controls off: the option, or the environment variable."""
+        return "--trigger-controls" if self.controls else f"${CONTROLS_ENV}=off"
+
+    @property
     def crowd_sizes(self) -> tuple[int, ...]:
         """The crowd sizes every query is also asked among (empty: none)."""
         return crowd_sizes(self.crowd) if self.crowd else ()

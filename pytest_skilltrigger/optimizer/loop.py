@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pytest_skilltrigger.engine.session import TriggerSession
+from pytest_skilltrigger.model.formatting import counted
 from pytest_skilltrigger.model.outcome import QueryResult, Usage
 from pytest_skilltrigger.model.settings import OptimizerSettings
 from pytest_skilltrigger.optimizer.folder import Folder, taken_lines
@@ -93,7 +94,8 @@ def optimize(
                 run.exit_reason += "; interrupted while racing the best against the start"
     except KeyboardInterrupt:
         run.interrupted = True
-        run.exit_reason = f"interrupted (after {len(run.evaluated())} evaluated iterations)"
+        done = counted(len(run.evaluated()), "evaluated iteration")
+        run.exit_reason = f"interrupted (after {done})"
     return run
 
 

@@ -42,9 +42,13 @@ def rounds_bound(
     routing_sets: Sequence[RoutingSet],
     settings: Settings,
     opt: OptimizerSettings,
+    items_stored: bool = False,
 ) -> tuple[int, int, int]:
     """The most the rounds may make: trigger calls on the first model, trigger calls on each
-    other model of a matrix (the acceptance race), requests to the improve model."""
+    other model of a matrix (the acceptance race), requests to the improve model.
+    ``items_stored``: stored runs decide every item, so a lone skill's iteration 1, which
+    samples its starting description on the items' own requests, makes no call (what they
+    will not cover is counted; in a folder a sibling rewritten first changes the requests)."""
     most = settings.rule.max_runs
     race = opt.race_runs + 2 * RACE_STEP * RACE_PAIRS  # a race's last step may pass its budget
     # runs per train-side query over the screening's stages
@@ -59,7 +63,7 @@ def rounds_bound(
         train_side, test_side = len(train) + len(folder.train), len(test) + len(folder.test)
         # the items' results are reused, but not those that errored or were skipped, nor any
         # once a sibling of the folder was rewritten: then every query is sampled again
-        start = (train_side + test_side) * most
+        start = 0 if items_stored and len(targets) == 1 else (train_side + test_side) * most
         per_round = train_side * (screen + most) + race + test_side * most
         raced = test_side if opt.accept_on == "test" and test_side else train_side + test_side
         acceptance = 2 * raced * FIRST_LOOK_RUNS + race

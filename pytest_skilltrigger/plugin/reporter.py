@@ -155,7 +155,8 @@ class SkillTriggerReporter:
         self.lines.expect(estimate)
         lines = header_lines(count, settings, engine.context_label, estimate, self.source.drafted)
         spent = engine.spending().get("controls")
-        lines += control_lines(settings.controls_on, engine.control_results, spent)
+        on = True if settings.controls_on else settings.controls_off_by
+        lines += control_lines(on, engine.control_results, spent)
         project = self.source.setup.project
         if project is not None:
             builtin = (engine.context_label or "").startswith("builtin")
@@ -181,8 +182,9 @@ class SkillTriggerReporter:
             # deferred: the optimizer, only for --optimize-description
             from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
 
+            stored = bool(estimate.samplings) and estimate.stored == estimate.samplings
             bound = rounds_bound(
-                skills.targets, skills.routing_sets, setup.settings, setup.optimize
+                skills.targets, skills.routing_sets, setup.settings, setup.optimize, stored
             )
             estimate = estimate.with_rounds(*bound)
         return estimate

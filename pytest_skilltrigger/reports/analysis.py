@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_skilltrigger.model.formatting import format_interval
+from pytest_skilltrigger.model.formatting import counted, format_interval
 from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.stats import sign_test
 from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
@@ -102,7 +102,7 @@ class SkillChanges:
 
     def line(self, confidence: float) -> str:
         """The skill's verdict against the baseline, with the test that gave it."""
-        counts = f"{len(self.regressed)} queries worse, {len(self.improved)} better"
+        counts = f"{counted(len(self.regressed), 'query')} worse, {len(self.improved)} better"
         test = f"sign test p = {self.p_value:.3g}"
         if self.significant:
             return (

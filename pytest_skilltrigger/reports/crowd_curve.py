@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pytest_skilltrigger.model.formatting import rate_text
 from pytest_skilltrigger.model.options import DEFAULT_CONFIDENCE
 from pytest_skilltrigger.model.stats import wilson
 
@@ -113,15 +114,9 @@ def _point(skill: SkillReport) -> CrowdPoint:
 def _point_text(point: CrowdPoint) -> str:
     recall, precision = point.intervals()
     size = f"{point.crowd} skills" if point.crowd else "alone"
-    text = f"{size}: recall {_share(point.recall, recall)}"
-    text += f", precision {_share(point.precision, precision)}"
+    text = f"{size}: query recall {rate_text(point.recall, recall)}"
+    text += f", query precision {rate_text(point.precision, precision)}"
     return text + f" ({point.listed})"
-
-
-def _share(value: float | None, interval: tuple[float, float] | None) -> str:
-    if value is None or interval is None:
-        return "n/a"
-    return f"{value:.0%} ({interval[0]:.0%}–{interval[1]:.0%})"
 
 
 def _rounded(value: float | None) -> float | None:

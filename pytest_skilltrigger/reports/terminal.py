@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_skilltrigger.model.formatting import (
+    counted,
     describe_chosen,
     display_path,
     format_interval,
@@ -149,7 +150,7 @@ def summary_lines(report: SessionReport) -> list[str]:
         lines += unreachable_lines(skill)
     split = disagreements(report.skills)
     if split:
-        lines.append(f"the models disagree on {len(split)} queries:")
+        lines.append(f"the models disagree on {counted(len(split), 'query')}:")
         lines += [f"  {d.line()}" for d in split]
     lines += [curve.line() for curve in crowd_curves(report.skills)]
     if report.lint:
@@ -257,7 +258,7 @@ def _skill_line(s: Summary) -> str:
     return (
         f"{s.passed} passed, {s.failed} failed{borderline}, {s.errors} errors{skipped} | "
         f"queries passed {s.passed}/{s.counted} ({format_ratio(s.query_pass_rate)}){interval} "
-        f"| precision {rate_text(s.precision, s.precision_interval)}, recall "
+        f"| run precision {rate_text(s.precision, s.precision_interval)}, run recall "
         f"{rate_text(s.recall, s.recall_interval)}, run accuracy "
         f"{rate_text(s.accuracy, s.accuracy_interval)} | "
         f"{s.calls} calls, tokens in {u.input_tokens:,} out {u.output_tokens:,} "
@@ -405,13 +406,15 @@ def case_grader_lines(cases: Sequence[tuple[str, Any]], base: str | None = None)
 
 
 def control_lines(
-    on: bool, results: Sequence[ControlResult], spend: Spend | None = None
+    on: bool | str, results: Sequence[ControlResult], spend: Spend | None = None
 ) -> list[str]:
     """What the controls found before the items, and what they cost (none on a rerun: the
-    store holds their runs), or that they are off."""
-    if not on:
+    store holds their runs), or that they are off (``on``: True, else what turned them off,
+    the option or the environment variable)."""
+    if on is not True:
+        by = on or "--trigger-controls"
         return [
-            "skilltrigger: controls off (--trigger-controls): nothing checks that this "
+            f"skilltrigger: controls off ({by}): nothing checks that this "
             "session can see a trigger before the items' spend"
         ]
     if not results:
@@ -439,7 +442,8 @@ def unreachable_lines(skill: SkillReport) -> list[str]:
     found = skill.optimization.unreachable if skill.optimization is not None else ()
     if not found:
         return []
-    lines = [f"  no description reached {len(found)} queries in any round (drop or rephrase):"]
+    reached = counted(len(found), "query")
+    lines = [f"  no description reached {reached} in any round (drop or rephrase):"]
     return lines + [f"    - {u.text()}" for u in found]
 
 

@@ -273,8 +273,9 @@ def _parse_object(
                 meta.setdefault(k, v)
         return entries, meta
 
-    keys = ", ".join(f'"{k}"' for k in list(data)[:8]) or "none"
-    raise InputError(where, f"{_unknown_shape()}; found an object with keys {keys}")
+    keys = ", ".join(f'"{k}"' for k in list(data)[:8])
+    found = f"an object with keys {keys}" if keys else "an empty object"
+    raise InputError(where, f"{_unknown_shape()}; found {found}")
 
 
 def _unknown_shape() -> str:

@@ -99,7 +99,7 @@ def test_one_query_worse_is_not_a_regression_of_the_skill(tmp_path: Path) -> Non
         for line in lines
     )
     assert (
-        "pdf-tools: 1 queries worse, 0 better against the baseline (sign test p = 0.5): not a "
+        "pdf-tools: 1 query worse, 0 better against the baseline (sign test p = 0.5): not a "
         "regression at 95%, within the noise of the runs"
     ) in lines
 

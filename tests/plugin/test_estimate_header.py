@@ -181,7 +181,10 @@ def test_stored_runs_lower_the_estimate_to_the_runs_still_to_make() -> None:
     assert (got.queries, got.stored, got.fewest_calls, got.most_calls) == (2, 1, 1, 1)
     assert "stored runs decide 1 of 2" in got.line()
     none = estimate_session([(context, "q1")], Settings(), Sized(), price, [(0, 0)])
-    assert none.line() == "estimate for 1 queries: no call, stored runs decide every one"
+    assert none.line() == "estimate for 1 query: no call, stored runs decide every one"
+    # the rounds' calls are priced all the same: they ask new descriptions, never stored
+    assert none.call_usd == got.call_usd and none.call_usd[0]
+    assert "(at most $0.00)" not in none.with_rounds(100, 0, 2).line()
 
 
 def test_a_selection_gets_the_estimate_of_what_it_selected(

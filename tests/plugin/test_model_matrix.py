@@ -78,7 +78,7 @@ def test_a_two_model_matrix_on_two_skills(
     result.stdout.fnmatch_lines(
         [
             f"ledger on {MODELS[1]}: 2 passed, 1 failed*",
-            "the models disagree on 1 queries:",
+            "the models disagree on 1 query:",
             f"  ledger: {SMALL_MISS!r} (should trigger): "
             f"{MODELS[0]} pass */*, {MODELS[1]} fail 0/*",
         ]

@@ -134,7 +134,9 @@ def test_crowd_sizes_are_items_of_their_own_with_a_curve(
     )
     result = pytester.runpytest_subprocess(*args)
     result.stdout.fnmatch_lines(["*pdf[[]00-merge-these-pdf-files-into-one-crowd40[]] PASSED*"])
-    result.stdout.fnmatch_lines(["*pdf in a crowd: alone: recall *; 10 skills: *; 40 skills: *"])
+    result.stdout.fnmatch_lines(
+        ["*pdf in a crowd: alone: query recall *; 10 skills: *; 40 skills: *"]
+    )
     report = json.loads(out.read_text())
     (curve,) = report["crowd_curves"]
     assert [p["crowd"] for p in curve["points"]] == [0, 10, 40]

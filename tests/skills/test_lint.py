@@ -148,5 +148,15 @@ def test_the_session_warns_lists_and_errors_for_ci(
         ["*trigger-eval.json:11: entry [[]02[]] names the skill*[[]leak[]]*"]
     )
     assert fake_api.stats["calls"] == calls  # no call
+    evals = skills / "csv-tidy" / "evals" / "trigger-eval.json"
+    rows = json.loads(evals.read_text())
+    rows += [
+        {"query": "use the csv-tidy skill on these", "should_trigger": True},
+        {"query": "/csv-tidy clean leads.csv", "should_trigger": True},
+    ]
+    evals.write_text(json.dumps(rows, indent=1))
+    every = pytester.runpytest_subprocess(*plugin_args(skills, "--trigger-lint=error"))
+    (line,) = [x for x in every.stderr.lines if x.startswith("ERROR:")]
+    assert line.count("[leak]") == 3 and "[slash-command]" in line  # every finding, one line
     quiet = pytester.runpytest_subprocess(*plugin_args(skills, "--trigger-lint=off"))
     assert "[leak]" not in quiet.stdout.str()
