@@ -4,7 +4,8 @@ The example skills are run with the default rule and model against the local fak
 API with graded trigger rates (``tests/graded_model.py``, seed 7: most rates near 0 or 1, as in
 real eval sets), in a throw-away copy and a throw-away home (so the default store is new, as
 on a first run). It prints the header lines the README shows (the estimate is made before
-any call, from the requests the plugin would send) and the calls the server saw.
+any call, from the requests the plugin would send; the controls' line says what they spent)
+and the calls the server saw.
 
     .venv/bin/python benchmarks/bench_first_run.py
 """
@@ -37,7 +38,7 @@ def main() -> int:
             for line in result.output.splitlines():
                 if line.startswith("skilltrigger: "):
                     print(line.replace(str(tmp), "~"))
-                    if "estimate for" in line:
+                    if "controls" in line:  # the header's last line before the items
                         break
         calls.append(result.calls)
     print(

@@ -58,6 +58,11 @@ class ControlResult:
     context: TriggerContext | None = None
 
     @property
+    def errored(self) -> bool:
+        """Whether a control did not run (an error, a skip): no answer to keep or drop."""
+        return any(r.errors or r.skipped for r in (self.positive, self.negative))
+
+    @property
     def stored(self) -> bool:
         """Whether the controls' answer came from runs an earlier session stored."""
         runs = [o for r in (self.positive, self.negative) for o in r.outcomes]

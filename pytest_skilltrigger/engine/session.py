@@ -237,6 +237,8 @@ class TriggerSession:
         failed = next((c for c in self.control_results if c.problem), None)
         if failed is None:
             return None
+        if failed.errored:  # nothing was stored: the next session asks again anyway
+            return failed.problem
         came = " The answer came from runs an earlier session stored." if failed.stored else ""
         self._forget_controls(failed)
         return (
