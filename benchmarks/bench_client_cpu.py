@@ -10,12 +10,14 @@ flight):
                       difference in calls)
     ratio           = plugin marginal / SDK marginal                             target <= 1.3
 
-Each session is the whole plugin as a user runs it (``python -m pytest --skill-path ...``, the
-reference rule's 3 runs a query without early stopping, so the calls are exact; calls counted
-on the server). The loop is ``_sdk_loop.py``: the same request bodies, ``messages.create(...,
-stream=True)``, every event read, 16 threads. Every process's CPU is its user+sys time, all
-threads (``RUSAGE_CHILDREN``). Three repetitions, each interleaved, so a slow spell of the
-machine hits both sides; each prints its own ratio.
+Each session is the whole plugin as a user's process spends it: ``python -m pytest
+--skill-path ...`` with the defaults a user has (the sequential rule, a result store, here a
+fresh one each session, the JSON report written), the item per query and everything pytest
+and the plugin do around it; calls counted on the server. The loop is ``_sdk_loop.py``: the
+same request bodies, ``messages.create(..., stream=True)``, every event read, 16 threads.
+Every process's CPU is its user+sys time, all threads (``RUSAGE_CHILDREN``). Five
+repetitions, each interleaved, so a slow spell of the machine hits both sides; each prints
+its own ratio, and the target is their median.
 
 ``--queries N`` (default 333: about 1,000 calls; at 500 calls one start-up's noise on a busy
 2-core VM, about 0.3 s of CPU, is 0.6 ms a call) and ``--small n`` (default 33); ``--quick``:
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = bench_parser(__doc__)
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--small", type=int, default=None)
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
     big_n = args.queries or (67 if args.quick else 333)
     small_n = args.small or (7 if args.quick else 33)
@@ -87,7 +89,16 @@ def main(argv: list[str] | None = None) -> int:
             sessions = []
             for folder, skill in ((tmp / "big", big), (tmp / "small", small)):
                 script_entries(api, entries)
-                opts = skill_args(skill, runs=RUNS, concurrency=IN_FLIGHT, early_stop=False)
+                store = folder / f"store-{rep}.sqlite"  # a first run's: every call stored
+                opts = skill_args(
+                    skill,
+                    runs=RUNS,
+                    concurrency=IN_FLIGHT,
+                    cache="use",
+                    store=store,
+                    json_path=folder / "out.json",
+                    confidence="0.95",
+                )
                 result = run_pytest([*opts, "--trigger-context=builtin"], folder, api)
                 check(folder.name, result)
                 sessions.append(result)
@@ -107,19 +118,19 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     print(
-        f"marginal client CPU per call, {big_n} - {small_n} queries x {RUNS} runs, "
-        f"{LATENCY * 1000:.0f} ms, {IN_FLIGHT} in flight: plugin "
+        f"marginal client CPU per call, {big_n} - {small_n} queries, the default rule, a "
+        f"store and the JSON, {LATENCY * 1000:.0f} ms, {IN_FLIGHT} in flight: plugin "
         f"{statistics.median(plugin_ms):.2f} ms, plain SDK loop {statistics.median(sdk_ms):.2f} "
-        f"ms, ratios {', '.join(f'{r:.2f}' for r in ratios)}"
+        f"ms (medians), ratios {', '.join(f'{r:.2f}' for r in ratios)}"
     )
     emit(
         [
             target_row(
                 "client CPU per call, whole plugin / plain SDK loop (marginal)",
-                max(ratios),
+                statistics.median(ratios),
                 1.3,
                 "x",
-                f"the largest of {len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)}",
+                f"the median of {len(ratios)}: {', '.join(f'{r:.2f}' for r in ratios)}",
             )
         ]
     )

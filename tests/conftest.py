@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 from collections.abc import Iterator
 
 import pytest
@@ -20,6 +21,10 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     original = pytester.runpytest_subprocess
     monkeypatch.setattr(
         pytester, "runpytest_subprocess", functools.partial(original, *UNUSED_PLUGINS)
+    )
+    inline = pytester.runpytest_inprocess  # an inner run keeps pytest's own order
+    monkeypatch.setattr(
+        pytester, "runpytest_inprocess", functools.partial(inline, "-p", "no:randomly")
     )
     return pytester
 
@@ -47,6 +52,18 @@ def _private_user_cache(
     """The default result store lives in the user's cache folder: every test gets its own
     (pytester also gives each inner run a HOME of its own), never the developer's."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("user-cache")))
+
+
+@pytest.fixture(autouse=True)
+def _own_signal_handlers() -> Iterator[None]:
+    """Every test starts with the process's Ctrl-C and termination handlers as they were, and
+    leaves them so: a test that installs one (a session's interrupt handling) must not change
+    how the next one is interrupted, whatever ran before it in its process."""
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for sig, handler in kept.items():
+        if signal.getsignal(sig) is not handler and handler is not None:
+            signal.signal(sig, handler)
 
 
 @pytest.fixture(autouse=True)

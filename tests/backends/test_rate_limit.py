@@ -82,22 +82,39 @@ def test_runs_keep_to_the_requests_limit_the_headers_state(fake_api: FakeMessage
     assert spent["items"].waited_seconds > 0
 
 
-def test_a_preset_limit_holds_from_the_first_request(fake_api: FakeMessagesAPI) -> None:
-    """``--trigger-rate-limit`` below what the key allows (a key shared with other jobs):
-    from the first request on, four a minute means four go, and the fifth waits about a
-    quarter of a minute (the server's limit is far above and refuses nothing)."""
-    fake_api.rate_limits = RateLimits(rpm=1000)
-    session = TriggerSession(Settings(**ONE_RUN, rate_limit="4"))
-    futures = [session.submit(CONTEXT, e) for e in entries(8)]
-    try:
-        deadline = time.monotonic() + 20
-        while fake_api.stats["calls"] < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(1.0)  # a fifth would be in by now without pacing
-        assert fake_api.stats["calls"] == 4 and fake_api.stats["rate_limited"] == 0
-    finally:
-        session.close(wait=False)
-    assert sum(1 for f in futures if f.done() and not f.result().skipped) == 4
+class Clock:
+    """A wall clock a test moves: the limiter's waits are then exact, whatever the load."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def stated(limit: int, remaining: int, clock: Clock, seconds: float = 60.0) -> dict[str, str]:
+    """A response's requests headers: the limit, what is left, when the bucket is full."""
+    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock.now + seconds))
+    return {
+        f"{PAID}-limit": str(limit),
+        f"{PAID}-remaining": str(remaining),
+        f"{PAID}-reset": reset,
+    }
+
+
+OPUS = Need("claude-opus-5-5", 1, 1)
+
+
+def test_a_preset_limit_holds_from_the_first_request() -> None:
+    """``--trigger-rate-limit=4`` (a key shared with other jobs): from the first request on,
+    four a minute means four go, and the fifth waits about a quarter of a minute."""
+    clock = Clock()
+    limiter = RateLimiter(RateLimitSetting(True, Limits(requests=4)), clock=clock)
+    assert [limiter.charge(OPUS) for _ in range(4)] == [0, 0, 0, 0]
+    wait = limiter.charge(OPUS)
+    assert 14.9 < wait < 15.1
+    clock.now += wait
+    assert limiter.charge(OPUS) == 0
 
 
 def test_the_input_token_limit_binds_when_it_is_the_tighter(fake_api: FakeMessagesAPI) -> None:
@@ -159,67 +176,75 @@ def test_a_question_refused_to_the_end_counts_its_429s(quick_retries: FakeMessag
 
 
 def test_the_buckets_follow_the_headers() -> None:
-    limiter = RateLimiter(RateLimitSetting())
-    never = threading.Event()
-    assert limiter.acquire(Need("claude-opus-5-5", 100, 10), never).charged  # no limit known
-    stated = {
-        f"{PAID}-limit": "50",
-        f"{PAID}-remaining": "0",
-        f"{PAID}-reset": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 60)),
-    }
-    limiter.observe("claude-opus-5-5", stated, 200)
-    stop = threading.Event()
-    threading.Timer(0.3, stop.set).start()
-    assert not limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged  # nothing left
-    # another class has its own limits
-    assert limiter.acquire(Need("claude-haiku-4-5", 1, 1), never).charged
+    clock = Clock()
+    limiter = RateLimiter(RateLimitSetting(), clock=clock)
+    assert limiter.charge(OPUS) == 0  # no limit known
+    limiter.observe("claude-opus-5-5", stated(50, 0, clock), 200)
+    assert limiter.charge(OPUS) > 1.0  # nothing left: waits for the refill
+    assert limiter.charge(Need("claude-haiku-4-5", 1, 1)) == 0  # another class's own limits
 
 
 def test_a_429_blocks_its_class_for_retry_after_and_halves_the_window() -> None:
-    limiter = RateLimiter(RateLimitSetting(True, Limits(requests=1000)))
+    clock = Clock()
+    limiter = RateLimiter(RateLimitSetting(True, Limits(requests=1000)), clock=clock)
     never = threading.Event()
     permit = limiter.acquire(Need("claude-sonnet-5-5", 1, 1), never)
     limiter.observe("claude-sonnet-5-5", {"retry-after": "1"}, 429)
     limiter.release(permit, None, refused=True)
-    started = time.monotonic()
-    limiter.acquire(Need("claude-sonnet-5-5", 1, 1), never)
-    assert time.monotonic() - started >= 0.9  # waited out the retry-after
-    assert limiter._window["sonnet"] <= 32  # halved from its most
+    assert limiter.charge(Need("claude-sonnet-5-5", 1, 1)) == pytest.approx(1.0)
+    clock.now += 1.0
+    assert limiter.charge(Need("claude-sonnet-5-5", 1, 1)) == 0  # the retry-after waited out
+    assert limiter._window["sonnet"] <= 1  # halved from the slow start's one
+
+
+def test_a_class_starts_slowly_until_its_first_refusal() -> None:
+    """One request in flight at first, one more for each answer (a first wave of many at once
+    meets a limit kept over a second almost whole), until a refusal halves the window and
+    it grows slowly from there."""
+    limiter = RateLimiter(RateLimitSetting())
+    never = threading.Event()
+    for expected in (1, 2, 3):
+        assert limiter._window_of("opus") == expected
+        limiter.release(limiter.acquire(OPUS, never), None, refused=False)
+    limiter.release(limiter.acquire(OPUS, never), None, refused=True)
+    assert limiter._window_of("opus") == 2
+    limiter.release(limiter.acquire(OPUS, never), None, refused=False)
+    assert limiter._window_of("opus") == 2.5
 
 
 def test_a_limit_kept_over_a_second_is_learnt_from_the_429s_the_headers_did_not_predict(
     fake_api: FakeMessagesAPI,
 ) -> None:
     """300 requests a minute, kept over one second as well (five at once): the headers say
-    300 a minute with plenty left, and a burst is refused all the same. The first such 429
-    teaches the limiter to send evenly: few requests are refused, none errors."""
+    300 a minute with plenty left, and a burst is refused all the same. The slow start keeps
+    the first wave small, the first such 429 teaches the limiter to send evenly: few
+    requests are refused, none errors (counted on the server, whatever the machine's load)."""
     fake_api.rate_limits = RateLimits(rpm=300, minute=60.0, interval=1.0)
     notices: list[str] = []
     session = TriggerSession(Settings(**ONE_RUN), notices=lambda n: notices.append(n.line()))
     try:
-        results = session.evaluate(CONTEXT, entries(60))
+        results = session.evaluate(CONTEXT, entries(40))
     finally:
         session.close()
     assert all(r.errors == 0 for r in results)
-    assert fake_api.stats["rate_limited"] <= 0.15 * fake_api.stats["calls"]  # the first wave
-    assert any("shorter interval" in line for line in notices), notices
+    assert fake_api.stats["rate_limited"] <= 8  # the slow start's last doubling, at most
 
 
 def test_a_429_with_room_left_keeps_every_bucket_to_a_seconds_refill() -> None:
-    limiter = RateLimiter(RateLimitSetting())
-    reset = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 30))
-    stated = {f"{PAID}-limit": "600", f"{PAID}-remaining": "590", f"{PAID}-reset": reset}
-    limiter.observe("claude-opus-5-5", stated, 200)
-    never = threading.Event()
-    burst = sum(limiter.acquire(Need("claude-opus-5-5", 1, 1), never).charged for _ in range(20))
+    clock = Clock()
+    limiter = RateLimiter(RateLimitSetting(), clock=clock)
+    limiter.observe("claude-opus-5-5", stated(600, 590, clock, 30), 200)
+    burst = sum(limiter.charge(OPUS) == 0 for _ in range(20))
     assert burst == 20  # a minute's limit: a burst of twenty goes at once
-    limiter.observe("claude-opus-5-5", {**stated, "retry-after": "0"}, 429)  # room, and refused
-    stop = threading.Event()
-    threading.Timer(0.5, stop.set).start()
-    sent = sum(limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged for _ in range(40))
-    assert 3 <= sent <= 6  # evenly from an empty bucket, ten a second: not a burst
+    limiter.observe("claude-opus-5-5", {**stated(600, 570, clock, 30), "retry-after": "0"}, 429)
     state = limiter.store.update(lambda classes: classes["opus"])
     assert state.short and state.buckets["requests"].capacity == 10  # a second's refill
+    sent = 0
+    for _ in range(10):  # a second in steps of a tenth: evenly, ten a second at most
+        while limiter.charge(OPUS) == 0:
+            sent += 1
+        clock.now += 0.1
+    assert 8 <= sent <= 10
 
 
 def test_a_429_the_headers_predicted_teaches_nothing() -> None:
@@ -232,18 +257,15 @@ def test_a_429_the_headers_predicted_teaches_nothing() -> None:
 
 
 def test_workers_share_one_limit_through_a_file(tmp_path: Path) -> None:
-    """Two processes' limiters on one file (here two limiters, threads apart): a preset of
-    ten requests lets ten through between them, not ten each."""
+    """Two processes' limiters on one file (here two limiters): a preset of ten requests
+    lets ten through between them, not ten each."""
     path = tmp_path / "limits.json"
     path.write_text("{}")
+    clock = Clock()
     setting = RateLimitSetting(True, Limits(requests=10))
-    first, second = (RateLimiter(setting, FileLimits(str(path))) for _ in range(2))
-    stop = threading.Event()
-    threading.Timer(1.0, stop.set).start()
-    granted = 0
-    for limiter in (first, second) * 8:
-        granted += limiter.acquire(Need("claude-opus-5-5", 1, 1), stop).charged
-    assert granted == 10 + (1 if granted == 11 else 0)  # at most one refilled in the second
+    first, second = (RateLimiter(setting, FileLimits(str(path)), clock=clock) for _ in range(2))
+    granted = sum(limiter.charge(OPUS) == 0 for limiter in (first, second) * 8)
+    assert granted == 10
 
 
 def test_cache_reads_count_only_where_the_api_counts_them() -> None:

@@ -76,14 +76,19 @@ def test_ctrl_c_stops_every_lane_and_is_raised() -> None:
     """Ctrl-C reaches the calling thread only: every runner is told to stop (each cancels
     and records at its next pause), and the interrupt is raised once they have."""
     import _thread
+    import signal
 
     import pytest
 
     lanes = [Runner("opus", takes=30.0), Runner("haiku", takes=30.0)]
+    # Ctrl-C as Python handles it by default, whatever this process had installed before
+    kept = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
-    began = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        drain_lanes(lanes)  # type: ignore[arg-type]
-    assert time.monotonic() - began < 5
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            drain_lanes(lanes)  # type: ignore[arg-type]
+    finally:
+        signal.signal(signal.SIGINT, kept)
+    # told to stop, and raised before their thirty seconds of work ended
     assert all(r.stopping.is_set() and r.ended is None for r in lanes)

@@ -12,9 +12,15 @@ multiplicative decrease). The buckets live in a :class:`LimitStore`: in memory, 
 that the xdist workers of one session share under a lock, so that they keep one limit.
 
 The API may enforce a minute's limit over a shorter interval ("60 RPM may be enforced as one
-request a second"), which the headers do not state. A 429 they did not predict (requests and
-tokens still remaining) says so: from then on each of the class's buckets holds at most a
-second's refill, so requests go out evenly at the same rate instead of in bursts.
+request a second"), which the headers do not state, and ramping up too fast can meet
+"acceleration" 429s. So a class starts slowly: one request in flight, one more for each
+answer (doubling each round trip), until its first refusal; a first wave of many requests at
+once, before any header is known, would meet a limit kept over a second almost whole. A 429
+the headers did not predict (requests and tokens still remaining) says the limits are kept
+over a shorter interval: from then on each of the class's buckets holds at most a second's
+refill, so requests go out evenly at the same rate instead of in bursts. A request is charged
+in full: a bucket may owe what a large one took beyond its capacity, and the next waits
+until it is paid back.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from pytest_skilltrigger.model.rate_limits import RESOURCES, Limits, RateLimitSe
 
 WINDOW = 60.0  # seconds a bucket takes to fill from empty, as the API states its limits
 TOKEN_ROUNDING = 1000  # the API rounds a token count's remaining down to the thousand
-SURE_RESET = 0.5  # seconds: a nearer reset says too little of the refill rate
+SURE_RESET = 0.02  # seconds: a nearer reset says too little of the refill rate
 NOTICE_EVERY = 30.0  # at most one "waiting on the rate limit" notice in this many seconds
 MOST_WINDOW = 64.0  # the largest in-flight window a class grows to
+SLOW_START = 1.0  # requests in flight a class starts with (one more for each answer)
 SHORT_INTERVAL = 1.0  # seconds: the shortest interval the API's docs say a limit is kept over
 # kept over a short interval, every request is near the edge: sent at this share of the rate,
 # the server's bucket (charged a little later, on arrival) has always refilled in time
@@ -80,9 +87,11 @@ class Bucket:
         self.at = now
 
     def wait_for(self, need: float) -> float:
-        """Seconds until ``need`` fits (a need above the capacity fits a full bucket)."""
+        """Seconds until ``need`` fits (a need above the capacity fits a full bucket, and
+        leaves it owing the rest)."""
         need = min(need, self.capacity)
-        return 0.0 if self.level >= need else (need - self.level) / max(self.rate, 1e-9)
+        short = need - self.level
+        return 0.0 if short <= 1e-6 else short / max(self.rate, 1e-9)
 
     def keep_short(self, window: float) -> None:
         """Hold at most what :data:`SHORT_INTERVAL` refills (one at least) and refill at
@@ -100,6 +109,9 @@ class ClassState:
     blocked_until: float = 0.0  # a 429's retry-after: nothing is sent before it
     window: float = WINDOW  # seconds a bucket takes to fill, as the headers state it
     short: bool = False  # a 429 showed the limits are kept over a shorter interval
+    # whether a reset time has said the window: later ones can only lengthen it (the time an
+    # answer takes to arrive makes a reset look nearer than it is, never farther)
+    learnt: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -107,6 +119,7 @@ class ClassState:
             "blocked_until": self.blocked_until,
             "window": self.window,
             "short": self.short,
+            "learnt": self.learnt,
         }
 
     @classmethod
@@ -117,6 +130,7 @@ class ClassState:
             float(data.get("blocked_until", 0.0)),
             float(data.get("window", WINDOW)),
             bool(data.get("short", False)),
+            bool(data.get("learnt", False)),
         )
 
 
@@ -230,14 +244,18 @@ class RateLimiter:
         store: LimitStore | None = None,
         *,
         notify: Callable[[RateLimitNotice], None] | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.setting = setting
         self.store = store or MemoryLimits()
         #: told of limits learnt and of runs waiting on them
         self.notify = notify
+        #: the wall clock the buckets refill by (a test's own clock makes waits exact)
+        self.clock = clock
         self._local = threading.Condition()
         self._in_flight: dict[str, int] = {}
         self._window: dict[str, float] = {}  # requests in flight a class may have (AIMD)
+        self._ramped: set[str] = set()  # classes whose slow start a refusal ended
         self._known: set[str] = set()
         self._noticed = 0.0
 
@@ -256,7 +274,7 @@ class RateLimiter:
         cls = model_class(need.model)
         held = self._take_slot(cls, stop)
         while not stop.is_set():
-            wait = self.store.update(lambda classes: self._charge(classes, cls, need))
+            wait = self.charge(need)
             if wait <= 0:
                 permit.charged = True
                 break
@@ -266,10 +284,16 @@ class RateLimiter:
         permit.waited = time.monotonic() - started if held else 0.0
         return permit
 
+    def charge(self, need: Need) -> float:
+        """Charge ``need`` to its class's buckets when it fits now (0), else the seconds
+        until it would: the step :meth:`acquire` repeats."""
+        cls = model_class(need.model)
+        return self.store.update(lambda classes: self._charge(classes, cls, need))
+
     def _charge(self, classes: dict[str, ClassState], cls: str, need: Need) -> float:
         """Seconds to wait before ``need`` fits, or 0 after charging it."""
         state = classes.setdefault(cls, ClassState())
-        now = time.time()
+        now = self.clock()
         self._preset(state, now)
         if state.blocked_until > now:
             return state.blocked_until - now
@@ -284,7 +308,7 @@ class RateLimiter:
         if wait > 0:
             return wait
         for name, bucket in state.buckets.items():
-            bucket.level -= min(wants[name], bucket.capacity)
+            bucket.level -= wants[name]  # in full: a large request leaves the bucket owing
         return 0.0
 
     def _preset(self, state: ClassState, now: float) -> None:
@@ -297,13 +321,18 @@ class RateLimiter:
         """Take one of the class's slots of requests in flight; whether it had to wait."""
         held = False
         with self._local:
-            while self._in_flight.get(cls, 0) >= int(self._window.get(cls, MOST_WINDOW)):
+            while self._in_flight.get(cls, 0) >= int(self._window_of(cls)):
                 if stop.is_set():
                     break
                 held = True
                 self._local.wait(0.5)
             self._in_flight[cls] = self._in_flight.get(cls, 0) + 1
         return held
+
+    def _window_of(self, cls: str) -> float:
+        """The requests a class may have in flight: a slow start, then what its answers
+        allow (see :meth:`release`)."""
+        return self._window.get(cls, SLOW_START)
 
     def _waiting(self, cls: str) -> None:
         now = time.monotonic()
@@ -323,8 +352,14 @@ class RateLimiter:
         cls = model_class(permit.need.model)
         with self._local:
             self._in_flight[cls] = max(0, self._in_flight.get(cls, 0) - 1)
-            window = self._window.get(cls, MOST_WINDOW)
-            window = max(1.0, window / 2) if refused else min(MOST_WINDOW, window + 1 / window)
+            window = self._window_of(cls)
+            if refused:  # the slow start is over
+                self._ramped.add(cls)
+                window = max(1.0, window / 2)
+            elif cls not in self._ramped:  # a slow start: one more for each answer
+                window = min(MOST_WINDOW, window + 1)
+            else:
+                window = min(MOST_WINDOW, window + 1 / window)
             self._window[cls] = window
             self._local.notify_all()
         if usage is not None and permit.charged:
@@ -336,20 +371,22 @@ class RateLimiter:
         if not self.enabled:
             return
         cls = model_class(model)
-        stated = _stated(headers)
+        now = self.clock()
+        stated = _stated(headers, now)
         retry = retry_after(headers) if status == 429 else None  # as the SDK reads it
         if not stated and retry is None:
             return
-        answer = _Answer(stated, retry, status == 429 and _room_left(stated))
+        answer = _Answer(stated, retry, status == 429 and _room_left(stated), now)
         learnt = self.store.update(lambda classes: _adopt(classes, cls, answer, self.setting))
         if learnt and self.notify is not None:
             self.notify(
                 RateLimitNotice(cls, self.store.update(lambda c: _copy_levels(c, cls)), short=True)
             )
-        if stated and cls not in self._known and self.notify is not None:
+        if stated and cls not in self._known:
             self._known.add(cls)
-            limits = {k: v for k, (v, _r, _t) in stated.items()}
-            self.notify(RateLimitNotice(cls, _within(limits, self.setting.preset)))
+            if self.notify is not None:
+                limits = {k: v for k, (v, _r, _t) in stated.items()}
+                self.notify(RateLimitNotice(cls, _within(limits, self.setting.preset)))
 
 
 def _room_left(stated: Mapping[str, tuple[float, float, float | None]]) -> bool:
@@ -363,10 +400,9 @@ def _room_left(stated: Mapping[str, tuple[float, float, float | None]]) -> bool:
     return all(left >= 2 * TOKEN_ROUNDING for left in tokens)
 
 
-def _stated(headers: Mapping[str, str]) -> dict[str, tuple[float, float, float | None]]:
+def _stated(headers: Mapping[str, str], now: float) -> dict[str, tuple[float, float, float | None]]:
     """Each limit a response states: (limit, remaining, seconds until full)."""
     found = {}
-    now = time.time()
     for name in RESOURCES:
         prefix = f"anthropic-ratelimit-{name}"
         limit, left = headers.get(f"{prefix}-limit"), headers.get(f"{prefix}-remaining")
@@ -420,6 +456,7 @@ class _Answer:
     stated: Mapping[str, tuple[float, float, float | None]]
     retry: float | None = None
     unpredicted: bool = False
+    at: float = 0.0  # the wall time it was read at
 
 
 def _adopt(
@@ -431,10 +468,11 @@ def _adopt(
     not predict, every bucket keeps to the short interval; whether that was learnt now."""
     stated, retry = answer.stated, answer.retry
     state = classes.setdefault(cls, ClassState())
-    now = time.time()
+    now = answer.at
     window = _window(stated)
     if window is not None:
-        state.window = window
+        state.window = max(state.window, window) if state.learnt else window
+        state.learnt = True
     limits = _within({k: v for k, (v, _r, _t) in stated.items()}, setting.preset)
     learnt = answer.unpredicted and not state.short
     state.short = state.short or learnt
@@ -466,9 +504,7 @@ def _correct(classes: dict[str, ClassState], cls: str, need: Need, used: tuple[i
     }.items():
         bucket = state.buckets.get(name)
         if bucket is not None:
-            bucket.level = min(
-                bucket.capacity, bucket.level + min(charged, bucket.capacity) - spent
-            )
+            bucket.level = min(bucket.capacity, bucket.level + charged - spent)
     return 0.0
 
 
