@@ -318,13 +318,15 @@ class RateLimiter:
                 state.buckets[name] = Bucket(limit, limit, limit / state.window, now)
 
     def _take_slot(self, cls: str, stop: threading.Event) -> bool:
-        """Take one of the class's slots of requests in flight; whether it had to wait."""
+        """Take one of the class's slots of requests in flight; whether it had to wait for a
+        limit (the slow start's first answers are not one: a session without limits waits
+        for them too, a moment, and has met no limit)."""
         held = False
         with self._local:
             while self._in_flight.get(cls, 0) >= int(self._window_of(cls)):
                 if stop.is_set():
                     break
-                held = True
+                held = cls in self._ramped
                 self._local.wait(0.5)
             self._in_flight[cls] = self._in_flight.get(cls, 0) + 1
         return held
