@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
@@ -331,6 +331,16 @@ class TriggerContext:
     permission_mode: str | None = None
     # the subfolder the skill and its siblings live in (None: the project root, or a plugin)
     subfolder: Subfolder | None = None
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        """The hash of the fields that compare, worked out once: every run looks its
+        request up by its context."""
+        compared = (f.name for f in fields(self) if f.compare)
+        return hash(tuple(getattr(self, name) for name in compared))
 
     def with_description(self, description: str) -> TriggerContext:
         """The same context testing another description (used by the optimizer)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from pytest_skilltrigger.model.outcome import RunOutcome
@@ -88,6 +89,11 @@ class SamplingPlan:
 
     def ident(self) -> tuple[Any, ...]:
         """What makes two samplings of a query under one context the same (JSON-able)."""
+        return self._ident
+
+    @cached_property
+    def _ident(self) -> tuple[Any, ...]:
+        """The ident, worked out once: every run's sampling key reads it."""
         rule = tuple(sorted(self.rule.to_dict().items()))
         return (
             rule,
