@@ -3,7 +3,7 @@
 Every benchmark builds a throw-away project in a temporary folder (a ``pytest.ini``, a skill
 folder with ``SKILL.md`` and ``evals/trigger-eval.json``), starts the fake Messages API
 (``tests/fake_messages_api.py``) in a thread of *this* process, and runs pytest on the project
-as a child process, exactly as a user would: ``python -m pytest --skill-path ...`` with
+as a child process, exactly as a user would: ``python -m pytest --trigger-skill-path ...`` with
 ``ANTHROPIC_BASE_URL`` pointing at the fake. Because the server lives in this process, the
 child's CPU time (``RUSAGE_CHILDREN``) is the client's alone.
 
@@ -89,7 +89,7 @@ def write_project(
     conftest: str | None = None,
     description: str = DESCRIPTION,
 ) -> Path:
-    """Lay out a project in ``folder``; return the skill folder (for ``--skill-path``)."""
+    """Lay out a project in ``folder``; return the skill folder (for ``--trigger-skill-path``)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pytest.ini").write_text("[pytest]\n")
     skill = folder / "skills" / SKILL_NAME
@@ -147,7 +147,7 @@ def scripted_project(
     """A throw-away project of ``entries`` with the fake API scripted for them.
 
     Yields ``(folder, api, skill)``: the project folder (pytest's ``cwd``), the running fake
-    server and the skill folder (for ``--skill-path``); both go away on exit.
+    server and the skill folder (for ``--trigger-skill-path``); both go away on exit.
     """
     with temp_dir() as tmp, fake_api(latency=latency) as api:
         skill = write_project(tmp, entries, conftest=conftest)
@@ -205,13 +205,13 @@ def skill_args(
     the reference rule (``runs`` runs against the threshold), so it is the default here:
     ``confidence`` "off"; a number runs the sequential rule."""
     args = [
-        "--skill-path",
+        "--trigger-skill-path",
         str(skill),
         "--trigger-backend",
         "anthropic",
         "--trigger-model",
         MODEL,
-        "--runs-per-query",
+        "--trigger-runs",
         str(runs),
         "--trigger-cache",
         cache,
@@ -220,7 +220,7 @@ def skill_args(
     if concurrency is not None:
         args += ["--trigger-concurrency", str(concurrency)]
     if not early_stop:
-        args.append("--no-early-stop")
+        args.append("--trigger-no-early-stop")
     if store is not None:
         args += ["--trigger-store", str(store)]
     if json_path is not None:

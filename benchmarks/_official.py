@@ -5,7 +5,7 @@
 ``acme`` in a temporary folder: the example skill ``csv-cleaner`` with its eval set (20
 queries, or fewer with ``--quick``) and the other example skills beside it (their
 ``SKILL.md`` alone, so they compete in the listing but are not tested). The eval set is
-exported into the plugin's ``evals/`` with ``pytest --export-plugin-eval``, so both runners
+exported into the plugin's ``evals/`` with ``pytest --trigger-export-plugin-eval``, so both runners
 run the same queries. The pinned CLI (``.tools/``, ``.ci/install_claude_code.sh``) runs
 the official runner with a fresh HOME, results in a temporary ``--output-dir``.
 
@@ -86,7 +86,7 @@ def make_plugin(folder: Path, entries: Sequence[Entry]) -> Path:
         (root / "skills" / sibling).mkdir()
         shutil.copy(ROOT / "example_skills" / sibling / "SKILL.md", root / "skills" / sibling)
     (folder / "pytest.ini").write_text("[pytest]\n")
-    export = [f"--skill-path={root}", f"--export-plugin-eval={root / 'evals'}"]
+    export = [f"--trigger-skill-path={root}", f"--trigger-export-plugin-eval={root / 'evals'}"]
     proc = subprocess.run(
         pytest_cmd(export), cwd=folder, env=child_env(None), capture_output=True, text=True
     )
@@ -368,7 +368,7 @@ def run_ours(
         env.update(HOME=tmp, CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1")
         if pythonpath is not None:
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
-        args = [f"--skill-path={plugin}", f"--trigger-json={report}", *options]
+        args = [f"--trigger-skill-path={plugin}", f"--trigger-json={report}", *options]
         output = _measure(row, pytest_cmd(args), plugin.parent, env, api)
         if row.returncode not in (0, 1) or not report.exists():
             row.problem = f"pytest exited {row.returncode}:\n{output[-800:]}"
@@ -484,4 +484,4 @@ def need_cli() -> str | None:
 
 
 def cli_options() -> list[str]:
-    return ["--trigger-backend=claude-code", f"--claude-bin={CLI}"]
+    return ["--trigger-backend=claude-code", f"--trigger-claude-bin={CLI}"]

@@ -11,7 +11,7 @@ flight):
     ratio           = plugin marginal / SDK marginal                             target <= 1.3
 
 Each session is the whole plugin as a user's process spends it: ``python -m pytest
---skill-path ...`` with the defaults a user has (the sequential rule, a result store, here a
+--trigger-skill-path ...`` with the defaults a user has (the sequential rule, a result store, here a
 fresh one each session, the JSON report written), the item per query and everything pytest
 and the plugin do around it; calls counted on the server. The loop is ``_sdk_loop.py``: the
 same request bodies, ``messages.create(..., stream=True)``, every event read, 16 threads.

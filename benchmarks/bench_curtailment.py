@@ -1,7 +1,7 @@
 """Target 3 of issue 4: calls per query with early stopping (curtailment) at k = 3.
 
 A set of clear-cut queries (each always or never triggers) is run twice, with early stopping
-and with ``--no-early-stop``; the calls per query of the first run are compared with the
+and with ``--trigger-no-early-stop``; the calls per query of the first run are compared with the
 2.3 limit, and the verdicts of both runs (from ``--trigger-json``) must be identical.
 
 A second, mixed set (queries scripted to cycle through triggering and not triggering) checks

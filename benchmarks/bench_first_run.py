@@ -32,7 +32,7 @@ def main() -> int:
             os.environ["HOME"] = str(tmp)  # the child's default store: a new one under it
             # -v undoes the helper's -q: the header is shown at the default verbosity
             result = run_pytest(
-                ["--skill-path=example_skills", "-p", "no:randomly", "-v"], tmp, api
+                ["--trigger-skill-path=example_skills", "-p", "no:randomly", "-v"], tmp, api
             )
         if repeat == 0:
             for line in result.output.splitlines():

@@ -8,7 +8,7 @@ seconds (0.5 and 2 by default). Rows, at each latency:
 - the official runner at its defaults but ``-j 8`` (its default runs one at a time);
 - this plugin's claude-code backend at its defaults (the sequential test, the adaptive
   concurrency);
-- the same with the reference rule, ``--trigger-confidence=off --runs-per-query=3``;
+- the same with the reference rule, ``--trigger-confidence=off --trigger-runs=3``;
 - the same with ``--trigger-concurrency=<CPU count>`` and a new CLI process per run
   (``_one_process_per_run.py``): the default before the adaptive governor and the kept
   processes ("today's default", the one issue 34 started from).
@@ -69,7 +69,7 @@ def measure(plugin, entries, latency: float, cpus: int) -> list[Row]:
                 plugin,
                 api,
                 entries,
-                options=[*cli, "--trigger-confidence=off", "--runs-per-query=3"],
+                options=[*cli, "--trigger-confidence=off", "--trigger-runs=3"],
                 draws=2,
             ),
             run_ours(

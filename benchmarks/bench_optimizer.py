@@ -12,7 +12,7 @@ written and with what gain on fresh test runs, and the calls by phase; then the 
 often a write was a true gain, how often a true gain went unwritten, and the calls.
 
 The same skills and stand-in seeds (so the same true rates; every run draws afresh) are run
-with the reference loop replayed (``reference`` in ``--accept-on``):
+with the reference loop replayed (``reference`` in ``--trigger-accept-on``):
 each description evaluated on train and test with 3 runs a query (no early stopping), one
 proposal a round from the newest description, the best the one with the most test passes
 (the first on ties), and "written" whenever that best is not the start (its user pastes it
@@ -191,7 +191,7 @@ def main() -> int:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="one seed, three iterations")
     parser.add_argument(
-        "--accept-on",
+        "--trigger-accept-on",
         nargs="+",
         default=["all", "test", "reference"],
         help="the acceptance rules to compare, and the reference loop "
@@ -258,7 +258,9 @@ def main() -> int:
     for rule, t in totals.items():
         runs, written = int(t["runs"]), int(t["written"])
         per = max(written, 1)
-        name = "the reference loop replayed" if rule == "reference" else f"--accept-on={rule}"
+        name = (
+            "the reference loop replayed" if rule == "reference" else f"--trigger-accept-on={rule}"
+        )
         print(
             f"{name}: {runs} runs, written {written}, of them truly worse than "
             f"the start {int(t['false_writes'])}; mean true gain of what was written "
@@ -279,7 +281,8 @@ def main() -> int:
     for rule, t in totals.items():
         if replayed and rule != "reference" and replayed["calls"]:
             print(
-                f"--accept-on={rule}: {t['calls'] / replayed['calls']:.2f}x the calls of the "
+                f"--trigger-accept-on={rule}: "
+                f"{t['calls'] / replayed['calls']:.2f}x the calls of the "
                 f"reference loop replayed ({t['calls'] / t['runs']:.0f} against "
                 f"{replayed['calls'] / replayed['runs']:.0f} a run)"
             )

@@ -1,9 +1,11 @@
 """MkDocs hooks of this site (``hooks:`` in ``mkdocs.yml``).
 
-The options page is not written by hand: the line ``<!-- skilltrigger:options -->`` is
-replaced by the table the package itself makes of every command-line option and ini key, so
-the page cannot drift from the code. There is no fallback: when the table cannot be made,
-the build stops and says why.
+The options page is not written by hand: what stands between the lines
+``<!-- skilltrigger:options -->`` and ``<!-- /skilltrigger:options -->`` is replaced by the
+tables the package itself makes of every command-line option and ini key, so the site cannot
+drift from the code. The page keeps a copy for readers on GitHub; ``python docs/hooks.py``
+rewrites it, and the test suite fails when it is stale. There is no fallback: when the
+tables cannot be made, the build stops and says why.
 
 The package's docstrings use Sphinx roles (``:class:`~x.Y```), which mkdocstrings leaves as
 text; the API page shows them as the code they name.
@@ -12,6 +14,7 @@ text; the API page shows them as the code they name.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mkdocs.exceptions import PluginError
@@ -22,6 +25,8 @@ if TYPE_CHECKING:
     from mkdocs.structure.pages import Page
 
 MARKER = "<!-- skilltrigger:options -->"
+END_MARKER = "<!-- /skilltrigger:options -->"
+OPTIONS_PAGE = Path(__file__).parent / "reference" / "options.md"
 
 # a Sphinx role before rendered code: ":meth:<code>~pkg.mod.Name.run</code>"
 ROLE = re.compile(r":(?:py:)?(?:attr|class|data|exc|func|meth|mod|obj):<code>(~?)([^<]*)</code>")
@@ -41,13 +46,22 @@ def options_table() -> str:
     return str(options_markdown()).strip("\n")
 
 
-def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
-    """Replace the marker line, wherever a page has it, with the options table."""
+def with_options(markdown: str) -> str:
+    """The page with the options' tables between its markers (none: the page as it is)."""
     lines = markdown.split("\n")
-    if MARKER not in (line.strip() for line in lines):
+    stripped = [line.strip() for line in lines]
+    if MARKER not in stripped:
         return markdown
-    table = options_table()
-    return "\n".join(table if line.strip() == MARKER else line for line in lines)
+    start = stripped.index(MARKER)
+    if END_MARKER not in stripped[start:]:
+        raise PluginError(f"docs/hooks.py: {MARKER} has no {END_MARKER} after it")
+    end = stripped.index(END_MARKER, start)
+    return "\n".join([*lines[: start + 1], options_table(), *lines[end:]])
+
+
+def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, files: Files) -> str:
+    """Put the options' tables, as the installed code declares them, between the markers."""
+    return with_options(markdown)
 
 
 def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -> str:
@@ -58,3 +72,7 @@ def on_page_content(html: str, page: Page, config: MkDocsConfig, files: Files) -
 def _code_of_role(match: re.Match[str]) -> str:
     tilde, target = match.groups()
     return f"<code>{target.rsplit('.', 1)[-1] if tilde else target}</code>"
+
+
+if __name__ == "__main__":
+    OPTIONS_PAGE.write_text(with_options(OPTIONS_PAGE.read_text(encoding="utf-8")), "utf-8")

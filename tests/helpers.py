@@ -37,7 +37,7 @@ def plugin_args(folder: Path, *more: str) -> list[str]:
     runs of one test), under the reference rule unless the test names another (see
     :func:`reference_rule`)."""
     return [
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "-p",
         "no:cacheprovider",
         *no_store(more),
@@ -51,7 +51,9 @@ def reference_rule(args: tuple[str, ...] | list[str]) -> list[str]:
     reference scripts' rule pin its exact runs (two of three settle a clear query); the
     sequential rule, the default, has tests of its own (``test_sequential_items.py``, the
     sampler's and the batch waves')."""
-    named = any(str(a).startswith(("--trigger-confidence", "--no-early-stop")) for a in args)
+    named = any(
+        str(a).startswith(("--trigger-confidence", "--trigger-no-early-stop")) for a in args
+    )
     return [] if named else ["--trigger-confidence=off"]
 
 

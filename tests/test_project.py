@@ -3,17 +3,37 @@ README's command, the README stays short, and the code stays formatted, lint- an
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from pytest_skilltrigger.model.options import GROUP_TITLE, OPTIONS, options_markdown
+from pytest_skilltrigger.model.options import (
+    GROUP_TITLE,
+    GROUPS,
+    OPTIONS,
+    group_heading,
+    options_markdown,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _docs_hooks() -> ModuleType:
+    """The docs' build hooks (docs/hooks.py, a file mkdocs loads, not a package)."""
+    spec = importlib.util.spec_from_file_location("skilltrigger_docs_hooks", DOCS_HOOKS)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DOCS_HOOKS = ROOT / "docs" / "hooks.py"
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 OPTIONS_PAGE = ROOT / "docs" / "reference" / "options.md"
 MARKER = "<!-- skilltrigger:options -->"
@@ -28,7 +48,7 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one() -> None:
     commands = quick_start_commands()
     assert len(commands) == 2
-    assert "--skill-path=example_skills" in commands[0]
+    assert "--trigger-skill-path=example_skills" in commands[0]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[1] in ci.splitlines()
 
@@ -50,10 +70,19 @@ def help_text() -> str:
     return done.stdout
 
 
+def our_groups(text: str) -> dict[str, str]:
+    """Our groups of ``pytest --help``: each heading with its options' text."""
+    found = {}
+    for part in text.split(f"\n{GROUP_TITLE}: ")[1:]:
+        heading, _, body = part.partition("\n")
+        found[f"{GROUP_TITLE}: {heading.removesuffix(':')}"] = body.split("\n\n", 1)[0]
+    return found
+
+
 def options_in_help(text: str) -> tuple[set[str], set[str]]:
-    """Our group's flags, and the ini keys pytest lists, from ``pytest --help``."""
-    group = text.split(f"\n{GROUP_TITLE}:\n", 1)[1].split("\n\n", 1)[0]
-    flags = set(re.findall(r"^  (--[a-z-]+)", group, flags=re.MULTILINE))
+    """Our groups' flags, and the ini keys pytest lists, from ``pytest --help``."""
+    groups = "\n".join(our_groups(text).values())
+    flags = set(re.findall(r"^  (--[a-z-]+)", groups, flags=re.MULTILINE))
     ini_section = text.split("[pytest] ", 1)[1].split("\nEnvironment variables:", 1)[0]
     ini_keys = set(re.findall(r"^  ([a-z_]+) \(", ini_section, flags=re.MULTILINE))
     return flags, ini_keys
@@ -62,9 +91,11 @@ def options_in_help(text: str) -> tuple[set[str], set[str]]:
 def options_in_docs(table: str) -> tuple[set[str], set[str]]:
     """The flags and ini keys of the docs' options table."""
     flags, ini_keys = set(), set()
-    for row in table.splitlines()[2:]:
+    for row in table.splitlines():
+        if not row.startswith("| ") or row.startswith(("| option ", "| --- ")):
+            continue
         cells = [c.strip() for c in row.strip("|").split("|")]
-        flags.update(re.findall(r"`(--[a-z-]+)`", cells[0]))
+        flags.update(re.findall(r"^`(--[a-z-]+)`", cells[0]))
         ini_keys.update(re.findall(r"ini `([a-z_]+)`", cells[0]))
     return flags, ini_keys
 
@@ -78,6 +109,26 @@ def test_the_options_page_and_pytest_help_list_the_same_options() -> None:
     assert doc_flags == help_flags
     assert doc_ini == _our_ini_keys()
     assert doc_ini <= help_ini
+
+
+def test_the_options_page_keeps_the_tables_the_code_declares() -> None:
+    """The page's copy (read on GitHub) is what the docs' build would put there."""
+    page = OPTIONS_PAGE.read_text(encoding="utf-8")
+    assert _docs_hooks().with_options(page) == page, "stale: run python docs/hooks.py"
+
+
+def test_pytest_help_shows_the_groups_in_order_each_naming_its_usual_options() -> None:
+    """A newcomer scans five short groups, each heading naming the options most runs set;
+    the former names are not shown (they still work, see tests/plugin/test_deprecated.py)."""
+    groups = our_groups(help_text())
+    assert list(groups) == [group_heading(title, lead) for _, title, lead in GROUPS]
+    for heading, body in groups.items():
+        assert len(heading) <= 100
+        named = re.findall(r"--[a-z-]+", heading)
+        listed = re.findall(r"^  (--[a-z-]+)", body, flags=re.MULTILINE)
+        assert set(named) <= set(listed), heading
+        assert all(flag.startswith("--trigger-") for flag in listed)
+        assert len(listed) <= 20
 
 
 def _our_ini_keys() -> set[str]:

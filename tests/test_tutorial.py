@@ -65,7 +65,7 @@ def test_the_tutorials_commands_collect_and_gate_as_written(
         output = result.stdout.str()
         assert result.ret in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED), (args, output)
         assert re.search(r"collected [1-9]\d* items", output), (args, output)
-        if "--draft-eval-set" in args:
+        if "--trigger-draft" in args:
             drafted = json.loads((skill / "evals" / "trigger-eval.json").read_text())
             assert len(drafted) >= 16
         if "--trigger-min-accuracy=0.9" in args:
@@ -73,5 +73,5 @@ def test_the_tutorials_commands_collect_and_gate_as_written(
             assert json.loads((pytester.path / "trigger-results.json").read_text())["skills"]
         if "--trigger-baseline=main-results.json" in args:
             result.stdout.fnmatch_lines(["baseline main-results.json: * compared, *"])
-        if "--optimize-description" in args:
+        if "--trigger-optimize" in args:
             assert "<html" in (pytester.path / "report.html").read_text()

@@ -154,7 +154,7 @@ def _captures(settings: Settings, store: CaptureStore | None) -> Captures | None
         wanted_bin = settings.claude_bin or "claude"
         raise BackendUnavailable(
             f"--trigger-context claude-code: no claude CLI found ({wanted_bin} on PATH or "
-            "--claude-bin)"
+            "--trigger-claude-bin)"
         )
     # deferred: the capture runs the CLI, only for a captured context
     from pytest_skilltrigger.backends.capture import Captures

@@ -109,7 +109,7 @@ def stamped_folder(results_dir: str) -> str:
 
 
 def export_plugin_eval(targets: Sequence[Target], folder: str) -> str:
-    """``--export-plugin-eval``: every target's eval set as ``claude plugin eval`` cases in
+    """``--trigger-export-plugin-eval``: every target's eval set as ``claude plugin eval`` cases in
     ``folder``, each skill's checked before the first file is written; what was written, in
     a line."""
 

@@ -148,7 +148,7 @@ class SessionEnd:
 
         def split(entries: Sequence[EvalEntry]) -> str | None:
             """The rounds' split, for a set large enough to expect one that works (with
-            ``--optimize-description`` a bad split is an error already)."""
+            ``--trigger-optimize`` a bad split is an error already)."""
             positives = sum(e.should_trigger for e in entries)
             if min(positives, len(entries) - positives) < SPLIT_LINT_FLOOR:
                 return None
@@ -216,7 +216,7 @@ class SessionEnd:
     ) -> tuple[dict[str, RoundsRecord] | None, bool]:
         """The improvement rounds after every item is done; SKILL.md files are written from
         their outcomes once all rounds are over. Whether they were interrupted."""
-        # deferred: the optimizer, only for --optimize-description
+        # deferred: the optimizer, only for --trigger-optimize
         from pytest_skilltrigger.conclusion.round_files import RoundFiles
         from pytest_skilltrigger.optimizer.driver import OptimizationDriver
 

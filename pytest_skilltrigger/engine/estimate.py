@@ -10,7 +10,7 @@ sampling they decide costs nothing, and one they start counts only the runs stil
 
 What is sized is every sampling the items will make, as the pytest layer lists them: each
 trigger entry and each routing entry, once per model of a matrix, each in its model's lane
-(its backend sizes the request, its model's price prices it). With ``--optimize-description``
+(its backend sizes the request, its model's price prices it). With ``--trigger-optimize``
 the rounds' own upper bound (:mod:`pytest_skilltrigger.optimizer.spend_bound`) is added with
 :meth:`Estimate.with_rounds`: the rounds run on the first model, their acceptance race on every
 model, each call priced as the dearest of its model's with every description of its listing

@@ -121,6 +121,16 @@ class Option:
     check: Check | None = None
     #: how the default reads in the help and the docs, when not the value itself
     default_text: str | None = None
+    #: the group of ``pytest --help`` it is shown in (see ``options.GROUPS``)
+    group: str = "sample"
+    #: the name it had before the options took one prefix: still read, with a deprecation
+    #: warning (its ini key too)
+    was: str | None = None
+
+    @property
+    def was_dest(self) -> str | None:
+        """Where argparse keeps the old name's value (also the old ini key's name)."""
+        return self.was.lstrip("-").replace("-", "_") if self.was else None
 
     @property
     def dest(self) -> str:

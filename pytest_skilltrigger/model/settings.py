@@ -59,13 +59,13 @@ class Settings:
     sequential rule; ``confidence=None`` is the reference rule itself (``min_runs`` runs,
     rate against the threshold)."""
 
-    min_runs: int = _declared("--runs-per-query")
+    min_runs: int = _declared("--trigger-runs")
     threshold: float = _declared("--trigger-threshold")
     # the sequential rule (see model.verdict): None for the reference scripts' fixed runs
     confidence: float | None = _declared("--trigger-confidence")
     margin: float = _declared("--trigger-margin")
-    max_runs: int = _declared("--max-runs-per-query")
-    no_early_stop: bool = _declared("--no-early-stop")
+    max_runs: int = _declared("--trigger-max-runs")
+    no_early_stop: bool = _declared("--trigger-no-early-stop")
     timeout: float = _declared("--trigger-timeout")
     backend: str = _declared("--trigger-backend")
     model: str | None = None
@@ -143,8 +143,8 @@ class Settings:
         self._check_sequential()
         if self.max_runs < self.min_runs:
             raise InputError(
-                "--max-runs-per-query",
-                f"must be at least --runs-per-query ({self.min_runs}), got {self.max_runs}",
+                "--trigger-max-runs",
+                f"must be at least --trigger-runs ({self.min_runs}), got {self.max_runs}",
             )
         if self.batch and self.backend == "claude-code":
             raise InputError(
@@ -167,7 +167,7 @@ class Settings:
             )
         if self.no_early_stop:
             raise InputError(
-                "--no-early-stop",
+                "--trigger-no-early-stop",
                 "makes every run of the reference rule: it goes with --trigger-confidence off",
             )
 
@@ -196,17 +196,17 @@ class Settings:
 class OptimizerSettings:
     """The improvement rounds' settings; defaults are the reference tool's."""
 
-    holdout: float = _declared("--holdout")
-    max_iterations: int = _declared("--max-iterations")
-    seed: int = _declared("--split-seed")
+    holdout: float = _declared("--trigger-holdout")
+    max_iterations: int = _declared("--trigger-max-iterations")
+    seed: int = _declared("--trigger-split-seed")
     improve_model: str | None = None
     # different proposals a round, screened on train by successive halving
-    candidates_per_round: int = _declared("--candidates-per-round")
+    candidates_per_round: int = _declared("--trigger-candidates")
     # the runs a race between two descriptions may add before it is called undecided
-    race_runs: int = _declared("--race-runs")
+    race_runs: int = _declared("--trigger-race-runs")
     # which queries the fresh race that decides the write runs on: "all" (every query, the
     # held-out ones as a guard that must not lose) or "test" (the held-out ones alone)
-    accept_on: str = _declared("--accept-on")
+    accept_on: str = _declared("--trigger-accept-on")
 
     def validated(self) -> OptimizerSettings:
         _check_declared(self, "optimizer")

@@ -2,11 +2,10 @@
 
 A skill's file is rewritten only when the best description, raced against the start on fresh
 runs (of every query, its own and the folder's, with the held-out ones a guard it may not lose
-on; of the held-out ones alone with ``--accept-on=test``), gains on it at the confidence, and
-loses on no other model of a matrix. Only
-the description's value changes (see :mod:`pytest_skilltrigger.skills.rewrite`), and never
-when the file changed on disk during the run. Nothing is written after an interrupted run:
-every SKILL.md is then as it was.
+on; of the held-out ones alone with ``--trigger-accept-on=test``), gains on it at the
+confidence, and loses on no other model of a matrix. Only the description's value changes (see
+:mod:`pytest_skilltrigger.skills.rewrite`), and never when the file changed on disk during the
+run. Nothing is written after an interrupted run: every SKILL.md is then as it was.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Drafting a first trigger eval set with the improve model: one request, at most one repair.
 
 The improve model, which proposes descriptions in the rounds, here proposes the queries that
-test one (``--draft-eval-set``). The request and the checks are
+test one (``--trigger-draft``). The request and the checks are
 :mod:`pytest_skilltrigger.skills.drafted_set`'s; the calls go through the session (counted and
 priced under the ``draft`` phase, within the budget); writing the file is the controller's.
 """
@@ -54,7 +54,7 @@ class DraftJob:
 
     @classmethod
     def extra(cls, target: Target) -> DraftJob:
-        """More entries for a skill that has an eval set (``--draft-eval-set=also``)."""
+        """More entries for a skill that has an eval set (``--trigger-draft=also``)."""
         return cls(
             target.skill,
             target.context(),
@@ -139,7 +139,7 @@ def draft_and_write(
     drafts written. Raises InputError, once the usable ones are written, naming the first
     skill whose draft was refused (nothing is written for it)."""
     if session.backend is None:
-        raise InputError("--draft-eval-set", f"needs a backend: {session.no_backend}")
+        raise InputError("--trigger-draft", f"needs a backend: {session.no_backend}")
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_AT_ONCE, len(jobs)))) as pool:
         drafts = list(pool.map(lambda job: draft(session, job, model), jobs))
     written = [d for d in drafts if d.ok and write_drafted_set(d.job.path, d.entries)]

@@ -166,7 +166,10 @@ class Acceptance:
 
 
 _EXIT_FORMS = (
-    (re.compile(r"^max_iterations \((\d+)\)"), "stopped after {0} iterations (--max-iterations)"),
+    (
+        re.compile(r"^max_iterations \((\d+)\)"),
+        "stopped after {0} iterations (--trigger-max-iterations)",
+    ),
     (re.compile(r"^all_passed \(iteration (\d+)\)"), "every train query passed at iteration {0}"),
 )
 

@@ -51,7 +51,7 @@ def split_problem(entries: Sequence[EvalEntry], holdout: float, seed: int = 42) 
         missing = [label for value, label in KINDS if value not in kinds]
         if missing:
             return (
-                f"--holdout {holdout:g} leaves no {' and no '.join(missing)} query in the "
+                f"--trigger-holdout {holdout:g} leaves no {' and no '.join(missing)} query in the "
                 f"{side} set; the improvement rounds need both kinds on both sides (a holdout "
                 "between 0 and 1, and at least two queries of each kind)"
             )

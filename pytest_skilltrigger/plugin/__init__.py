@@ -43,9 +43,9 @@ def pytest_skilltrigger_make_backend(
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--export-plugin-eval`` is a command of its own, as ``--markers`` is: it writes the
+    """``--trigger-export-plugin-eval`` is a command of its own, as ``--markers`` is: it writes the
     cases and ends, with no session, no worker and no call."""
-    if not options.value(config, "--export-plugin-eval"):
+    if not options.value(config, "--trigger-export-plugin-eval"):
         return None
     from pytest_skilltrigger.plugin.control import export_cases  # deferred: this command's
 
@@ -56,10 +56,14 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 def pytest_configure(config: pytest.Config) -> None:
     # deferred: the entry point loads for every pytest command (--version, --help too)
     from pytest_skilltrigger.plugin.control import strategy_for
+    from pytest_skilltrigger.plugin.options import deprecated_names
     from pytest_skilltrigger.plugin.session import SkillTriggerPlugin
     from pytest_skilltrigger.support.errors import InputError
 
     config.addinivalue_line("markers", "skill_trigger: a skill trigger test (pytest-skilltrigger)")
+    for said in deprecated_names(config):
+        warning = pytest.PytestDeprecationWarning(f"pytest-skilltrigger: {said}")
+        config.issue_config_time_warning(warning, stacklevel=2)
     try:
         strategy = strategy_for(config)
     except InputError as exc:

@@ -3,7 +3,7 @@
 :class:`LocalRun` runs every item and reports on them; :class:`DistControl` is the xdist
 controller, which runs no item and takes in what the workers' reports carry. Both draft
 missing eval sets, take in the results, end the session and register the reporter. Also
-here: which strategy a process gets, and ``--export-plugin-eval``, a controller's command.
+here: which strategy a process gets, and ``--trigger-export-plugin-eval``, a controller's command.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class Controlling(Strategy):
     """A process with the terminal and the files: it drafts missing eval sets, takes in the
     results, ends the session and reports."""
 
-    #: the eval sets drafted this session (``--draft-eval-set``), as written
+    #: the eval sets drafted this session (``--trigger-draft``), as written
     drafted: tuple[Draft, ...] = ()
 
     def __init__(self, setup: Setup, lines: TerminalLines) -> None:
@@ -67,7 +67,7 @@ class Controlling(Strategy):
                     pytest_internals.warn_at_file(self.config, target.skill.skill_md, warning)
 
     def _found(self) -> Found | None:
-        """The skills in play; with ``--draft-eval-set`` first drafts (and writes) an eval
+        """The skills in play; with ``--trigger-draft`` first drafts (and writes) an eval
         set for each that has none, so they are collected and run in this session. Drafting
         is a controller's work, done once, before xdist starts any worker."""
         found = super()._found()
@@ -345,7 +345,9 @@ def export_cases(config: pytest.Config) -> int:
         paths = setup.selection.paths
         targets = setup.find(paths).targets if paths else []
         if folder is None or not targets:
-            raise InputError("--export-plugin-eval", "no skill with an eval set was selected")
+            raise InputError(
+                "--trigger-export-plugin-eval", "no skill with an eval set was selected"
+            )
         message = export_plugin_eval(targets, folder)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None

@@ -1,7 +1,7 @@
 """The options and ini keys in pytest: registered and read from the one declaration.
 
 Every option that makes sense in a project file is also an ini key of the same name with
-dashes as underscores (``--runs-per-query`` -> ``runs_per_query``); the command line wins.
+dashes as underscores (``--trigger-runs`` -> ``trigger_runs``); the command line wins.
 What each option is, its default and its check are declared once, in
 :mod:`pytest_skilltrigger.model.options`; here they only meet argparse and the ini file.
 """
@@ -9,6 +9,7 @@ What each option is, its default and its check are declared once, in
 from __future__ import annotations
 
 import os
+from argparse import SUPPRESS
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,10 +19,12 @@ from pytest_skilltrigger.model.option_spec import Holder, Option
 from pytest_skilltrigger.model.options import (
     DRAFT_ALSO,
     DRAFT_MISSING,
-    GROUP_TITLE,
+    GROUPS,
     OPTIONS,
     SKILL_PATHS_HELP,
     SKILL_PATHS_INI,
+    group_heading,
+    in_group,
     of_holder,
     option,
 )
@@ -35,32 +38,62 @@ GROUP = "skilltrigger"
 
 
 def add_options(parser: pytest.Parser) -> None:
-    """Register the options and their ini keys."""
-    group = parser.getgroup(GROUP, GROUP_TITLE)
-    for opt in OPTIONS:
-        kwargs: dict[str, Any] = {"dest": opt.dest, "help": opt.help_text(), "default": None}
-        if opt.kind in ("append", "paths"):
-            kwargs["action"] = "append"
-        elif opt.kind == "bool":
-            kwargs["action"] = "store_true"
-            kwargs["default"] = False
-        elif opt.kind == "optional":  # given alone, or with a value: --draft-eval-set[=also]
-            kwargs.update(nargs="?", const=DRAFT_MISSING)
-        group.addoption(opt.flag, **kwargs)
+    """Register the options and their ini keys, in the groups ``pytest --help`` shows; the
+    names they had before the one prefix are kept, hidden, and read with a warning."""
+    groups = {
+        key: parser.getgroup(f"{GROUP}-{key}", group_heading(title, lead))
+        for key, title, lead in GROUPS
+    }
+    for opt in (opt for key, _, _ in GROUPS for opt in in_group(key)):
+        kwargs = _argparse_kwargs(opt)
+        groups[opt.group].addoption(opt.flag, dest=opt.dest, help=opt.help_text(), **kwargs)
+        if opt.was and opt.was_dest:
+            groups[opt.group].addoption(opt.was, dest=opt.was_dest, help=SUPPRESS, **kwargs)
         if opt.ini_key:
             ini_type: Literal["bool", "paths"] | None = None
             if opt.kind in ("bool", "paths"):
                 ini_type = "bool" if opt.kind == "bool" else "paths"
             default: list[str] | None = [] if opt.kind == "paths" else None
             parser.addini(opt.ini_key, opt.help_text(), type=ini_type, default=default)
+            if opt.was_dest:
+                old = f"deprecated: {opt.ini_key}"
+                parser.addini(opt.was_dest, old, type=ini_type, default=default)
     parser.addini(SKILL_PATHS_INI, SKILL_PATHS_HELP, type="paths", default=[])
 
 
+def _argparse_kwargs(opt: Option) -> dict[str, Any]:
+    """How argparse takes an option of this kind."""
+    if opt.kind in ("append", "paths"):
+        return {"action": "append", "default": None}
+    if opt.kind == "bool":
+        return {"action": "store_true", "default": False}
+    if opt.kind == "optional":  # given alone, or with a value: --trigger-draft[=also]
+        return {"nargs": "?", "const": DRAFT_MISSING, "default": None}
+    return {"default": None}
+
+
+def deprecated_names(config: pytest.Config) -> list[str]:
+    """The old names given (options and ini keys), each with its new one, for one warning
+    each at the start of the session."""
+    said = []
+    for opt in OPTIONS:
+        if opt.was and opt.was_dest and config.getoption(opt.was_dest) not in (None, False):
+            said.append(f"{opt.was} is now {opt.flag}")
+        if opt.ini_key and opt.was_dest and config.getini(opt.was_dest):
+            said.append(f"the ini key {opt.was_dest} is now {opt.ini_key}")
+    return said
+
+
 def _raw(config: pytest.Config, opt: Option) -> Any:
-    """The option's value as given: command line, else ini key, else the default."""
+    """The option's value as given: command line, else ini key, else the default (an old
+    name's too, see :func:`deprecated_names`)."""
     value = config.getoption(opt.dest)
+    if value in (None, False) and opt.was_dest:
+        value = config.getoption(opt.was_dest)
     if value in (None, False) and opt.ini_key:
         value = config.getini(opt.ini_key) or value
+        if value in (None, False, []) and opt.was_dest:
+            value = config.getini(opt.was_dest) or value
     return opt.default if value in (None, "") else value
 
 
@@ -114,22 +147,9 @@ def settings_from_config(config: pytest.Config) -> Settings:
 
 
 def models(config: pytest.Config) -> dict[str, Any]:
-    """``model`` and ``models`` (the matrix) from ``--trigger-model=a,b`` or
-    ``--trigger-models`` (or their ini keys): one model is no matrix. The command line wins
-    over the ini file, as for every option; both names at the same level are an error, since
-    which one was meant cannot be told."""
-    flags = ("--trigger-model", "--trigger-models")
-    given = {f: config.getoption(option(f).dest) for f in flags}
-    if not any(given.values()):
-        given = {f: config.getini(option(f).dest) for f in flags}
-    if all(given.values()):
-        where = "on the command line" if config.getoption("trigger_model") else "in the ini file"
-        raise InputError(
-            "--trigger-models",
-            f"given with --trigger-model {where}: name the models once (either takes "
-            "several, comma-separated)",
-        )
-    raw = given["--trigger-model"] or given["--trigger-models"] or None
+    """``model`` and ``models`` (the matrix) from ``--trigger-model=a,b`` (or its ini key,
+    whose models may be separated by spaces too): one model is no matrix."""
+    raw = _raw(config, option("--trigger-model"))
     if raw is None:
         return {"model": None, "models": ()}
     names = tuple(dict.fromkeys(n for n in str(raw).replace(",", " ").split() if n))
@@ -140,11 +160,11 @@ def models(config: pytest.Config) -> dict[str, Any]:
 
 def confidence(config: pytest.Config) -> float | None:
     """``--trigger-confidence``: a level, or None for ``off`` (the reference rule), which
-    ``--no-early-stop`` implies when no level is given."""
+    ``--trigger-no-early-stop`` implies when no level is given."""
     opt = option("--trigger-confidence")
     given = config.getoption(opt.dest) or config.getini(opt.dest)
     text = str(_raw(config, opt)).strip().lower()
-    if text == "off" or (not given and value(config, "--no-early-stop")):
+    if text == "off" or (not given and value(config, "--trigger-no-early-stop")):
         return None
     try:
         return float(text)
@@ -153,8 +173,8 @@ def confidence(config: pytest.Config) -> float | None:
 
 
 def skill_paths(config: pytest.Config) -> tuple[list[str], list[str]]:
-    """(paths from --skill-path, paths from the ``skill_paths`` ini key), absolute."""
-    given = [os.path.abspath(p) for p in config.getoption("skill_path") or []]
+    """(paths from --trigger-skill-path, paths from the ``skill_paths`` ini key), absolute."""
+    given = [os.path.abspath(p) for p in value(config, "--trigger-skill-path") or []]
     ini = [os.path.abspath(str(p)) for p in config.getini(SKILL_PATHS_INI) or []]
     return given, ini
 
@@ -183,18 +203,18 @@ def gates(config: pytest.Config) -> Gates:
 
 def improve_model(config: pytest.Config) -> str | None:
     """The model that proposes descriptions and drafts eval sets (None: the trigger model)."""
-    found: str | None = value(config, "--improve-model")
+    found: str | None = value(config, "--trigger-improve-model")
     return found
 
 
 def export_plugin_eval(config: pytest.Config) -> str | None:
-    """The folder ``--export-plugin-eval`` names (absolute), or None. Not with
-    ``--draft-eval-set``: the export makes no call, and drafting is paid."""
-    given = value(config, "--export-plugin-eval")
+    """The folder ``--trigger-export-plugin-eval`` names (absolute), or None. Not with
+    ``--trigger-draft``: the export makes no call, and drafting is paid."""
+    given = value(config, "--trigger-export-plugin-eval")
     if given and draft_mode(config):
         raise InputError(
-            "--export-plugin-eval",
-            "makes no call, so it does not draft: run --draft-eval-set first, then export",
+            "--trigger-export-plugin-eval",
+            "makes no call, so it does not draft: run --trigger-draft first, then export",
         )
     return os.path.abspath(str(given)) if given else None
 
@@ -202,7 +222,7 @@ def export_plugin_eval(config: pytest.Config) -> str | None:
 def draft_mode(config: pytest.Config) -> str | None:
     """``missing`` (draft for skills without an eval set), ``also`` (and more for those with
     one), or None; the ini key also takes true/false."""
-    given = value(config, "--draft-eval-set")
+    given = value(config, "--trigger-draft")
     if given is None:
         return None
     text = str(given).strip().lower()
@@ -213,12 +233,12 @@ def draft_mode(config: pytest.Config) -> str | None:
     if text == DRAFT_ALSO:
         return DRAFT_ALSO
     why = f"takes no value or 'also', got {given!r} (a path after it is taken as its value)"
-    raise InputError("--draft-eval-set", why)
+    raise InputError("--trigger-draft", why)
 
 
 def optimize_options(config: pytest.Config) -> OptimizerSettings | None:
-    """The optimizer's options when ``--optimize-description`` is given, validated."""
-    if not value(config, "--optimize-description"):
+    """The optimizer's options when ``--trigger-optimize`` is given, validated."""
+    if not value(config, "--trigger-optimize"):
         return None
     # deferred: the settings' checks load the price table, only when an option is read
     from pytest_skilltrigger.model.settings import OptimizerSettings

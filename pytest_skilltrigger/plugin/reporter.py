@@ -179,7 +179,7 @@ class SkillTriggerReporter:
         self._planned_items = len(requests)
         estimate = engine.estimate(requests)
         if estimate is not None and setup.optimize is not None:
-            # deferred: the optimizer, only for --optimize-description
+            # deferred: the optimizer, only for --trigger-optimize
             from pytest_skilltrigger.optimizer.spend_bound import rounds_bound
 
             stored = bool(estimate.samplings) and estimate.stored == estimate.samplings
@@ -231,7 +231,7 @@ class SkillTriggerReporter:
         skills = "skill" if count == 1 else "skills"
         return [
             f"skilltrigger: no test collected; {count} {skills} below this folder: run "
-            "pytest --skill-path=. (or name a skill's folder)"
+            "pytest --trigger-skill-path=. (or name a skill's folder)"
         ]
 
     def _selected_estimate(

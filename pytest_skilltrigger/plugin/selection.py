@@ -1,7 +1,7 @@
 """Which skill folders a run collects, and making pytest collect them.
 
-Skills come from ``--skill-path``, from the ``skill_paths`` ini key and from the paths given
-to pytest. ``--skill-path`` alone collects only those skills; with explicit paths it adds
+Skills come from ``--trigger-skill-path``, from the ``skill_paths`` ini key and from the paths given
+to pytest. ``--trigger-skill-path`` alone collects only those skills; with explicit paths it adds
 them. Skills from the ini key join a run without explicit paths (``pytest``) and follow
 pytest's own selection otherwise (``pytest tests/test_x.py`` leaves them, ``pytest
 skills/pdf`` takes that one). Without the ini key, a path given to pytest that holds skills
@@ -26,7 +26,7 @@ from pytest_skilltrigger.support.paths import SKILL_FILE, holds_skills, within
 
 @dataclass(frozen=True)
 class Selection:
-    """The skill paths of a run (absolute): given with ``--skill-path``, from the ini key
+    """The skill paths of a run (absolute): given with ``--trigger-skill-path``, from the ini key
     those the run will collect, and the paths given to pytest that hold skills."""
 
     given: list[str]
@@ -57,7 +57,7 @@ def select(config: pytest.Config, given: list[str], ini: list[str]) -> Selection
 
 def _ini_in_play(config: pytest.Config, given: list[str], ini: list[str]) -> list[str]:
     if not explicit(config):
-        return [] if given else ini  # --skill-path alone collects only those skills
+        return [] if given else ini  # --trigger-skill-path alone collects only those skills
     in_play: list[str] = []
     for chosen in arg_paths(config.args):
         for path in ini:
@@ -74,7 +74,7 @@ def _ini_in_play(config: pytest.Config, given: list[str], ini: list[str]) -> lis
 
 def adjust_args(config: pytest.Config, selection: Selection, files: Sequence[str]) -> None:
     """Add the files of the skills in play (each SKILL.md, each routing set) to pytest's
-    arguments where the command line does not name them. ``--skill-path`` alone collects
+    arguments where the command line does not name them. ``--trigger-skill-path`` alone collects
     those files and nothing else: a repository's own tests, or a stray ``test_*.py`` in a
     skill's folder, are not collected (name their folder to run them as well)."""
     is_explicit = explicit(config)

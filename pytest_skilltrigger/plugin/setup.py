@@ -75,13 +75,13 @@ class Setup:
 
     def find(self, paths: list[str]) -> Found:
         """The skills under ``paths`` with their eval sets, and those without one (with
-        ``--draft-eval-set`` a controller drafts theirs)."""
+        ``--trigger-draft`` a controller drafts theirs)."""
         # deferred: the skills layer loads yaml, only when skills are read
         from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
         target_options = TargetOptions(
-            eval_set=self.config.getoption("eval_set"),
-            description=self.config.getoption("skill_description"),
+            eval_set=options.value(self.config, "--trigger-eval-set"),
+            description=options.value(self.config, "--trigger-description"),
             installed=self.installed,
             draft_missing=bool(self.draft),
             project=self.project,

@@ -160,7 +160,7 @@ def render_routing_section(table: RoutingTable, folder: str | None = None) -> st
 
 # -- a plain run's page ----------------------------------------------------------------------
 def render_results_page(report: SessionReport, title: str = "Skill trigger results") -> str:
-    """The page of a plain run (``--trigger-report`` without ``--optimize-description``)."""
+    """The page of a plain run (``--trigger-report`` without ``--trigger-optimize``)."""
     meta = [
         ("Backend", report.backend or "—"),
         ("Model", report.model or "—"),

@@ -361,7 +361,7 @@ def untested_lines(names: Sequence[str]) -> list[str]:
         return []
     return [
         f"skilltrigger: no eval set, so listed but not tested: {', '.join(names)} "
-        "(draft one with --draft-eval-set)"
+        "(draft one with --trigger-draft)"
     ]
 
 

@@ -359,12 +359,14 @@ class _PluginCases:
 
 def _check_options(options: TargetOptions, skills: Sequence[Skill]) -> None:
     if options.eval_set is not None and len(skills) != 1:
-        raise InputError("--eval-set", f"names one eval file but {len(skills)} skills were given")
+        raise InputError(
+            "--trigger-eval-set", f"names one eval file but {len(skills)} skills were given"
+        )
     description = options.description
     if description is not None and not description.strip():
-        raise InputError("--skill-description", "must not be empty")
+        raise InputError("--trigger-description", "must not be empty")
     if description is not None and not is_valid_unicode(description):
-        raise InputError("--skill-description", "is not valid UTF-8 text")
+        raise InputError("--trigger-description", "is not valid UTF-8 text")
 
 
 def _given(skill: Skill, paths: Sequence[str]) -> bool:

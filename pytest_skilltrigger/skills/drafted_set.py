@@ -29,7 +29,7 @@ QUOTE_WORDS = 6  # this many consecutive words of the description in a query quo
 MAX_QUERY = 2000  # characters: a request, not a document
 MIN_MID = 2  # the fewest entries asked mid-conversation (after a history)
 DRAFTED_NAME = "trigger-eval.json"  # where a skill without an eval set gets its draft
-EXTRA_NAME = "trigger-eval.drafted.json"  # where ``--draft-eval-set=also`` drafts more
+EXTRA_NAME = "trigger-eval.drafted.json"  # where ``--trigger-draft=also`` drafts more
 REVIEW = "drafted: review these queries before you trust them"
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 _TAGS = re.compile(r"<(eval_set|queries|json)>\s*(.*?)\s*</\1>", re.S)
@@ -177,7 +177,7 @@ class CheckedAnswer:
     """An answer, checked: its usable new entries, why it cannot be used (``problems``: the
     hard checks, enough entries of both kinds), what it lacks or left out (``lacks``: a set
     is kept with these, said as warnings), and the queries it repeats from the eval set the
-    skill has already (``--draft-eval-set=also``: left out)."""
+    skill has already (``--trigger-draft=also``: left out)."""
 
     entries: list[DraftedEntry]
     problems: list[str]

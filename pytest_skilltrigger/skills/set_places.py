@@ -112,7 +112,7 @@ def place_sets(
     skills: Sequence[Skill], paths: Sequence[str] = (), named: str | None = None
 ) -> Placed:
     """Every eval set of ``skills`` (``paths``: the paths given, where a search up the
-    folders stops without a ``.git``; ``named``: ``--eval-set`` for the only skill)."""
+    folders stops without a ``.git``; ``named``: ``--trigger-eval-set`` for the only skill)."""
     placed = Placed()
     known = frozenset().union(*(names_of(s) for s in skills)) if skills else frozenset()
     for skill in skills:
@@ -139,7 +139,7 @@ def _sibling_names(skill_path: str) -> frozenset[str]:
 
 
 def _named_set(path: str, names: SkillNames) -> EvalSet:
-    """The set ``--eval-set`` names, in any format."""
+    """The set ``--trigger-eval-set`` names, in any format."""
     return _as_set(load_document(path), names)
 
 
@@ -503,7 +503,7 @@ def no_set_message(skills: Sequence[Skill], placed: Placed) -> tuple[str, str]:
         over = "; passed over: " + "; ".join(
             f"{os.path.relpath(p, where)} ({why})" for p, why in passed[:5]
         )
-    how = "; name one with --eval-set=FILE (one skill), or draft them with --draft-eval-set"
+    how = "; name one with --trigger-eval-set=FILE (one skill), or draft them with --trigger-draft"
     return where, who + looked + over + how
 
 

@@ -94,7 +94,7 @@ def test_a_dead_endpoint_stops_the_session_with_one_line(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     result = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", f"--skill-path={skills}", timeout=120
+        "-p", "no:cacheprovider", f"--trigger-skill-path={skills}", timeout=120
     )
     result.stdout.fnmatch_lines(["*stopping: cannot reach the Messages API at http://127.0.0.1:*"])
     outcomes = result.parseoutcomes()

@@ -5,8 +5,8 @@ after plugin as it lists them) with a plugin that has commands only, and the lis
 of a marketplace-scale install.
 
 Each test lays the repository out once, reads it as the plugin does (``find_targets`` on the
-path a user gives ``--skill-path``) and compares the plugin lines of the builtin listing with
-the lines the CLI sent, in order, bare names included.
+path a user gives ``--trigger-skill-path``) and compares the plugin lines of the builtin
+listing with the lines the CLI sent, in order, bare names included.
 """
 
 from __future__ import annotations

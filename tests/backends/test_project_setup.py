@@ -131,7 +131,9 @@ def test_a_project_with_nothing_to_set_up_is_a_usage_error(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skill(pytester.path, [("merge these pdfs", True)])
-    result = pytester.runpytest_subprocess(f"--skill-path={folder}", "--trigger-setup=project")
+    result = pytester.runpytest_subprocess(
+        f"--trigger-skill-path={folder}", "--trigger-setup=project"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--trigger-setup=project: * has no CLAUDE.md*"])
     assert fake_api.stats["calls"] == 0

@@ -176,7 +176,7 @@ def test_a_plain_run_keeps_the_items_results_in_the_results_folder(
 ) -> None:
     folder = make_skill(pytester.path, [("merge these two PDFs into one", True)])
     result = pytester.runpytest(
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "-p",
         "no:cacheprovider",
         "--trigger-cache=off",

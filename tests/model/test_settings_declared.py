@@ -39,13 +39,13 @@ def test_every_option_with_a_field_names_a_real_field() -> None:
 @pytest.mark.parametrize(
     "settings,flag",
     [
-        (Settings(min_runs=0), "--runs-per-query"),
+        (Settings(min_runs=0), "--trigger-runs"),
         (Settings(threshold=1.5), "--trigger-threshold"),
         (Settings(backend="no such"), "--trigger-backend"),  # a name is one word
         (Settings(timeout=0), "--trigger-timeout"),
         (Settings(budget_usd=-1), "--trigger-budget-usd"),
-        (Settings(max_runs=101), "--max-runs-per-query"),
-        (Settings(min_runs=5, max_runs=4), "--max-runs-per-query"),
+        (Settings(max_runs=101), "--trigger-max-runs"),
+        (Settings(min_runs=5, max_runs=4), "--trigger-max-runs"),
     ],
 )
 def test_a_bad_value_names_its_option(settings: Settings, flag: str) -> None:
@@ -56,5 +56,5 @@ def test_a_bad_value_names_its_option(settings: Settings, flag: str) -> None:
 
 
 def test_the_help_adds_the_default_and_the_choices() -> None:
-    assert option("--runs-per-query").help_text().endswith("(default 3)")
+    assert option("--trigger-runs").help_text().endswith("(default 3)")
     assert option("--trigger-cache").help_text().startswith("use | refresh | off: ")

@@ -1,4 +1,4 @@
-"""``--draft-eval-set``: a first eval set drafted by the improve model, checked, written and
+"""``--trigger-draft``: a first eval set drafted by the improve model, checked, written and
 run in the same session, against the fake API (which drafts by reading the request: the
 skill's words for should-trigger queries, its siblings' words for near misses)."""
 
@@ -45,7 +45,7 @@ def test_a_skill_without_an_eval_set_gets_one_drafted_written_and_run(
 ) -> None:
     folder = make_skills(pytester.path, ("csv-tidy",))
     out = pytester.path / "out.json"
-    result = run(pytester, folder, "--draft-eval-set", f"--trigger-json={out}")
+    result = run(pytester, folder, "--trigger-draft", f"--trigger-json={out}")
     written = folder / "csv-tidy" / "evals" / "trigger-eval.json"
     data = json.loads(written.read_text())
     assert len(data) == 20 and all(e["drafted"] is True for e in data)
@@ -67,7 +67,7 @@ def test_a_skill_without_an_eval_set_gets_one_drafted_written_and_run(
     assert phases["draft"]["calls"] == 1 == fake_api.stats["improve_calls"]
     assert phases["draft"]["cost_usd"] > 0
     # a rerun finds the file and drafts nothing
-    run(pytester, folder, "--draft-eval-set").assert_outcomes(passed=20)
+    run(pytester, folder, "--trigger-draft").assert_outcomes(passed=20)
     assert len(draft_requests(fake_api)) == 1
 
 
@@ -75,7 +75,7 @@ def test_a_bad_answer_gets_one_repair(pytester: pytest.Pytester, fake_api: FakeM
     folder = make_skills(pytester.path, ("csv-tidy",))
     short = [{"query": f"tidy export {i}", "should_trigger": True} for i in range(5)]
     fake_api.drafts = [json.dumps(short)]  # then the stand-in drafts a good one
-    result = run(pytester, folder, "--draft-eval-set")
+    result = run(pytester, folder, "--trigger-draft")
     result.assert_outcomes(passed=20)
     first, repair = draft_requests(fake_api)
     assert repair.startswith(first)  # the request again (each question stands alone)
@@ -98,14 +98,14 @@ def test_a_draft_without_history_is_kept_and_says_what_it_lacks(
         for i in range(10)
     ]
     fake_api.drafts = [json.dumps(flat)]
-    result = run(pytester, folder, "--draft-eval-set")
+    result = run(pytester, folder, "--trigger-draft")
     result.stdout.fnmatch_lines(
         ["*drafted*csv-tidy*", "skilltrigger:   the draft 0 entries asked mid-conversation*"]
     )
     assert len(draft_requests(fake_api)) == 1
     written = json.loads((folder / "csv-tidy" / "evals" / "trigger-eval.json").read_text())
     assert len(written) == 20
-    run(pytester, folder, "--draft-eval-set")
+    run(pytester, folder, "--trigger-draft")
     assert len(draft_requests(fake_api)) == 1  # kept: not drafted again
 
 
@@ -114,7 +114,7 @@ def test_an_answer_still_bad_after_the_repair_is_refused_and_nothing_written(
 ) -> None:
     folder = make_skills(pytester.path, ("csv-tidy",))
     fake_api.drafts = ["no JSON here", "still none"]
-    result = run(pytester, folder, "--draft-eval-set")
+    result = run(pytester, folder, "--trigger-draft")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
     assert errors == [
@@ -134,7 +134,7 @@ def test_in_a_folder_each_skills_near_misses_come_from_the_others_territory(
     of the sibling's words, which the sibling takes: both sets pass, and each skill's
     should-not queries are the other's work."""
     folder = make_skills(pytester.path)
-    result = run(pytester, folder, "--draft-eval-set")
+    result = run(pytester, folder, "--trigger-draft")
     result.assert_outcomes(passed=40)
     prompts = {p.split("'", 2)[1]: p for p in draft_requests(fake_api)}
     assert f"- chart-maker: {SKILLS['chart-maker']}" in prompts["csv-tidy"]
@@ -161,9 +161,9 @@ def test_an_existing_eval_set_is_never_overwritten_and_also_drafts_beside_it(
         )
     )
     before = own.read_bytes()
-    run(pytester, folder, "--draft-eval-set").assert_outcomes(passed=2)
+    run(pytester, folder, "--trigger-draft").assert_outcomes(passed=2)
     assert draft_requests(fake_api) == []  # it has one: nothing to draft
-    result = run(pytester, folder, "--draft-eval-set=also")
+    result = run(pytester, folder, "--trigger-draft=also")
     result.assert_outcomes(passed=22)  # its own two, and the twenty drafted beside them
     assert own.read_bytes() == before
     extra = json.loads((own.parent / "trigger-eval.drafted.json").read_text())
@@ -173,13 +173,13 @@ def test_an_existing_eval_set_is_never_overwritten_and_also_drafts_beside_it(
     result.stdout.fnmatch_lines(
         ["*drafted: review these queries before you trust them (20 of 22 queries)"]
     )
-    run(pytester, folder, "--draft-eval-set=also").assert_outcomes(passed=22)
+    run(pytester, folder, "--trigger-draft=also").assert_outcomes(passed=22)
     assert len(draft_requests(fake_api)) == 1  # the drafted file is there: no second draft
 
 
 def test_drafting_respects_the_budget(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     folder = make_skills(pytester.path, ("csv-tidy",))
-    result = run(pytester, folder, "--draft-eval-set", "--trigger-budget-usd=0.001")
+    result = run(pytester, folder, "--trigger-draft", "--trigger-budget-usd=0.001")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *SKILL.md: no eval set drafted: *cost budget*"])
     assert fake_api.stats["calls"] == 0
@@ -198,7 +198,7 @@ def test_a_bad_output_path_or_baseline_is_refused_before_any_draft(
     option, value = bad
     if option == "--trigger-json":
         (pytester.path / value).mkdir()  # a folder where the report file should go
-    result = run(pytester, folder, "--draft-eval-set", f"{option}={pytester.path / value}")
+    result = run(pytester, folder, "--trigger-draft", f"{option}={pytester.path / value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: *{value}*"])
     assert fake_api.stats["calls"] == 0 and fake_api.stats["improve_calls"] == 0
@@ -209,9 +209,11 @@ def test_a_value_that_is_a_path_is_refused_with_one_line(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skills(pytester.path, ("csv-tidy",))
-    result = pytester.runpytest_subprocess(f"--skill-path={folder}", "--draft-eval-set", "tests")
+    result = pytester.runpytest_subprocess(
+        f"--trigger-skill-path={folder}", "--trigger-draft", "tests"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --draft-eval-set: takes no value or 'also', got 'tests'*"])
+    result.stderr.fnmatch_lines(["ERROR: --trigger-draft: takes no value or 'also', got 'tests'*"])
     assert fake_api.stats["calls"] == 0
 
 
@@ -222,10 +224,10 @@ def test_also_checks_the_draft_against_the_set_and_says_how_many_are_new(
     asks for others, and the header counts the new ones. A model that keeps repeating them
     gets a one-line error and nothing is written."""
     folder = make_skills(pytester.path, ("csv-tidy",))
-    run(pytester, folder, "--draft-eval-set").assert_outcomes(passed=20)
+    run(pytester, folder, "--trigger-draft").assert_outcomes(passed=20)
     extra = folder / "csv-tidy" / "evals" / "trigger-eval.drafted.json"
     fake_api.stubborn_drafts = True
-    stubborn = run(pytester, folder, "--draft-eval-set=also")
+    stubborn = run(pytester, folder, "--trigger-draft=also")
     assert stubborn.ret == pytest.ExitCode.USAGE_ERROR
     stubborn.stderr.fnmatch_lines(
         [
@@ -235,7 +237,7 @@ def test_also_checks_the_draft_against_the_set_and_says_how_many_are_new(
     )
     assert not extra.exists()
     fake_api.stubborn_drafts = False
-    result = run(pytester, folder, "--draft-eval-set=also")
+    result = run(pytester, folder, "--trigger-draft=also")
     result.assert_outcomes(passed=40)
     repaired = draft_requests(fake_api)[-1]
     assert "20 entries repeat queries the eval set has already" in repaired

@@ -65,9 +65,9 @@ def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.Run
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
         *plugin_args(folder, f"--trigger-json={out}"),
-        "--optimize-description",
-        "--holdout=0.5",
-        "--no-early-stop",
+        "--trigger-optimize",
+        "--trigger-holdout=0.5",
+        "--trigger-no-early-stop",
         *args,
     )
     return result, json.loads(out.read_text())
@@ -148,7 +148,9 @@ def test_a_winner_that_takes_its_siblings_queries_is_not_written(
     folder = make_folder(pytester.path)
     original = (folder / "sheets" / "SKILL.md").read_bytes()
     fake_api.proposals = [GREEDY]
-    result, report = run(pytester, folder, "--max-iterations=2", "--trigger-report=rounds.html")
+    result, report = run(
+        pytester, folder, "--trigger-max-iterations=2", "--trigger-report=rounds.html"
+    )
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
     assert [h["test_passed"] for h in sheets["history"]] == [1, 3]  # greedy wins its own
     greedy_race = sheets["history"][1]["race"]
@@ -200,7 +202,7 @@ def test_a_modest_winner_is_written_and_the_next_skill_sees_it(
     entries += [{"query": q, "should_trigger": False} for q in ("boil water", "read poem aloud")]
     (folder / "zeta" / "evals" / "trigger-eval.json").write_text(json.dumps(entries))
     fake_api.proposals = [MODEST, "Plan hiking maps and draw trails."]
-    result, report = run(pytester, folder, "--max-iterations=2")
+    result, report = run(pytester, folder, "--trigger-max-iterations=2")
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
     assert sheets["improved"] is True, result.stdout.str()
     assert MODEST in (folder / "sheets" / "SKILL.md").read_text()
@@ -223,7 +225,7 @@ def test_a_folder_safe_candidate_wins_over_a_greedy_one(
     test queries too: it is written."""
     folder = make_folder(pytester.path)
     fake_api.proposals = [GREEDY, MODEST]
-    result, report = run(pytester, folder, "--max-iterations=3")
+    result, report = run(pytester, folder, "--trigger-max-iterations=3")
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
     assert [h["became_best"] for h in sheets["history"]] == [False, False, True]
     assert sheets["best_iteration"] == 3
@@ -275,7 +277,9 @@ def test_a_greedier_candidate_loses_its_race_and_the_modest_one_is_written(
     terminal and the rounds' page say why the row with more test passes is not the best."""
     folder = make_folder(pytester.path)
     fake_api.proposals = [GREEDIER, MODEST]
-    result, report = run(pytester, folder, "--max-iterations=3", "--trigger-report=rounds.html")
+    result, report = run(
+        pytester, folder, "--trigger-max-iterations=3", "--trigger-report=rounds.html"
+    )
     sheets = next(s for s in report["skills"] if s["skill_name"] == "sheets")
     assert [h["test_passed"] for h in sheets["history"]] == [1, 4, 3]
     assert [h["became_best"] for h in sheets["history"]] == [False, False, True]
@@ -307,7 +311,7 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     fresh runs of the test queries it takes three of pdf's. Its own queries gain two, the
     folder's lose three: raced against the start on them all, the gain is negative, SKILL.md is
     left byte for byte, and the terminal, the JSON and the rounds' page say so (no extra runs
-    for the race: --race-runs=0).
+    for the race: --trigger-race-runs=0).
 
     The fake's scripts cycle per query whatever is listed, so the fresh runs of the winner
     are told apart by their place in each query's sequence: pdf's items (3 runs, which sheets'
@@ -328,11 +332,11 @@ def test_a_winner_whose_folder_loses_on_fresh_runs_is_not_written(
     result, report = run(
         pytester,
         folder,
-        "--max-iterations=2",
+        "--trigger-max-iterations=2",
         "--trigger-concurrency=1",
         "--trigger-report=rounds.html",
-        "--race-runs=0",
-        "--accept-on=test",
+        "--trigger-race-runs=0",
+        "--trigger-accept-on=test",
     )
     sent = [extract_query(b) for b in fake_api.requests if b.get("tools")]
     assert all(sent.count(q) == 10 for q in taken), [sent.count(q) for q in taken]
@@ -380,7 +384,7 @@ def test_the_start_iteration_repeats_no_request_the_items_made(
         if store == "off"
         else [f"--trigger-store={pytester.path / 'store.sqlite'}"]
     )
-    result, report = run(pytester, folder, "--max-iterations=1", *cache)
+    result, report = run(pytester, folder, "--trigger-max-iterations=1", *cache)
     phases = report["totals"]["by_phase"]
     items = phases["items"]["calls"]
     assert items > 0 and "rounds" not in phases, result.stdout.str()

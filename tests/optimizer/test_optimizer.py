@@ -1,4 +1,4 @@
-"""The improvement loop end to end: pytest --optimize-description against the local server.
+"""The improvement loop end to end: pytest --trigger-optimize against the local server.
 
 The fake model triggers a skill when the query shares enough words with its description, so a
 scripted proposal that names the right intents really does trigger more: selection, the
@@ -73,7 +73,7 @@ def run(pytester: pytest.Pytester, folder: Path, *args: str) -> tuple[pytest.Run
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
         *plugin_args(folder, f"--trigger-json={out}"),
-        "--optimize-description",
+        "--trigger-optimize",
         *args,
     )
     return result, json.loads(out.read_text())
@@ -113,7 +113,7 @@ def test_improves_from_the_best_and_rewrites_only_the_description(
 ) -> None:
     folder = make_skill(pytester.path)
     fake_api.proposals = [BAD, GOOD]
-    result, report = run(pytester, folder, "--max-iterations", "5")
+    result, report = run(pytester, folder, "--trigger-max-iterations", "5")
     skill = report["skills"][0]
     history = skill["history"]
     assert [h["status"] for h in history] == ["evaluated"] * 3
@@ -176,7 +176,9 @@ def test_a_lead_won_by_chance_on_test_chooses_nothing(
     fake_api.script(lucky_query, ["text"] * 3 + ["skill:invoices"] * 3 + ["text"] * 6)
     lucky = "Handle billing tasks."  # no more words in common with any query than START
     fake_api.proposals = [lucky]
-    result, report = run(pytester, folder, "--max-iterations", "2", "--no-early-stop")
+    result, report = run(
+        pytester, folder, "--trigger-max-iterations", "2", "--trigger-no-early-stop"
+    )
     skill = report["skills"][0]
     assert [h["test_passed"] for h in skill["history"]] == [2, 3]  # the lucky lead
     assert skill["history"][1]["race"]["verdict"] == "undecided"  # alike on train
@@ -196,7 +198,7 @@ def test_no_rewrite_when_nothing_beats_the_start(
 ) -> None:
     folder = make_skill(pytester.path)
     fake_api.proposals = [BAD]
-    result, report = run(pytester, folder, "--max-iterations", "2")
+    result, report = run(pytester, folder, "--trigger-max-iterations", "2")
     skill = report["skills"][0]
     assert skill["exit_reason"] == "max_iterations (2)"
     assert skill["best_description"] == START and skill["improved"] is False
@@ -211,7 +213,7 @@ def test_invalid_proposals_are_repaired_once_then_dropped(
 ) -> None:
     folder = make_skill(pytester.path)
     fake_api.proposals = ["x" * 1100, GOOD]
-    _result, report = run(pytester, folder, "--max-iterations", "2")
+    _result, report = run(pytester, folder, "--trigger-max-iterations", "2")
     history = report["skills"][0]["history"]
     assert history[1]["status"] == "evaluated" and history[1]["description"] == GOOD
     assert len(improve_requests(fake_api)) == 2  # the proposal and its one repair
@@ -220,7 +222,7 @@ def test_invalid_proposals_are_repaired_once_then_dropped(
     fake_api.requests.clear()
     (folder / "SKILL.md").write_bytes(SKILL_MD.encode("utf-8"))
     fake_api.proposals = ["use <b>this</b>", "still <not> valid"]
-    _result, report = run(pytester, folder, "--max-iterations", "2")
+    _result, report = run(pytester, folder, "--trigger-max-iterations", "2")
     skill = report["skills"][0]
     assert skill["history"][1]["status"] == "invalid"
     assert "<" in skill["history"][1]["note"] or "dropped" in skill["history"][1]["note"]
@@ -306,7 +308,7 @@ def test_iteration_one_reuses_the_items_results(
 ) -> None:
     folder = make_skill(pytester.path)
     pytester.runpytest_subprocess(
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "-p",
         "no:cacheprovider",
         "--trigger-cache",
@@ -314,7 +316,9 @@ def test_iteration_one_reuses_the_items_results(
         "--trigger-confidence=off",
     )
     items_only = fake_api.stats["trigger_calls"]
-    _result, report = run(pytester, folder, "--max-iterations", "1", "--trigger-cache", "off")
+    _result, report = run(
+        pytester, folder, "--trigger-max-iterations", "1", "--trigger-cache", "off"
+    )
     assert fake_api.stats["trigger_calls"] == 2 * items_only  # no second evaluation
     assert report["skills"][0]["history"][0]["train_total"] == 6
 
@@ -325,14 +329,14 @@ def test_under_xdist_the_budget_left_after_the_items_still_funds_the_rounds(
     """The workers' spending is counted on the controller with its calls, so the estimate of
     the next call stays the average call, not the whole of the items' spending."""
     folder = make_skill(pytester.path)
-    _r, items_only = run(pytester, folder, "--max-iterations", "1", "-n", "2")
+    _r, items_only = run(pytester, folder, "--trigger-max-iterations", "1", "-n", "2")
     items_cost = items_only["skills"][0]["summary"]["cost_usd"]
     fake_api.proposals = [GOOD]
     budget = f"{items_cost * 12:.8f}"  # the rounds cost several times what the items did
     _r, report = run(
         pytester,
         folder,
-        "--max-iterations",
+        "--trigger-max-iterations",
         "2",
         "-n",
         "2",
@@ -390,12 +394,14 @@ def test_a_holdout_that_leaves_a_side_without_both_kinds_is_a_usage_error(
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
         *plugin_args(folder, f"--trigger-json={out}"),
-        "--optimize-description",
-        "--holdout",
+        "--trigger-optimize",
+        "--trigger-holdout",
         holdout,
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"*trigger-eval.json: --holdout {holdout} leaves no *query*"])
+    result.stderr.fnmatch_lines(
+        [f"*trigger-eval.json: --trigger-holdout {holdout} leaves no *query*"]
+    )
     assert "Traceback" not in result.stderr.str()
     assert fake_api.stats["calls"] == 0 and not out.exists()
 
@@ -409,7 +415,7 @@ def test_a_repeated_proposal_is_never_measured_again_and_the_repeat_is_named(
     folder = make_skill(pytester.path)
     better = "Create an invoice for a client."  # takes some of the queries, not all
     fake_api.proposals = [better, "  " + better.upper().replace(" ", "   "), better]
-    result, report = run(pytester, folder, "--max-iterations=3", "--candidates-per-round=1")
+    result, report = run(pytester, folder, "--trigger-max-iterations=3", "--trigger-candidates=1")
     history = report["skills"][0]["history"]
     described = [h.get("description") for h in history]
     assert described.count(better) == 1, described  # measured once, in iteration 2
@@ -436,7 +442,7 @@ def test_with_a_model_matrix_the_best_may_lose_on_no_model(
     _result, report = run(
         pytester,
         folder,
-        "--max-iterations",
+        "--trigger-max-iterations",
         "2",
         "--trigger-model=claude-opus-5-5,claude-haiku-4-5",
     )
@@ -464,7 +470,7 @@ def test_with_a_model_matrix_a_best_that_loses_nowhere_is_written(
     _result, report = run(
         pytester,
         folder,
-        "--max-iterations",
+        "--trigger-max-iterations",
         "2",
         "--trigger-model=claude-opus-5-5,claude-haiku-4-5",
     )
@@ -477,11 +483,13 @@ def test_with_a_model_matrix_a_best_that_loses_nowhere_is_written(
 def test_the_reference_rule_races_on_the_held_out_queries_alone(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
-    """--accept-on=test: the fresh race runs on the 4 held-out queries only (the server sees
+    """--trigger-accept-on=test: the fresh race runs on the 4 held-out queries only (the server sees
     no fresh run of a train query after the rounds), as the reference decides."""
     folder = make_skill(pytester.path)
     fake_api.proposals = [GOOD]
-    result, report = run(pytester, folder, "--max-iterations", "2", "--accept-on=test")
+    result, report = run(
+        pytester, folder, "--trigger-max-iterations", "2", "--trigger-accept-on=test"
+    )
     acceptance = report["skills"][0]["acceptance"]
     assert acceptance["on"] == "test" and acceptance["start_score"] == "2/4"
     assert acceptance["held_out_gain"] is None
@@ -504,7 +512,7 @@ def test_a_best_that_loses_on_the_held_out_queries_is_not_written(
     fake_api.proposals = [
         "Track payments arrived this month; mark paid and record the payment; acme terms."
     ]
-    _result, report = run(pytester, folder, "--max-iterations", "2")
+    _result, report = run(pytester, folder, "--trigger-max-iterations", "2")
     acceptance = report["skills"][0]["acceptance"]
     assert acceptance["on"] == "all"
     assert acceptance["gain"]["verdict"] == "better", acceptance["gain"]

@@ -95,7 +95,10 @@ def test_an_outage_never_makes_a_description_look_better() -> None:
 def test_the_exit_reason_reads_as_a_sentence_and_keeps_the_references_form() -> None:
     from pytest_skilltrigger.optimizer.rounds import exit_sentence
 
-    assert exit_sentence("max_iterations (5)") == "stopped after 5 iterations (--max-iterations)"
+    assert (
+        exit_sentence("max_iterations (5)")
+        == "stopped after 5 iterations (--trigger-max-iterations)"
+    )
     assert exit_sentence("all_passed (iteration 3)") == "every train query passed at iteration 3"
     assert exit_sentence("stopped before iteration 2: cost budget") == (
         "stopped before iteration 2: cost budget"

@@ -74,7 +74,7 @@ def test_a_conftest_adds_a_backend_and_the_items_run_on_it(
 ) -> None:
     folder = toy_project(pytester.path)
     result = pytester.runpytest_subprocess(
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "-p",
         "no:cacheprovider",
         "--trigger-backend=toy",
@@ -91,7 +91,7 @@ def test_a_conftest_adds_a_backend_and_the_items_run_on_it(
 def test_a_backend_nobody_makes_is_one_line_before_any_call(pytester: pytest.Pytester) -> None:
     folder = toy_project(pytester.path)
     result = pytester.runpytest_subprocess(
-        f"--skill-path={folder}", "-p", "no:cacheprovider", "--trigger-backend=tyo"
+        f"--trigger-skill-path={folder}", "-p", "no:cacheprovider", "--trigger-backend=tyo"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(

@@ -250,7 +250,7 @@ def test_ctrl_c_while_waiting_cancels_the_batch(tmp_path: Path, signum: int) -> 
         proc = subprocess.Popen(
             [
                 *PYTEST,
-                f"--skill-path={folder}",
+                f"--trigger-skill-path={folder}",
                 "-p",
                 "no:cacheprovider",
                 "--trigger-cache=off",
@@ -287,7 +287,7 @@ def test_a_matrix_runs_its_models_batches_at_once_and_ctrl_c_cancels_them_all(
         proc = subprocess.Popen(
             [
                 *PYTEST,
-                f"--skill-path={folder}",
+                f"--trigger-skill-path={folder}",
                 "-p",
                 "no:cacheprovider",
                 "--trigger-cache=off",
@@ -324,7 +324,7 @@ def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> N
     store = tmp_path / "store.sqlite"
     args = [
         *PYTEST,
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "-p",
         "no:cacheprovider",
         f"--trigger-store={store}",
@@ -364,7 +364,7 @@ def test_ctrl_c_in_a_later_wave_keeps_the_runs_already_read(tmp_path: Path) -> N
 def test_batch_needs_the_api_backend(pytester: pytest.Pytester) -> None:
     folder = make_skill(pytester.path, "alpha-skill", [entry("tidy csv", True)], "Alpha.")
     result = pytester.runpytest_subprocess(
-        f"--skill-path={folder}", "--trigger-batch", "--trigger-backend=claude-code"
+        f"--trigger-skill-path={folder}", "--trigger-batch", "--trigger-backend=claude-code"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: --trigger-batch: needs the API backend*"])
@@ -385,8 +385,8 @@ def test_the_optimizer_measures_each_round_in_batches(
         *run_args(
             folder,
             *BATCH,
-            "--optimize-description",
-            "--max-iterations=2",
+            "--trigger-optimize",
+            "--trigger-max-iterations=2",
             "--trigger-json=out.json",
             f"--trigger-store={store}",
         )

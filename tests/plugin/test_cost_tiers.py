@@ -63,7 +63,7 @@ def test_a_long_prompt_is_billed_at_the_long_tier(
         *plugin_args(make_skill(pytester.path), f"--trigger-json={out}"),
         "--trigger-model=claude-haiku-5-5",
         "--trigger-confidence=off",
-        "--runs-per-query=3",
+        "--trigger-runs=3",
     )
     totals = json.loads(out.read_text())["totals"]
     assert totals["calls"] == len(fake_api.usages) > 0

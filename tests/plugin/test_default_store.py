@@ -15,7 +15,7 @@ def test_default_store_lives_in_the_user_cache_whatever_rootdir_and_cache_plugin
     user_cache = pytester.path / "user-cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(user_cache))
     folder = make_skill(pytester.path, [("merge these PDF documents", True)])
-    first = pytester.runpytest_subprocess(f"--skill-path={folder}")
+    first = pytester.runpytest_subprocess(f"--trigger-skill-path={folder}")
     first.assert_outcomes(passed=1)
     calls = fake_api.stats["calls"]
     assert calls >= 1
@@ -24,6 +24,8 @@ def test_default_store_lives_in_the_user_cache_whatever_rootdir_and_cache_plugin
     assert not list((pytester.path / ".pytest_cache").rglob("*.sqlite"))
     first.stdout.fnmatch_lines([f"skilltrigger: *store {store}*"])
     # without pytest's cache plugin the store is the same one
-    second = pytester.runpytest_subprocess(f"--skill-path={folder}", "-p", "no:cacheprovider")
+    second = pytester.runpytest_subprocess(
+        f"--trigger-skill-path={folder}", "-p", "no:cacheprovider"
+    )
     second.assert_outcomes(passed=1)
     assert fake_api.stats["calls"] == calls  # served from the default store

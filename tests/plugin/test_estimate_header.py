@@ -78,8 +78,8 @@ def test_a_matrix_counts_each_model_and_the_rounds_once(
         *plugin_args(
             folder,
             f"--trigger-model={models}",
-            "--optimize-description",
-            "--max-iterations=2",
+            "--trigger-optimize",
+            "--trigger-max-iterations=2",
             "--trigger-confidence=off",
         )
     )

@@ -51,7 +51,7 @@ def test_faults_give_exactly_the_fault_free_verdicts(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     folder = make_skill(pytester.path)
-    common = plugin_args(folder, "--no-early-stop", "--trigger-cache", "off")
+    common = plugin_args(folder, "--trigger-no-early-stop", "--trigger-cache", "off")
     clean = pytester.path / "clean.json"
     pytester.runpytest_subprocess(*common, f"--trigger-json={clean}")
     fake_api.retry_after_ms = 1
@@ -71,7 +71,7 @@ def test_an_outage_is_an_error_not_a_pass(
     fake_api.faults = {"drop": 1.0}
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, f"--trigger-json={out}", "--runs-per-query", "1")
+        *plugin_args(folder, f"--trigger-json={out}", "--trigger-runs", "1")
     )
     result.assert_outcomes(errors=len(ENTRIES))
     summary = json.loads(out.read_text())["skills"][0]["summary"]
@@ -91,9 +91,9 @@ def test_no_secret_in_any_output_or_file(pytester: pytest.Pytester) -> None:
             done = subprocess.run(
                 [
                     *PYTEST,
-                    f"--skill-path={folder}",
-                    "--optimize-description",
-                    "--max-iterations",
+                    f"--trigger-skill-path={folder}",
+                    "--trigger-optimize",
+                    "--trigger-max-iterations",
                     "2",
                     "--trigger-json=out.json",
                     "--trigger-report=report.html",
@@ -132,13 +132,13 @@ def test_sigint_during_rounds_keeps_skill_md_and_reports(tmp_path: Path) -> None
         proc = subprocess.Popen(
             [
                 *PYTEST,
-                f"--skill-path={folder}",
+                f"--trigger-skill-path={folder}",
                 "-p",
                 "no:cacheprovider",
-                "--optimize-description",
-                "--max-iterations",
+                "--trigger-optimize",
+                "--trigger-max-iterations",
                 "9",
-                "--holdout",
+                "--trigger-holdout",
                 "0.34",
                 f"--trigger-json={tmp_path / 'out.json'}",
                 f"--trigger-results-dir={results}",
@@ -192,13 +192,13 @@ def test_an_interrupt_in_a_later_skills_rounds_leaves_every_skill_md_as_it_was(
         proc = subprocess.Popen(
             [
                 *PYTEST,
-                f"--skill-path={tmp_path / 'skills'}",
+                f"--trigger-skill-path={tmp_path / 'skills'}",
                 "-p",
                 "no:cacheprovider",
                 "--trigger-cache=off",
-                "--optimize-description",
-                "--max-iterations=9",
-                "--holdout=0.34",
+                "--trigger-optimize",
+                "--trigger-max-iterations=9",
+                "--trigger-holdout=0.34",
                 f"--trigger-results-dir={results}",
                 "--trigger-concurrency=2",
             ],

@@ -120,7 +120,7 @@ def test_one_item_per_entry_in_file_order_with_readable_ids(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills.parent}", "--collect-only", "-q")
+    result = run(pytester, f"--trigger-skill-path={skills.parent}", "--collect-only", "-q")
     assert result.ret == 0
     ids = [line.split("::", 1)[1] for line in result.outlines if "::" in line]
     assert ids == [
@@ -139,8 +139,8 @@ def test_one_item_per_entry_in_file_order_with_readable_ids(
 
 def test_ids_are_stable_between_runs(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    first = run(pytester, f"--skill-path={skills}", "--collect-only", "-q").outlines
-    second = run(pytester, f"--skill-path={skills}", "--collect-only", "-q").outlines
+    first = run(pytester, f"--trigger-skill-path={skills}", "--collect-only", "-q").outlines
+    second = run(pytester, f"--trigger-skill-path={skills}", "--collect-only", "-q").outlines
     assert [x for x in first if "::" in x] == [x for x in second if "::" in x]
     assert len([x for x in first if "::" in x]) == 4
 
@@ -148,7 +148,7 @@ def test_ids_are_stable_between_runs(pytester: pytest.Pytester, fake_api: FakeMe
 def test_marker_selects_and_deselects(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
     pytester.makepyfile(test_plain="def test_ordinary():\n    assert True\n")
-    both = (str(pytester.path / "test_plain.py"), f"--skill-path={skills}")
+    both = (str(pytester.path / "test_plain.py"), f"--trigger-skill-path={skills}")
     result = run(pytester, *both, "-m", "skill_trigger")
     result.assert_outcomes(passed=2, failed=2, deselected=1)
     result = run(pytester, *both, "-m", "not skill_trigger")
@@ -160,7 +160,7 @@ def test_marker_selects_and_deselects(pytester: pytest.Pytester, fake_api: FakeM
 
 def test_keyword_selection(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", "-k", "dedupe or pie", "-v")
+    result = run(pytester, f"--trigger-skill-path={skills}", "-k", "dedupe or pie", "-v")
     result.assert_outcomes(passed=1, failed=1, deselected=2)
     assert outcomes_by_id(result) == {
         "csv-tidy[01-draw-a-pie-chart-of-market-share]": "PASSED",
@@ -183,14 +183,14 @@ def test_reportinfo_points_at_the_eval_file(
                 print("INFO", str(path), line, desc)
         """
     )
-    result = run(pytester, f"--skill-path={skills}", "--collect-only", "-s")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--collect-only", "-s")
     infos = [line for line in result.outlines if line.startswith("INFO ")]
     assert len(infos) == 4
     eval_file = str(skills / "evals" / "trigger-eval.json")
     assert all(line.startswith(f"INFO {eval_file} None ") for line in infos)
     assert infos[0].endswith(Q_YES)
     # -vv shows where each item comes from: the eval file
-    result = run(pytester, f"--skill-path={skills}", "-k", "dedupe", "-vv")
+    result = run(pytester, f"--trigger-skill-path={skills}", "-k", "dedupe", "-vv")
     result.stdout.fnmatch_lines(
         ["*csv-tidy[[]02-dedupe-leads-csv-by-email[]] <- skills/csv-tidy/evals/trigger-eval.json*"]
     )
@@ -203,7 +203,7 @@ def test_reportinfo_points_at_the_eval_file(
 
 def test_verdicts_of_the_four_kinds(pytester: pytest.Pytester, fake_api: FakeMessagesAPI) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", "-v")
+    result = run(pytester, f"--trigger-skill-path={skills}", "-v")
     assert outcomes_by_id(result) == {
         "csv-tidy[00-please-fix-the-broken-delimiters-in-orde]": "PASSED",
         "csv-tidy[01-draw-a-pie-chart-of-market-share]": "PASSED",
@@ -223,12 +223,12 @@ def test_boundary_rate_equal_to_threshold_counts_as_triggered(
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, should)])
     result = run(
         pytester,
-        f"--skill-path={skills}",
-        "--runs-per-query",
+        f"--trigger-skill-path={skills}",
+        "--trigger-runs",
         "2",
         "--trigger-threshold",
         "0.5",
-        "--no-early-stop",
+        "--trigger-no-early-stop",
     )
     result.assert_outcomes(**{expected: 1})
     assert trigger_calls(fake_api) == 2
@@ -242,15 +242,19 @@ def test_runs_and_threshold_as_ini_keys(
     # 1 trigger in 4 runs: rate 0.25 passes threshold 0.25 but not the default 0.5
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text", "text", "text"])
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True)])
-    pytester.makeini("[pytest]\nruns_per_query = 4\ntrigger_threshold = 0.25\n")
-    result = run(pytester, f"--skill-path={skills}", "--no-early-stop")
+    pytester.makeini("[pytest]\ntrigger_runs = 4\ntrigger_threshold = 0.25\n")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--trigger-no-early-stop")
     result.assert_outcomes(passed=1)
     assert trigger_calls(fake_api) == 4
     result.stdout.fnmatch_lines(["*4 runs per query, threshold 0.25*"])
     # the command line wins over the ini file
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text", "text", "text"])
     result = run(
-        pytester, f"--skill-path={skills}", "--no-early-stop", "--trigger-threshold", "0.5"
+        pytester,
+        f"--trigger-skill-path={skills}",
+        "--trigger-no-early-stop",
+        "--trigger-threshold",
+        "0.5",
     )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*triggered 1/4 runs, rate 0.25 < threshold 0.50*"])
@@ -273,7 +277,7 @@ def test_failure_explains_query_expectation_rate_and_choice(
             entry(Q_WRONG, False),
         ],
     )
-    result = run(pytester, f"--skill-path={skills}", "--no-early-stop")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--trigger-no-early-stop")
     result.assert_outcomes(failed=4)
     out = result.stdout.str()
     assert "Traceback" not in out
@@ -325,14 +329,19 @@ def test_early_stop_makes_fewer_calls_with_identical_verdicts(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", "-v", "--runs-per-query", "5")
+    result = run(pytester, f"--trigger-skill-path={skills}", "-v", "--trigger-runs", "5")
     early = outcomes_by_id(result)
     early_calls = trigger_calls(fake_api)
     # clear-cut queries stop once 3 of 5 runs agree
     assert early_calls == 4 * 3
 
     result = run(
-        pytester, f"--skill-path={skills}", "-v", "--runs-per-query", "5", "--no-early-stop"
+        pytester,
+        f"--trigger-skill-path={skills}",
+        "-v",
+        "--trigger-runs",
+        "5",
+        "--trigger-no-early-stop",
     )
     assert trigger_calls(fake_api) - early_calls == 4 * 5
     assert outcomes_by_id(result) == early
@@ -345,7 +354,7 @@ def test_early_stop_still_decides_mixed_queries_exactly(
     # alternating outcomes: 2 of 3 trigger, so the query needs all three runs
     fake_api.script(Q_YES, [f"skill:{SKILL}", "text"])
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True)])
-    result = run(pytester, f"--skill-path={skills}")
+    result = run(pytester, f"--trigger-skill-path={skills}")
     result.assert_outcomes(passed=1)
     assert trigger_calls(fake_api) == 3
 
@@ -365,8 +374,8 @@ def test_failed_api_call_errors_the_item(
     report = pytester.path / "report.json"
     result = run(
         pytester,
-        f"--skill-path={skills}",
-        "--runs-per-query",
+        f"--trigger-skill-path={skills}",
+        "--trigger-runs",
         "1",
         f"--trigger-json={report}",
     )
@@ -398,7 +407,7 @@ def test_wrong_key_stops_the_session_with_one_message(
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong-key")
     queries = [f"query number {i} about csv files" for i in range(6)]
     skills = make_skill(pytester.path / "skills", entries=[entry(q, True) for q in queries])
-    result = run(pytester, f"--skill-path={skills}", "--trigger-concurrency", "1")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--trigger-concurrency", "1")
     out = result.stdout.str()
     outcomes = result.parseoutcomes()
     assert outcomes.get("errors", outcomes.get("error")) == 1
@@ -434,7 +443,7 @@ def test_no_credentials_and_no_cli_skips_with_a_reason(
     monkeypatch.setenv("APPDATA", str(home))
     monkeypatch.setenv("PATH", str(empty_bin))
     skills = make_skill(pytester.path / "skills", entries=[entry(Q_YES, True), entry(Q_NO, False)])
-    result = run(pytester, f"--skill-path={skills}", "-rs")
+    result = run(pytester, f"--trigger-skill-path={skills}", "-rs")
     result.assert_outcomes(skipped=2)
     out = result.stdout.str()
     assert "ANTHROPIC_API_KEY" in out
@@ -451,7 +460,7 @@ def test_user_properties_on_reports_via_junitxml(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     xml = pytester.path / "junit.xml"
-    run(pytester, f"--skill-path={skills}", f"--junitxml={xml}", "--no-early-stop")
+    run(pytester, f"--trigger-skill-path={skills}", f"--junitxml={xml}", "--trigger-no-early-stop")
     cases = ET.parse(xml).getroot().iter("testcase")
     props = {
         case.get("name"): {p.get("name"): p.get("value") for p in case.iter("property")}
@@ -494,7 +503,7 @@ def test_user_properties_are_plain_values(
                     f.write(json.dumps([name, dict(report.user_properties)]) + "\\n")
         """
     )
-    run(pytester, f"--skill-path={skills}")
+    run(pytester, f"--trigger-skill-path={skills}")
     lines = (pytester.path / "props.jsonl").read_text(encoding="utf-8").splitlines()
     props = dict(json.loads(line) for line in lines)
     assert len(props) == 4
@@ -543,7 +552,12 @@ def test_trigger_json_structure(pytester: pytest.Pytester, fake_api: FakeMessage
         ],
     )
     out = pytester.path / "report.json"
-    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}", "--no-early-stop")
+    result = run(
+        pytester,
+        f"--trigger-skill-path={skills}",
+        f"--trigger-json={out}",
+        "--trigger-no-early-stop",
+    )
     result.assert_outcomes(passed=2, failed=2)
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["version"] == 1
@@ -606,7 +620,7 @@ GOOD_MD = f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\n---\nBody\n"
 def _bad_eval(text: str):
     def build(root: Path) -> tuple[list[str], str]:
         folder = make_skill(root, eval_text=text)
-        return [f"--skill-path={folder}"], str(folder / "evals" / "trigger-eval.json")
+        return [f"--trigger-skill-path={folder}"], str(folder / "evals" / "trigger-eval.json")
 
     return build
 
@@ -616,24 +630,24 @@ def _bad_md(text: str | bytes):
         folder = make_skill(root, skill_md=text if isinstance(text, str) else None)
         if isinstance(text, bytes):
             (folder / "SKILL.md").write_bytes(text)
-        return [f"--skill-path={folder}"], str(folder / "SKILL.md")
+        return [f"--trigger-skill-path={folder}"], str(folder / "SKILL.md")
 
     return build
 
 
 def _missing_path(root: Path) -> tuple[list[str], str]:
-    return [f"--skill-path={root / 'nowhere'}"], str(root / "nowhere")
+    return [f"--trigger-skill-path={root / 'nowhere'}"], str(root / "nowhere")
 
 
 def _no_skills(root: Path) -> tuple[list[str], str]:
     (root / "empty" / "sub").mkdir(parents=True)
-    return [f"--skill-path={root / 'empty'}"], str(root / "empty")
+    return [f"--trigger-skill-path={root / 'empty'}"], str(root / "empty")
 
 
 def _option(*args: str):
     def build(root: Path) -> tuple[list[str], str]:
         folder = make_skill(root)
-        return [f"--skill-path={folder}", *args], args[0]
+        return [f"--trigger-skill-path={folder}", *args], args[0]
 
     return build
 
@@ -649,9 +663,9 @@ BAD_INPUTS = [
     pytest.param(_bad_md(b"---\nname: x\ndescription: caf\xe9\n---\n"), id="not-utf8"),
     pytest.param(_missing_path, id="missing-skill-path"),
     pytest.param(_no_skills, id="folder-without-skills"),
-    pytest.param(_option("--runs-per-query", "0"), id="runs-0"),
+    pytest.param(_option("--trigger-runs", "0"), id="runs-0"),
     pytest.param(_option("--trigger-threshold", "1.5"), id="threshold-1.5"),
-    pytest.param(_option("--runs-per-query", "three"), id="runs-not-a-number"),
+    pytest.param(_option("--trigger-runs", "three"), id="runs-not-a-number"),
 ]
 
 
@@ -686,7 +700,7 @@ def test_folder_of_skills_collects_all_and_lists_siblings(
     make_skill(root, "beta-skill", [entry("beta query one", False)], "Beta does beta things.")
     fake_api.script("alpha query one", ["skill:alpha-skill"])
     fake_api.script("beta query one", ["text"])
-    result = run(pytester, f"--skill-path={root}", "-v")
+    result = run(pytester, f"--trigger-skill-path={root}", "-v")
     assert outcomes_by_id(result) == {
         "alpha-skill[00-alpha-query-one]": "PASSED",
         "beta-skill[00-beta-query-one]": "PASSED",
@@ -722,7 +736,7 @@ def test_result_store_reuses_runs(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     store = tmp_path / "store.sqlite"
-    args = (f"--skill-path={skills}", "-v", f"--trigger-store={store}")
+    args = (f"--trigger-skill-path={skills}", "-v", f"--trigger-store={store}")
     first = run(pytester, *args)
     verdicts = outcomes_by_id(first)
     assert len(verdicts) == 4
@@ -752,10 +766,10 @@ def test_result_store_depends_on_the_description(
 ) -> None:
     skills = standard_skill(pytester, fake_api)
     store = tmp_path / "store.sqlite"
-    args = (f"--skill-path={skills}", f"--trigger-store={store}")
+    args = (f"--trigger-skill-path={skills}", f"--trigger-store={store}")
     run(pytester, *args)
     calls = trigger_calls(fake_api)
-    run(pytester, *args, "--skill-description", "A different description of csv tidying.")
+    run(pytester, *args, "--trigger-description", "A different description of csv tidying.")
     assert trigger_calls(fake_api) == 2 * calls
 
 
@@ -763,7 +777,7 @@ def test_zero_budget_skips_items_naming_the_budget(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = standard_skill(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", "--trigger-budget-usd", "0", "-rs")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--trigger-budget-usd", "0", "-rs")
     result.assert_outcomes(skipped=4)
     assert "budget" in result.stdout.str()
     assert trigger_calls(fake_api) == 0
@@ -775,7 +789,7 @@ def test_tiny_budget_stops_calls_and_skips_the_rest(
     skills = standard_skill(pytester, fake_api)
     result = run(
         pytester,
-        f"--skill-path={skills}",
+        f"--trigger-skill-path={skills}",
         "--trigger-budget-usd",
         "0.0000001",
         "-rs",
@@ -806,7 +820,9 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
         for e in target.eval_set.entries
     ]
     budget = 2.5 * max(estimates)
-    result = run(pytester, f"--skill-path={skills}", "--trigger-budget-usd", f"{budget:.8f}")
+    result = run(
+        pytester, f"--trigger-skill-path={skills}", "--trigger-budget-usd", f"{budget:.8f}"
+    )
     assert 1 <= trigger_calls(fake_api) <= 2
     assert sum(sorted(estimates)[: trigger_calls(fake_api)]) <= budget
     result.stdout.fnmatch_lines(["*cost budget*was reached*queries were skipped*"])
@@ -839,7 +855,7 @@ def test_a_skill_the_model_is_not_shown_fails_its_positives_without_a_call(
     (pytester.path / "data").mkdir()
     (pytester.path / "data" / "a.xlsx").write_bytes(b"")  # a matching file changes nothing
     out = pytester.path / "out.json"
-    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}")
+    result = run(pytester, f"--trigger-skill-path={skills}", f"--trigger-json={out}")
     result.assert_outcomes(passed=1, failed=1)
     assert trigger_calls(fake_api) == 0
     result.stdout.fnmatch_lines([f"*{said}*", f"*{SKILL}/SKILL.md:1: PytestConfigWarning: *"])
@@ -856,7 +872,7 @@ def test_an_empty_paths_list_is_listed(
         skill_md=f"---\nname: {SKILL}\ndescription: {DESCRIPTION}\npaths: []\n---\n# Body\n",
     )
     fake_api.script(Q_YES, [f"skill:{SKILL}"])
-    run(pytester, f"--skill-path={skills}").assert_outcomes(passed=1)
+    run(pytester, f"--trigger-skill-path={skills}").assert_outcomes(passed=1)
     assert trigger_calls(fake_api) > 0
     assert f"- {SKILL}: {DESCRIPTION}" in json.dumps(fake_api.requests[0], ensure_ascii=False)
 
@@ -876,7 +892,7 @@ def test_the_exact_listed_line_is_in_the_failure_and_the_json_and_a_cut_is_warne
         ),
     )
     out = pytester.path / "out.json"
-    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}")
+    result = run(pytester, f"--trigger-skill-path={skills}", f"--trigger-json={out}")
     result.assert_outcomes(failed=1)
     listed = json.loads(out.read_text())["skills"][0]["listed_description"]
     assert listed.startswith(DESCRIPTION + " - Also for &lt;tsv&gt;") and listed.endswith("\u2026")
@@ -884,5 +900,5 @@ def test_the_exact_listed_line_is_in_the_failure_and_the_json_and_a_cut_is_warne
     assert out_text.count(f"listed as: - {SKILL}: {listed}") == 1  # once, in the summary
     assert "listed to the model as" not in out_text
     result.stdout.fnmatch_lines(["*Claude Code cuts it, so the model never sees what follows*"])
-    verbose = run(pytester, f"--skill-path={skills}", "-v")  # -v: under each failure too
+    verbose = run(pytester, f"--trigger-skill-path={skills}", "-v")  # -v: under each failure too
     assert f"listed to the model as: - {SKILL}: {listed}" in verbose.stdout.str()

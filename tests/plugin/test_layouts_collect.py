@@ -1,8 +1,8 @@
 """Repositories as users lay them out, with the commands the docs give: a monorepo's subfolder
 skill (``packages/foo/.claude/skills/bar``, inside a folder pytest's ``norecursedirs`` keeps it
-out of), ``cd skill && pytest`` in a repository with no pytest ini file, and ``--skill-path``
-into a repository that has tests of its own (and a stray ``test_*.py`` in a skill's folder).
-Each runs pytest in a subprocess, as a user's shell does."""
+out of), ``cd skill && pytest`` in a repository with no pytest ini file, and
+``--trigger-skill-path`` into a repository that has tests of its own (and a stray ``test_*.py``
+in a skill's folder). Each runs pytest in a subprocess, as a user's shell does."""
 
 from __future__ import annotations
 
@@ -59,9 +59,9 @@ BAR = "packages/foo/.claude/skills/bar/SKILL.md"
     "args",
     [
         ("packages/foo", "--trigger-cwd=packages/foo"),  # the how-to's command
-        ("--skill-path=packages/foo",),
-        ("--skill-path=.",),
-        ("--skill-path=packages/foo/.claude/skills/bar",),
+        ("--trigger-skill-path=packages/foo",),
+        ("--trigger-skill-path=.",),
+        ("--trigger-skill-path=packages/foo/.claude/skills/bar",),
     ],
     ids=["how-to", "skill-path-package", "skill-path-root", "skill-path-skill"],
 )
@@ -76,10 +76,10 @@ def test_a_monorepo_subfolder_skill_is_collected_in_every_form_of_the_docs(
 def test_a_path_given_to_pytest_collects_its_tests_and_its_hidden_skills(
     pytester: pytest.Pytester, monorepo: Path
 ) -> None:
-    """``pytest . --skill-path=.``: the user named the repository, so its tests run too; the
+    """``pytest . --trigger-skill-path=.``: the user named the repository, so its tests run too; the
     skill's folder adds only the skill (not its script's stray test), and the header says how
     many other tests were collected and how to leave them out."""
-    ids, output = collected(pytester, ".", "--skill-path=.")
+    ids, output = collected(pytester, ".", "--trigger-skill-path=.")
     assert [i.split("::")[0] for i in ids] == [BAR, BAR, "tests/test_unit.py"]
     assert "1 other test collected beside 2 trigger items" in output
     assert "-m skill_trigger" in output
@@ -109,7 +109,7 @@ def test_a_plain_pytest_at_a_project_root_says_how_to_collect_its_skills(
     write_skill(pytester.path / ".claude" / "skills" / "one", "Deploy the web app to staging.")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
-    line = "*no test collected; 1 skill below this folder: run pytest --skill-path=. *"
+    line = "*no test collected; 1 skill below this folder: run pytest --trigger-skill-path=. *"
     result.stdout.fnmatch_lines([line])
     assert fake_api.stats["calls"] == 0
 
@@ -124,7 +124,7 @@ def test_without_a_git_folder_the_rootdir_is_the_project_root_and_the_header_say
     (root / "pytest.ini").write_text("[pytest]\n")
     write_skill(root / "apps" / "web" / ".claude" / "skills" / "deploy", "Deploy the web app.")
     (root / "apps" / "web" / "main.py").write_text("x = 1\n")
-    result = pytester.runpytest_subprocess("--collect-only", "--skill-path=apps/web")
+    result = pytester.runpytest_subprocess("--collect-only", "--trigger-skill-path=apps/web")
     output = result.stdout.str()
     assert result.ret == pytest.ExitCode.OK, output
     assert output.count("no .git above apps/web: its project root is pytest's rootdir") == 1

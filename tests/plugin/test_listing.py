@@ -95,7 +95,7 @@ def test_the_fixture_and_a_draft_list_the_extra_skills_too(
     result.assert_outcomes(passed=1)
     (check,) = fake_api.requests
     assert [name for name, _ in parse_listing(check)][:2] == ["zz-tidy", "sheets"]
-    result = pytester.runpytest_subprocess(*plugin_args(project), "--draft-eval-set", extra)
+    result = pytester.runpytest_subprocess(*plugin_args(project), "--trigger-draft", extra)
     drafts = [b for b in fake_api.requests if "trigger eval set" in json.dumps(b)]
     assert len(drafts) == 1
     prompt = drafts[0]["messages"][0]["content"]
@@ -128,9 +128,9 @@ def test_past_the_models_listing_budget_a_skill_is_listed_by_name_alone(
     fake_api.script(query, ["text"])
     out = pytester.path / "out.json"
     args = (
-        f"--skill-path={skills / 'skill-009'}",
+        f"--trigger-skill-path={skills / 'skill-009'}",
         "--trigger-backend=anthropic",
-        "--runs-per-query=1",
+        "--trigger-runs=1",
         "--trigger-confidence=off",
         "--trigger-cache=off",
         "-p",

@@ -22,7 +22,7 @@ def test_bad_options_are_usage_errors(
 ) -> None:
     folder = make_skill(pytester.path, [("merge these PDF documents", True)])
     result = pytester.runpytest_subprocess(
-        f"--skill-path={folder}", "--trigger-json=out.json", *args
+        f"--trigger-skill-path={folder}", "--trigger-json=out.json", *args
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {message}"])
@@ -33,7 +33,7 @@ def test_bad_options_are_usage_errors(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--runs-per-query=0"], "*--runs-per-query: must be at least 1, got 0*"),
+        (["--trigger-runs=0"], "*--trigger-runs: must be at least 1, got 0*"),
         (["--trigger-backend=two words"], "*--trigger-backend: must be a backend's name*"),
         (["--trigger-cache=bogus"], "*--trigger-cache: must be one of use, refresh, off*"),
     ],

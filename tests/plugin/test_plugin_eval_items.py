@@ -1,6 +1,6 @@
 """The official runner's cases under pytest: ``claude plugin eval`` cases that check the
 Skill tool become trigger items (the others are named, with why, and never run), and
-``--export-plugin-eval`` writes an eval set as such cases without a call. Nothing is written
+``--trigger-export-plugin-eval`` writes an eval set as such cases without a call. Nothing is written
 into the plugin folder uninvited."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_trigger_cases_become_items_and_the_others_are_named(
     write_case(plugin, "france", "what is the capital of france", "{" + skill + ", max: 0, min: 0}")
     write_case(plugin, "judged", "write a poem", "{name: good, type: llm, criteria: nice}")
     before = files_of(plugin)
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-v", "--runs-per-query=1"))
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-v", "--trigger-runs=1"))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
@@ -95,7 +95,7 @@ def test_under_q_the_summary_says_what_was_not_tested_or_collected(
     write_case(plugin, "judged", "write a poem", "{name: good, type: llm, criteria: nice}")
     (plugin / "evals" / "broken").mkdir()
     (plugin / "evals" / "broken" / "case.yaml").write_text('schema_version: "1.0"\nruns: 0\n')
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-q", "--runs-per-query=1"))
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-q", "--trigger-runs=1"))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
@@ -128,7 +128,9 @@ def test_an_eval_set_is_exported_as_cases_without_a_call(
 ) -> None:
     plugin = make_plugin(pytester.path, with_eval_set=True)
     out = pytester.path / "exported"
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, f"--export-plugin-eval={out}"))
+    result = pytester.runpytest_subprocess(
+        *plugin_args(plugin, f"--trigger-export-plugin-eval={out}")
+    )
     assert result.ret == 0
     result.stdout.fnmatch_lines(
         ["*skilltrigger: wrote 2 claude plugin eval cases for acme:alpha into exported*"]
@@ -150,7 +152,9 @@ def test_an_export_folder_that_cannot_be_written_is_a_one_line_error(
     plugin = make_plugin(pytester.path, with_eval_set=True)
     blocker = pytester.path / "a-file"
     blocker.write_text("not a folder")
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, f"--export-plugin-eval={blocker}"))
+    result = pytester.runpytest_subprocess(
+        *plugin_args(plugin, f"--trigger-export-plugin-eval={blocker}")
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     errors = [line for line in result.stderr.lines if "a-file" in line]
     assert len(errors) == 1 and "Traceback" not in result.stderr.str()
@@ -163,11 +167,11 @@ def test_an_export_does_not_draft(pytester: pytest.Pytester, fake_api: FakeMessa
     plugin = make_plugin(pytester.path, with_eval_set=True)
     out = pytester.path / "exported"
     result = pytester.runpytest_subprocess(
-        *plugin_args(plugin, f"--export-plugin-eval={out}", "--draft-eval-set")
+        *plugin_args(plugin, f"--trigger-export-plugin-eval={out}", "--trigger-draft")
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    errors = [line for line in result.stderr.lines if "--export-plugin-eval" in line]
-    assert len(errors) == 1 and "--draft-eval-set first" in errors[0]
+    errors = [line for line in result.stderr.lines if "--trigger-export-plugin-eval" in line]
+    assert len(errors) == 1 and "--trigger-draft first" in errors[0]
     assert "Traceback" not in result.stderr.str()
     assert fake_api.stats["calls"] == 0 and not out.exists()
 
@@ -192,7 +196,7 @@ def test_a_case_resuming_a_conversation_is_collected_and_asked_after_it(
     )
     case = plugin / "evals" / "resumed" / "case.yaml"
     case.write_text(case.read_text() + "context:\n  history_file: h.jsonl\n")
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-v", "--runs-per-query=1"))
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "-v", "--trigger-runs=1"))
     result.assert_outcomes(passed=1)
     (body,) = list(fake_api.requests)
     assert body["messages"][0]["content"] == turns[0]["content"]

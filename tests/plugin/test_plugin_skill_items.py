@@ -41,7 +41,7 @@ def test_bare_names_count_as_the_cli_resolves_them(
     fake_api.call_names = {"acme:alpha": "alpha", "acme:gamma": "gamma"}
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(plugin, "-v", "--runs-per-query=1", f"--trigger-json={out}")
+        *plugin_args(plugin, "-v", "--trigger-runs=1", f"--trigger-json={out}")
     )
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
@@ -72,7 +72,7 @@ def test_the_alias_with_its_plugin_loads_the_skill(
 ) -> None:
     plugin = make_plugin(pytester.path)
     fake_api.call_names = {"acme:gamma": "acme:delta"}
-    result = pytester.runpytest_subprocess(*plugin_args(plugin, "--runs-per-query=1"))
+    result = pytester.runpytest_subprocess(*plugin_args(plugin, "--trigger-runs=1"))
     result.assert_outcomes(passed=2)
 
 
@@ -94,7 +94,7 @@ def test_a_routing_set_may_expect_a_skill_without_an_eval_set(
         {"query": "what is the capital of france", "expected_skill": None},
     ]
     (skills / "routing-eval.json").write_text(json.dumps(routing))
-    result = pytester.runpytest_subprocess(*plugin_args(skills, "--runs-per-query=1"))
+    result = pytester.runpytest_subprocess(*plugin_args(skills, "--trigger-runs=1"))
     result.assert_outcomes(passed=4)
     assert "not tested: beta" not in result.stdout.str()
     result.stdout.fnmatch_lines(["skills/beta/SKILL.md .*"])

@@ -107,7 +107,7 @@ def test_an_output_under_a_file_is_a_usage_error_before_any_call(
 
     before = files()
     result = pytester.runpytest_subprocess(
-        option.format(blocker=blocker), "--optimize-description", "--trigger-cache=use"
+        option.format(blocker=blocker), "--trigger-optimize", "--trigger-cache=use"
     )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {blocker}/*: cannot be created: {blocker} is a file*"])
@@ -154,17 +154,17 @@ def read_only(folder: Path, command: list[str]) -> list[str]:
 def test_a_read_only_skill_folder_is_refused_before_the_rounds(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
-    """A skill the user may not write: --optimize-description stops at once with one line
+    """A skill the user may not write: --trigger-optimize stops at once with one line
     instead of failing after every round was paid for."""
     folder = standard_skill(pytester, fake_api)
     command = [
         *PYTEST,
         "-p",
         "no:cacheprovider",
-        f"--skill-path={folder}",
+        f"--trigger-skill-path={folder}",
         "--trigger-cache=off",
-        "--optimize-description",
-        "--holdout=0.5",
+        "--trigger-optimize",
+        "--trigger-holdout=0.5",
     ]
     try:
         done = subprocess.run(
@@ -267,9 +267,9 @@ def test_files_are_written_with_the_users_umask(
             "--trigger-json=out.json",
             "--trigger-report=report.html",
             "--trigger-results-dir=results",
-            "--optimize-description",
-            "--max-iterations=1",
-            "--holdout=0.5",
+            "--trigger-optimize",
+            "--trigger-max-iterations=1",
+            "--trigger-holdout=0.5",
         )
     finally:
         os.umask(old)
@@ -289,7 +289,7 @@ def test_warnings_point_at_the_skill_and_a_symlinked_folder_is_collected_once(
     skill_md = project / "skills" / SKILL / "SKILL.md"
     skill_md.write_text(skill_md.read_text().replace("---\n# ", "unknown-key: 1\n---\n# ", 1))
     (project / "more").symlink_to(project / "skills")
-    result = pytester.runpytest_subprocess(f"--skill-path={project / 'more'}", "skills")
+    result = pytester.runpytest_subprocess(f"--trigger-skill-path={project / 'more'}", "skills")
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines([f"*{SKILL}/SKILL.md:1: PytestConfigWarning:*unknown-key*"])
 
@@ -310,7 +310,7 @@ def test_the_optimizers_lines_start_on_a_line_of_their_own_under_q(
 ) -> None:
     fake_api.proposals = ["Clean and repair messy CSV files, and answer what a CSV file is."]
     result = pytester.runpytest_subprocess(
-        "-q", "--optimize-description", "--max-iterations=1", "--holdout=0.5"
+        "-q", "--trigger-optimize", "--trigger-max-iterations=1", "--trigger-holdout=0.5"
     )
     lines = result.stdout.lines
     first = next(i for i, line in enumerate(lines) if f"{SKILL} iteration 1/1" in line)

@@ -96,11 +96,11 @@ def run_report(
         "-p",
         "no:cacheprovider",
         "test_plain.py",
-        f"--skill-path={skills}",
+        f"--trigger-skill-path={skills}",
         "--html",
         "report.html",
         "--self-contained-html",
-        "--no-early-stop",
+        "--trigger-no-early-stop",
         *more,
     )
     result.assert_outcomes(passed=4)

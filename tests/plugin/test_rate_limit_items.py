@@ -15,7 +15,7 @@ from tests.helpers import make_skill, plugin_args
 def run_skill(pytester: pytest.Pytester, queries: int, *more: str) -> pytest.RunResult:
     entries = [(f"merge PDF documents batch {i}", True) for i in range(queries)]
     folder = make_skill(pytester.path, entries)
-    args = plugin_args(folder, "--runs-per-query", "1", "--trigger-json=out.json", *more)
+    args = plugin_args(folder, "--trigger-runs", "1", "--trigger-json=out.json", *more)
     return pytester.runpytest_subprocess(*args, timeout=300)
 
 

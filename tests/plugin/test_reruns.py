@@ -83,7 +83,7 @@ def test_five_runs_on_one_store_pay_once_and_never_flip(
         result = pytester.runpytest_subprocess(
             "-p",
             "no:cacheprovider",
-            f"--skill-path={skills}",
+            f"--trigger-skill-path={skills}",
             f"--trigger-store={store}",
             f"--trigger-json={out}",
             *more,

@@ -1,4 +1,4 @@
-"""Which skill folders a run collects: ``--skill-path`` alone collects only those, with
+"""Which skill folders a run collects: ``--trigger-skill-path`` alone collects only those, with
 explicit paths it adds them; the ``skill_paths`` ini key's skills join a run without explicit
 paths and follow pytest's own selection otherwise (an argument inside a skill takes that
 skill, one holding the ini folder takes it all, one elsewhere none)."""
@@ -285,9 +285,9 @@ PDF, CSV, OTHER, TESTS = (
         (("skills/pdf",), [PDF]),
         (("skills/pdf/SKILL.md", "tests"), [PDF, TESTS]),
         (("skills",), [CSV, PDF]),
-        (("--skill-path=vendor/skills/other",), [OTHER]),
-        (("--skill-path=vendor/skills/other", "tests"), [TESTS, OTHER]),
-        (("--skill-path=vendor/skills/other", "skills/group"), [CSV, OTHER]),
+        (("--trigger-skill-path=vendor/skills/other",), [OTHER]),
+        (("--trigger-skill-path=vendor/skills/other", "tests"), [TESTS, OTHER]),
+        (("--trigger-skill-path=vendor/skills/other", "skills/group"), [CSV, OTHER]),
     ],
 )
 def test_a_command_line_collects_the_skills_it_selects(

@@ -39,7 +39,9 @@ def test_items_settle_at_the_confidence_and_borderline_fails_saying_so(
 ) -> None:
     skills = scripted(pytester, fake_api)
     out, xml = pytester.path / "out.json", pytester.path / "junit.xml"
-    result = run(pytester, f"--skill-path={skills}", f"--trigger-json={out}", f"--junitxml={xml}")
+    result = run(
+        pytester, f"--trigger-skill-path={skills}", f"--trigger-json={out}", f"--junitxml={xml}"
+    )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -75,7 +77,7 @@ def test_the_reference_rule_is_one_option_away(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
     skills = scripted(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", "--trigger-confidence=off")
+    result = run(pytester, f"--trigger-skill-path={skills}", "--trigger-confidence=off")
     # 2 + 2 runs settle the clear ones; the split one's third run decides 2 of 3
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*3 runs per query, threshold 0.5,*"])
@@ -88,16 +90,19 @@ def test_the_reference_rule_is_one_option_away(
         (["--trigger-confidence=sure"], "--trigger-confidence: must be a number or off"),
         (["--trigger-confidence=1"], "--trigger-confidence: must be above 0.5 and below 1"),
         (["--trigger-margin=0.6"], "--trigger-margin: must be above 0 and below 0.5"),
-        (["--max-runs-per-query=2"], "--max-runs-per-query: must be at least --runs-per-query"),
-        (["--max-runs-per-query=101"], "--max-runs-per-query: must be at most 100, got 101"),
-        (["--trigger-confidence=0.9", "--no-early-stop"], "--no-early-stop: makes every run"),
+        (["--trigger-max-runs=2"], "--trigger-max-runs: must be at least --trigger-runs"),
+        (["--trigger-max-runs=101"], "--trigger-max-runs: must be at most 100, got 101"),
+        (
+            ["--trigger-confidence=0.9", "--trigger-no-early-stop"],
+            "--trigger-no-early-stop: makes every run",
+        ),
     ],
 )
 def test_bad_rule_options_are_one_line_before_any_call(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI, args: list[str], problem: str
 ) -> None:
     skills = scripted(pytester, fake_api)
-    result = run(pytester, f"--skill-path={skills}", *args)
+    result = run(pytester, f"--trigger-skill-path={skills}", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{problem}*"])
     assert fake_api.stats["calls"] == 0

@@ -16,7 +16,7 @@ def test_skill_warnings_show_in_the_warnings_summary(
     (folder / "SKILL.md").write_text(
         "---\nname: Other_Name\ndescription: Merge and split PDF documents.\n---\n"
     )
-    result = pytester.runpytest_subprocess(f"--skill-path={folder}", "-q")
+    result = pytester.runpytest_subprocess(f"--trigger-skill-path={folder}", "-q")
     result.stdout.fnmatch_lines(["*PytestConfigWarning*", "*Other_Name*"])
 
 

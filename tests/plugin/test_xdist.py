@@ -70,7 +70,7 @@ def run_args(root: Path, *more: str) -> tuple[str, ...]:
     return (
         "-p",
         "no:cacheprovider",
-        f"--skill-path={root}",
+        f"--trigger-skill-path={root}",
         *no_store(more),
         *reference_rule(more),
         *more,
@@ -199,7 +199,7 @@ def test_the_concurrency_set_is_the_whole_sessions_under_xdist(
         description = "Alpha: tidy any batch of csv files."
         make_skill(root, "alpha-skill", [entry(q, s) for q, s in queries], description)
         result = pytester.runpytest_subprocess(
-            "-n", "2", *run_args(root, "--trigger-concurrency=4", "--no-early-stop")
+            "-n", "2", *run_args(root, "--trigger-concurrency=4", "--trigger-no-early-stop")
         )
         result.assert_outcomes(passed=16)
         assert 2 <= api.stats["in_flight_max"] <= 4

@@ -21,13 +21,13 @@ def test_budget_is_per_session_under_xdist(
     entries = [(f"merge PDF documents batch {i}", True) for i in range(12)]
     folder = make_skill(pytester.path, entries)
     common = plugin_args(
-        folder, "--no-early-stop", "--trigger-concurrency", "1", "--trigger-json=out.json"
+        folder, "--trigger-no-early-stop", "--trigger-concurrency", "1", "--trigger-json=out.json"
     )
-    pytester.runpytest_subprocess(*common, "--runs-per-query", "1")
+    pytester.runpytest_subprocess(*common, "--trigger-runs", "1")
     per_call = json.loads((pytester.path / "out.json").read_text())["skills"][0]["summary"]
     budget = per_call["cost_usd"] / 12 * 4.5  # room for about four calls in the session
     result = pytester.runpytest_subprocess(
-        *common, "--runs-per-query", "1", "-n", "3", "--trigger-budget-usd", f"{budget:.8f}"
+        *common, "--trigger-runs", "1", "-n", "3", "--trigger-budget-usd", f"{budget:.8f}"
     )
     spent = json.loads((pytester.path / "out.json").read_text())["skills"][0]["summary"]
     assert spent["cost_usd"] <= budget * 1.01  # three workers, one budget

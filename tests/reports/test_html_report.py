@@ -184,7 +184,7 @@ def test_structure_rows_columns_and_best() -> None:
         assert tags.with_class("td", kind), kind
     assert "boom plain" in page  # the error message, in the cell's title
     assert "original plain" in page and "better plain" in page
-    assert "stopped after 2 iterations (--max-iterations) plain" in page
+    assert "stopped after 2 iterations (--trigger-max-iterations) plain" in page
     # the chart: a train and a test point per measured iteration, no script in it
     assert len(tags.tags_of("svg")) == 1 and len(tags.tags_of("circle")) == 2 * 2
 

@@ -49,7 +49,7 @@ def test_the_table_adds_up_to_the_servers_answers_and_names_the_clashes(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out = pytester.path / "out.json"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, f"--trigger-json={out}", "--no-early-stop", "-n", "2")
+        *plugin_args(folder, f"--trigger-json={out}", "--trigger-no-early-stop", "-n", "2")
     )
     assert result.ret == 1  # some queries were taken by the sibling
     (table,) = json.loads(out.read_text())["routing"]
@@ -104,7 +104,7 @@ def test_routing_items_the_gate_and_their_place_in_the_table(
         *plugin_args(
             folder,
             f"--trigger-json={out}",
-            "--no-early-stop",
+            "--trigger-no-early-stop",
             "-v",
             "--trigger-min-routing-accuracy=0.9",
             *workers,
@@ -145,7 +145,7 @@ def test_the_failure_text_says_what_was_chosen(
 ) -> None:
     folder = make_folder(pytester.path, fake_api)
     (folder / "routing-eval.json").write_text(json.dumps(ROUTING[:1]))
-    result = pytester.runpytest_subprocess(*plugin_args(folder, "--no-early-stop"))
+    result = pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-no-early-stop"))
     result.stdout.fnmatch_lines(
         [
             "*expected 'xlsx' chosen first in at least 0.5 of the runs; over 3 runs the model "
@@ -195,7 +195,7 @@ def test_the_pytest_html_page_shows_the_routing_table_escaped(
 ) -> None:
     folder = make_folder(pytester.path, fake_api)
     page = pytester.path / "page.html"
-    pytester.runpytest_subprocess(*plugin_args(folder, f"--html={page}", "--no-early-stop"))
+    pytester.runpytest_subprocess(*plugin_args(folder, f"--html={page}", "--trigger-no-early-stop"))
     html = page.read_text()
     assert "Routing in skills<" in html  # as the person who ran pytest reads it
     assert "pdf took 4 of 6 runs of 2 xlsx queries" in html
@@ -213,7 +213,7 @@ def test_the_routing_gate_and_table_show_when_only_routing_items_ran(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     result = pytester.runpytest_subprocess(
         *plugin_args(
-            folder, "--no-early-stop", "-k", "routing", "--trigger-min-routing-accuracy=0.9"
+            folder, "--trigger-no-early-stop", "-k", "routing", "--trigger-min-routing-accuracy=0.9"
         )
     )
     result.assert_outcomes(passed=3, xfailed=1, deselected=7)
@@ -242,7 +242,7 @@ def test_routing_items_stop_early_with_the_verdicts_of_every_run(
     folder = make_folder(pytester.path, fake_api)
     (folder / "routing-eval.json").write_text(json.dumps(ROUTING))
     verdicts, asked = [], []
-    for early in ((), ("--no-early-stop",)):
+    for early in ((), ("--trigger-no-early-stop",)):
         for rows in SCRIPTS.values():  # the scripts from their start
             for query, _should, outcomes in rows:
                 fake_api.script(query, outcomes)
@@ -269,12 +269,12 @@ def test_routing_items_stop_early_with_the_verdicts_of_every_run(
 def test_a_plain_run_writes_its_trigger_report_page_with_the_routing_table(
     pytester: pytest.Pytester, fake_api: FakeMessagesAPI
 ) -> None:
-    """Without --optimize-description, --trigger-report is the items' page: each skill's
+    """Without --trigger-optimize, --trigger-report is the items' page: each skill's
     summary and queries, and the folder's table (it used to be silently ignored)."""
     folder = make_folder(pytester.path, fake_api)
     page = pytester.path / "out" / "page.html"
     result = pytester.runpytest_subprocess(
-        *plugin_args(folder, f"--trigger-report={page}", "--no-early-stop")
+        *plugin_args(folder, f"--trigger-report={page}", "--trigger-no-early-stop")
     )
     assert result.ret == 1
     html = page.read_text()
@@ -310,7 +310,7 @@ def test_a_sibling_left_out_of_the_run_is_headed_as_the_folders_skill(
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     out = pytester.path / "out.json"
     pytester.runpytest_subprocess(
-        *plugin_args(folder, f"--trigger-json={out}", "--no-early-stop", "-k", "xlsx")
+        *plugin_args(folder, f"--trigger-json={out}", "--trigger-no-early-stop", "-k", "xlsx")
     )
     (table,) = json.loads(out.read_text())["routing"]
     assert table["skills"] == ["xlsx"] and table["folder_skills"] == ["pdf", "xlsx"]

@@ -121,7 +121,7 @@ def test_a_draft_asks_some_entries_mid_conversation() -> None:
 
 
 def test_queries_the_set_has_already_are_not_new() -> None:
-    """``--draft-eval-set=also``: a first answer that repeats the set asks for a repair; after
+    """``--trigger-draft=also``: a first answer that repeats the set asks for a repair; after
     it the repeats are left out when enough new entries remain, and the draft says how many."""
     data = entries(10, 10)
     known = [" ".join(data[i]["query"].upper().split()) for i in range(4)]  # case, spaces

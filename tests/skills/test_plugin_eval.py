@@ -148,7 +148,7 @@ def test_a_pinned_model_is_warned_of_and_an_eval_set_key_named_model_is_not(
     pinned = [w for w in target.warnings if "pins execution.model" in w]
     assert pinned == [
         f"case {tmp_path / 'evals' / 'haiku'} pins execution.model h; its trigger item runs on"
-        " the session's model (--trigger-model, --trigger-models)"
+        " the session's model (--trigger-model)"
     ]
 
 

@@ -1,6 +1,6 @@
 """Layouts found in public repositories, read as Claude Code would list them: a skill at the
-root of its checkout, a project's ``.claude/skills`` under ``--skill-path=.``, a skill the CLI
-never lists (nothing is drafted for it)."""
+root of its checkout, a project's ``.claude/skills`` under ``--trigger-skill-path=.``, a skill
+the CLI never lists (nothing is drafted for it)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from tests.skills.test_plugins import write_skill
 
 
 def test_a_skill_at_its_checkouts_root_lists_no_other_checkout(tmp_path: Path) -> None:
-    """``~/src/my-skill`` given with ``--skill-path=.``: the other checkouts in ``~/src`` are
-    not a folder of skills, so they are not listed beside it."""
+    """``~/src/my-skill`` given with ``--trigger-skill-path=.``: the other checkouts in ``~/src``
+    are not a folder of skills, so they are not listed beside it."""
     src = tmp_path / "src"
     write_skill(src / "my-skill", "Tidy commit messages.")
     write_skill(src / "someone-elses", "Bake bread.", evals=False)

@@ -417,7 +417,7 @@ def test_the_no_set_message_is_the_same_for_every_layout(tmp_path: Path, kind: s
     )
     assert "evals/my-triggers.json (not a name this plugin reads a set from)" in message
     assert message.endswith(
-        "name one with --eval-set=FILE (one skill), or draft them with --draft-eval-set"
+        "name one with --trigger-eval-set=FILE (one skill), or draft them with --trigger-draft"
     )
 
 

@@ -31,8 +31,8 @@ def test_an_input_error_is_always_one_line() -> None:
 
 @pytest.mark.parametrize("where", [None, ""])
 def test_an_input_error_without_a_file_is_the_problem_alone(where: str | None) -> None:
-    error = InputError(where, "--runs-per-query: must be at least 1, got 0")
-    assert str(error) == "--runs-per-query: must be at least 1, got 0"
+    error = InputError(where, "--trigger-runs: must be at least 1, got 0")
+    assert str(error) == "--trigger-runs: must be at least 1, got 0"
 
 
 def test_an_ask_error_counts_the_requests_sent() -> None:

@@ -84,7 +84,7 @@ class ClaudeCodeBackend:
         if found is None:
             raise BackendUnavailable(
                 f"Claude Code CLI not found ({wanted!r}): install it "
-                "(npm install -g @anthropic-ai/claude-code) or pass --claude-bin PATH"
+                "(npm install -g @anthropic-ai/claude-code) or pass --trigger-claude-bin PATH"
             )
         self.claude_bin = os.path.abspath(found)  # runs start in their own folder
         self.timeout = timeout

@@ -378,7 +378,7 @@ def pinned_models(cases: Sequence[TriggerCase]) -> list[str]:
     measures."""
     return [
         f"case {case.folder} pins execution.model {case.model}; its trigger item runs on the "
-        "session's model (--trigger-model, --trigger-models)"
+        "session's model (--trigger-model)"
         for case in cases
         if case.model
     ]

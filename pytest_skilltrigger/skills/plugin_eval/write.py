@@ -38,10 +38,10 @@ from pytest_skilltrigger.skills.plugin_eval.schema import (
 from pytest_skilltrigger.support.atomic import atomic_write_text, write_problem
 from pytest_skilltrigger.support.errors import InputError
 
-MARKER = "# Written by pytest-skilltrigger --export-plugin-eval"
+MARKER = "# Written by pytest-skilltrigger --trigger-export-plugin-eval"
 """How the first line of an exported ``case.yaml`` starts: an export replaces only these."""
 _STOP_DESCRIPTION = (
-    "Written by pytest-skilltrigger --export-plugin-eval: ends an eval run once the skill "
+    "Written by pytest-skilltrigger --trigger-export-plugin-eval: ends an eval run once the skill "
     "under test is called"
 )
 _MARKER_RE = re.compile(re.escape(MARKER) + r" for skill (?P<skill>\S+),")
