@@ -28,6 +28,7 @@ BENCHES = (
     "client_call",
     "batch",
     "contexts",
+    "changed_since",
 )
 CLI_BENCHES = ("local_latency", "official_runner")
 

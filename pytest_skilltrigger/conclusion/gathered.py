@@ -42,6 +42,8 @@ class Gathered:
         self._by_skill_md = {t.skill.skill_md: t for t in targets}
         self._by_routing_path = {r.path: r for r in routing_sets}
         self._by_node: dict[str, tuple[Target, QueryResult]] = {}
+        #: every item's result by node id, routing items' too (a shard's part carries them)
+        self.by_node: dict[str, QueryResult] = {}
         #: how many CLI runs each xdist worker kept in flight (none where this process ran them)
         self.worker_loads: list[LoadReport] = []
 
@@ -65,16 +67,18 @@ class Gathered:
         if target is None:
             return None
         self._by_node[nodeid] = (target, result)
+        self.by_node[nodeid] = result
         self.results.add(target, index, result, variant or Variant())
         return target
 
     def add_routing(
-        self, path: str, index: int, result: QueryResult, model: str | None = None
+        self, nodeid: str, path: str, index: int, result: QueryResult, model: str | None = None
     ) -> RoutingItemResult | None:
         """Keep a routing item's result under its folder (and model), with its verdict."""
         routing = self._by_routing_path.get(path)
         if routing is None:
             return None
+        self.by_node[nodeid] = result
         entry = routing.entries[index]
         item = RoutingItemResult(entry, result, routing_verdict(entry.expected_skill, result))
         self.routing.setdefault((routing.folder, model), {})[entry.index] = item

@@ -18,6 +18,7 @@ from typing import Any
 
 from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.reports.json_report import dumps
+from pytest_skilltrigger.reports.stopped import StoppedRun
 from pytest_skilltrigger.skills.catalog import Target
 from pytest_skilltrigger.skills.plugin_eval.write import (
     CaseSkill,
@@ -37,6 +38,10 @@ class Outputs:
     results_dir: str | None = None
     step_summary: str | None = None
     store_path: str | None = None
+    pr_comment_path: str | None = None
+    #: pytest's ``--junit-xml`` (written here only for a session stopped at its start,
+    #: whose end pytest's own writer never reaches)
+    junit_path: str | None = None
 
     def check(self, rewritten: Sequence[Target] = ()) -> None:
         """Raise :class:`InputError` for the first path that cannot be written; ``rewritten``
@@ -44,6 +49,7 @@ class Outputs:
         file beside it)."""
         files = [
             ("--trigger-json", self.json_path),
+            ("--trigger-pr-comment", self.pr_comment_path),
             ("--trigger-store", self.store_path),
             ("GITHUB_STEP_SUMMARY", self.step_summary),
             ("--trigger-report", self.report_path),
@@ -65,6 +71,19 @@ class Outputs:
     def write_json(self, data: dict[str, Any]) -> None:
         if self.json_path:
             write_json(self.json_path, data)
+
+    def write_pr_comment(self, markdown: str) -> None:
+        if self.pr_comment_path:
+            atomic_write_text(self.pr_comment_path, markdown)
+
+    def write_stopped(self, stopped: StoppedRun, comment: str) -> None:
+        """A session stopped at its start: the JSON with the reason, the JUnit XML of one
+        error case, the step summary and the PR comment saying it."""
+        self.write_json(stopped.to_json())
+        if self.junit_path:
+            atomic_write_text(self.junit_path, stopped.junit_xml())
+        self.append_step_summary(stopped.markdown())
+        self.write_pr_comment(comment)
 
     def write_page(self, page: str) -> None:
         if self.report_path:

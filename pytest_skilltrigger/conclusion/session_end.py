@@ -31,9 +31,22 @@ from pytest_skilltrigger.reports.analysis import (
 )
 from pytest_skilltrigger.reports.json_report import report_json
 from pytest_skilltrigger.reports.markdown import render_markdown
-from pytest_skilltrigger.reports.session_report import ReportContext, SessionReport, build_report
-from pytest_skilltrigger.reports.terminal import TerminalLine, comparison_lines, summary_lines
+from pytest_skilltrigger.reports.pr_comment import PullRequestRun, render_pr_comment
+from pytest_skilltrigger.reports.session_report import (
+    ReportContext,
+    RunScope,
+    SessionReport,
+    build_report,
+)
+from pytest_skilltrigger.reports.stopped import StoppedRun
+from pytest_skilltrigger.reports.terminal import (
+    TerminalLine,
+    comparison_lines,
+    scope_lines,
+    summary_lines,
+)
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.changed import ChangeSelection
 from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.skills.lint import LintedSkill, LintFinding, lint_sets
 from pytest_skilltrigger.skills.routing_set import RoutingSet
@@ -41,6 +54,7 @@ from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.interrupts import sigterm_as_interrupt
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.conclusion.merge import Parts
     from pytest_skilltrigger.engine.load_governor import LoadReport
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.optimizer.record import RoundsRecord
@@ -68,6 +82,7 @@ class Conclusion:
             lines += [TerminalLine(line) for line in summary_lines(self.report)]
         if self.comparison is not None:
             lines += comparison_lines(self.comparison, self.baseline_path)
+        lines += [TerminalLine(line) for line in scope_lines(self.report.scope)]
         lines += [TerminalLine(f"GATE FAILED {line}", "red") for line in self.gate_failures]
         return lines
 
@@ -75,12 +90,17 @@ class Conclusion:
 @dataclass(frozen=True)
 class EndOptions:
     """How a session ends: with improvement rounds or not, its gates, the files it writes,
-    and where pytest started (folders are shown relative to it)."""
+    where pytest started (folders are shown relative to it), and which part of the skills
+    it covers: a change's (``changes``), a shard's (``shard``, ``K/N``), or the merged
+    ``parts`` of a sharded run, whose results stand in for the engine's."""
 
     optimizer: OptimizerSettings | None = None
     gates: Gates = field(default_factory=Gates)
     outputs: Outputs = field(default_factory=Outputs)
     base: str | None = None
+    changes: ChangeSelection | None = None
+    shard: str | None = None
+    parts: Parts | None = None
 
 
 def check_before_drafts(outputs: Outputs, gates: Gates) -> None:
@@ -113,6 +133,9 @@ class SessionEnd:
         self.gates = options.gates
         self.outputs = options.outputs
         self.base = options.base
+        self.changes = options.changes
+        self.shard = options.shard
+        self.parts = options.parts
         self.baseline: Baseline | None = None
         self.gathered = Gathered(self.targets, self.routing_sets, settings.models)
         #: what the eval sets' lint found (``--trigger-lint``), once the inputs are checked
@@ -178,6 +201,8 @@ class SessionEnd:
         lines: list[TerminalLine] = []
         if not self.targets:
             return lines
+        if self.parts is not None:
+            return lines  # (the header said so; no item was to run here)
         if engine is None or engine.no_backend:
             reason = engine.no_backend if engine else "no trigger item ran"
             lines.append(
@@ -209,7 +234,40 @@ class SessionEnd:
         self._gate(conclusion)
         if report.has_results:
             self.outputs.append_step_summary(render_markdown(report, self.gates.min_accuracy))
+        if self.outputs.pr_comment_path:
+            self.outputs.write_pr_comment(render_pr_comment(self._pull_request_run(conclusion)))
         return conclusion
+
+    def _pull_request_run(self, conclusion: Conclusion) -> PullRequestRun:
+        return PullRequestRun(
+            conclusion.report,
+            conclusion.comparison,
+            self.baseline,
+            tuple(conclusion.gate_failures),
+            conclusion.report.scope.not_rerun,
+            confidence=self.settings.confidence or DEFAULT_CONFIDENCE,
+            gated=self.gates.min_accuracy is not None
+            or any(t.eval_set.min_accuracy is not None for t in self.targets),
+        )
+
+    def stop(self, reason: str, engine: TriggerSession | None) -> None:
+        """A session stopped at its start (a control failed, no backend): its JSON, JUnit
+        XML, step summary and comment say why, so a workflow finds them."""
+        reason = reason.removeprefix("skilltrigger: ")
+        spending = engine.spending() if engine is not None else {}
+        stopped = StoppedRun(reason, spending, self.settings.first_mode or "default")
+        comment = render_pr_comment(PullRequestRun(None, stopped=reason))
+        self.outputs.write_stopped(stopped, comment)
+
+    def _scope(self) -> RunScope:
+        """Which part of the skills the run covers."""
+        changes, parts = self.changes, self.parts
+        if parts is not None:
+            return RunScope(parts.changed_since, parts.not_rerun, merged=parts.paths)
+        items = dict(self.gathered.by_node) if self.shard else {}
+        if changes is None:
+            return RunScope(shard=self.shard, items=items)
+        return RunScope(changes.since, changes.unchanged, self.shard, items)
 
     def _improve(
         self, engine: TriggerSession, log: Log
@@ -255,6 +313,8 @@ class SessionEnd:
         return side_by_side(self.gathered.worker_loads)
 
     def _report_context(self, engine: TriggerSession | None) -> ReportContext:
+        if self.parts is not None:
+            return self._merged_context(self.parts)
         backend = engine.backend if engine is not None else None
         return ReportContext(
             backend=backend.name if backend else None,
@@ -271,6 +331,28 @@ class SessionEnd:
             lint=self.lint,
             controls=engine.control_results if engine else (),
             permission_mode=self.settings.first_mode,
+            scope=self._scope(),
+        )
+
+    def _merged_context(self, parts: Parts) -> ReportContext:
+        """A merge's: what the parts said of their session, and what they spent together."""
+        # deferred: the price table, only when a report is made
+        from pytest_skilltrigger.model.prices import load_prices
+
+        return ReportContext(
+            backend=parts.backend,
+            model=parts.model,
+            runs_per_query=self.settings.min_runs,
+            threshold=self.settings.threshold,
+            rule=self.settings.rule,
+            prices=load_prices(self.settings.prices_path),
+            spending=parts.spending,
+            routing=self.gathered.routing_tables,
+            base=self.base,
+            crowd_usage=self.settings.crowd_usage,
+            lint=self.lint,
+            permission_mode=parts.permission_mode,
+            scope=self._scope(),
         )
 
     def _write_results_page(self, report: SessionReport) -> None:

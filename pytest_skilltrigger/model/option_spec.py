@@ -52,6 +52,13 @@ def _parsed_rate_limit(value: object) -> object:
     return RateLimitSetting.parse(str(value))
 
 
+def _parsed_shard(value: object) -> object:
+    # deferred: only a given --trigger-shard is checked
+    from pytest_skilltrigger.model.shards import Shard
+
+    return Shard.parse(value)
+
+
 def parses(parse: Callable[[object], object]) -> Check:
     """A value ``parse`` takes: its InputError's problem, the check's."""
 
@@ -181,3 +188,4 @@ class Option:
 rate_limit_problem = parses(_parsed_rate_limit)
 crowd_problem = parses(crowd_sizes)
 mode_problem = parses(permission_modes)
+shard_problem = parses(_parsed_shard)

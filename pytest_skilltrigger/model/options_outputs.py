@@ -9,6 +9,7 @@ from pytest_skilltrigger.model.option_spec import (
     Option,
     as_number,
     at_least,
+    shard_problem,
     within_unit,
 )
 from pytest_skilltrigger.model.options_sampling import ACCEPT_ON, LINT_MODES
@@ -42,6 +43,39 @@ OUTPUT_OPTIONS: tuple[Option, ...] = (
         "with --trigger-optimize each iteration's exchange with the improve model)",
         holder="outputs",
         field="results_dir",
+        group="ci",
+    ),
+    Option(
+        "--trigger-pr-comment",
+        "path",
+        None,
+        "write Markdown for a pull request here: the run against --trigger-baseline per "
+        "skill, the flipped queries with their paired test, the cost, what was not re-run and "
+        "the gate; its first line is the marker a workflow updates one comment by",
+        holder="outputs",
+        field="pr_comment_path",
+        group="ci",
+    ),
+    Option(
+        "--trigger-shard",
+        "str",
+        None,
+        "run part K of N of the trigger and routing items (K/N: the same items on every "
+        "machine, parts of even size); its --trigger-json carries the items for "
+        "--trigger-merge",
+        holder="run",
+        ini=False,
+        check=shard_problem,
+        group="ci",
+    ),
+    Option(
+        "--trigger-merge",
+        "str",
+        None,
+        "merge the --trigger-json files of every shard (a glob) into one run's report, gate, "
+        "page and comment, with no call",
+        holder="run",
+        ini=False,
         group="ci",
     ),
     # -- CI gates -------------------------------------------------------------------------

@@ -74,6 +74,17 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         was="--skill-description",
         group="test",
     ),
+    Option(
+        "--trigger-changed-since",
+        "str",
+        None,
+        "run only the skills whose SKILL.md or eval set differ from this git revision (from "
+        "where the branch left it), and the skills competing with them in the baseline; the "
+        "others are deselected and reported as not re-run",
+        holder="run",
+        ini=False,
+        group="test",
+    ),
     # -- the verdict rule -----------------------------------------------------------------
     Option(
         "--trigger-runs",

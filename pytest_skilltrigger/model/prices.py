@@ -246,6 +246,19 @@ class Spend:
         known = other.cost_usd is not None and self.cost_usd is not None
         self.cost_usd = self.cost_usd + other.cost_usd if known else None  # type: ignore[operator]
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Spend:
+        """A spend as :meth:`to_dict` wrote it (a shard's report, read back to merge)."""
+        cost = data.get("cost_usd")
+        return cls(
+            calls=int(data.get("calls") or 0),
+            usage=Usage.from_dict(data),
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            batch_calls=int(data.get("batch_calls") or 0),
+            waited_seconds=float(data.get("waited_seconds") or 0.0),
+            rate_limited=int(data.get("rate_limited") or 0),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         cost = None if self.cost_usd is None else round(self.cost_usd, 6)
         return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ import pytest
 from pytest_skilltrigger.plugin import options, pytest_internals
 from pytest_skilltrigger.plugin.reporter import SkillTriggerReporter, TerminalLines
 from pytest_skilltrigger.plugin.setup import SessionEngine, Setup
-from pytest_skilltrigger.plugin.strategy import DistWork, Strategy
+from pytest_skilltrigger.plugin.strategy import DistWork, SessionStopped, Strategy
 from pytest_skilltrigger.plugin.xdist import (
     DIST_KEY,
     LIMITS_KEY,
@@ -88,23 +89,32 @@ class Controlling(Strategy):
         self.drafted = tuple(draft_and_write(self.session_engine.engine, jobs, model))
         return super()._found()
 
-    def start(self, session: pytest.Session) -> None:
-        """The engine made (see :meth:`Strategy.start`), the controls run before any item:
+    def _start(self, session: pytest.Session) -> None:
+        """The engine made (see :meth:`Strategy._start`), the controls run before any item:
         a session that cannot see a trigger stops here, before the items' spend."""
-        super().start(session)
-        engine = self.session_engine.started
-        if engine is None or engine.no_backend or not self.skills.targets:
-            return  # (drafts may start the engine and still leave no skill to test)
-        if not self._items_will_call(engine):
-            return  # nothing will be asked: the controls would be paid for nothing
-        models = self.setup.settings.models or (None,)
-        first = self.skills.targets[0].context()
-        problem = engine.check_controls([first.on_model(m) for m in models])
+        super()._start(session)
+        problem = self._control_problem()
         if problem:
-            raise pytest.UsageError(
+            raise SessionStopped(
                 f"skilltrigger: {problem}. Nothing was spent on the items "
                 "(--trigger-controls=off skips the controls)"
             )
+
+    def stopped(self, reason: str) -> None:
+        """Write the JSON, JUnit XML, step summary and comment of a stopped session."""
+        if self.skills.targets:
+            self.end.stop(reason, self.session_engine.started)
+
+    def _control_problem(self) -> str | None:
+        """Why the controls say the items cannot be trusted (None: they can, or none ran)."""
+        engine = self.session_engine.started
+        if engine is None or engine.no_backend or not self.skills.targets:
+            return None  # (drafts may start the engine and still leave no skill to test)
+        if not self._items_will_call(engine):
+            return None  # nothing will be asked: the controls would be paid for nothing
+        models = self.setup.settings.models or (None,)
+        first = self.skills.targets[0].context()
+        return engine.check_controls([first.on_model(m) for m in models])
 
     def _items_will_call(self, engine: TriggerSession) -> bool:
         """Whether some item of the session will make a call (not one whose skill Claude
@@ -113,7 +123,8 @@ class Controlling(Strategy):
         from pytest_skilltrigger.plugin.items import ItemAxes, SessionRequests
 
         axes = ItemAxes.of(self.setup.settings)
-        requests = SessionRequests(self.skills, axes).of_session(engine.plan)
+        keep = self.narrowing.keeps_file if self.narrowing is not None else None
+        requests = SessionRequests(self.skills, axes).of_session(engine.plan, keep)
         estimate = engine.estimate(requests)
         return estimate is None or estimate.most_calls > 0
 
@@ -122,10 +133,12 @@ class Controlling(Strategy):
         """The files this session writes (only a controller writes)."""
         from pytest_skilltrigger.conclusion.outputs import Outputs  # deferred: with the skills
 
+        xmlpath = getattr(self.config.option, "xmlpath", None)  # pytest's --junit-xml
         return Outputs(
             **options.outputs_fields(self.config),
             step_summary=os.environ.get("GITHUB_STEP_SUMMARY") or None,
             store_path=self.setup.settings.active_store,
+            junit_path=os.path.abspath(xmlpath) if xmlpath else None,
         )
 
     @cached_property
@@ -134,9 +147,14 @@ class Controlling(Strategy):
         # deferred: the conclusion layer, only with a skill in play
         from pytest_skilltrigger.conclusion.session_end import EndOptions, SessionEnd
 
-        setup, skills = self.setup, self.skills
+        setup, skills, narrowing = self.setup, self.skills, self.narrowing
         base = str(self.config.invocation_params.dir)
         end_options = EndOptions(setup.optimize, setup.gates, self.outputs, base)
+        if narrowing is not None:
+            shard = str(narrowing.shard) if narrowing.shard is not None else None
+            end_options = replace(
+                end_options, changes=narrowing.changes, shard=shard, parts=narrowing.parts
+            )
         return SessionEnd(skills.targets, skills.routing_sets, setup.settings, end_options)
 
     @cached_property
@@ -195,7 +213,7 @@ class LocalRun(Controlling):
     def before_items(self, session: pytest.Session) -> None:
         """Before any item: make the items' runs as message batches (``--trigger-batch``),
         or start them live, so many are in flight at once."""
-        if self.config.option.collectonly or not self.skills.targets:
+        if self.config.option.collectonly or not self.skills.targets or self.merging:
             return  # (the skill_trigger fixture's checks start when a test makes them)
         engine = self.session_engine.engine
         if self.setup.settings.batch:
@@ -239,10 +257,10 @@ class DistControl(Controlling):
 
         return SessionExchange(self.session_engine.engine)
 
-    def start(self, session: pytest.Session) -> None:
+    def _start(self, session: pytest.Session) -> None:
         """Make the engine, and with it each skill's request (a captured Claude Code
         context is captured and stored here once), before any worker needs it."""
-        super().start(session)
+        super()._start(session)
         engine = self.session_engine.started
         if engine is not None and not engine.no_backend:
             engine.prepare([t.context() for t in self.skills.targets])

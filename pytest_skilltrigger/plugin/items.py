@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -565,10 +565,14 @@ class SessionRequests:
                 requests.append(request)
         return requests
 
-    def of_session(self, plan: SamplingPlan) -> list[Request]:
+    def of_session(
+        self, plan: SamplingPlan, keep: Callable[[str], bool] | None = None
+    ) -> list[Request]:
         """What every item of the session will sample, known before collection (the
-        header's estimate): each skill's entries and each routing entry."""
+        header's estimate): each skill's entries and each routing entry (those of the
+        files ``keep`` keeps: a change's)."""
         paths = [*self.skills.by_skill_md, *self.skills.by_routing_path]
+        paths = [path for path in paths if keep is None or keep(path)]
         return [request for path in paths for request in self._named(path, plan).values()]
 
     def _named(self, path: str, plan: SamplingPlan) -> dict[str, Request]:

@@ -120,6 +120,14 @@ def value(config: pytest.Config, flag: str) -> Any:
     return _typed(config, option(flag))
 
 
+NARROWING = ("--trigger-changed-since", "--trigger-shard", "--trigger-merge")
+
+
+def narrows(config: pytest.Config) -> bool:
+    """Whether an option narrows the items (a change, a shard, a merge)."""
+    return any(value(config, flag) for flag in NARROWING)
+
+
 def any_given(config: pytest.Config) -> bool:
     """Whether any option or ini key of ours differs from its default.
 

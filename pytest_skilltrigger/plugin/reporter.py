@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.engine.estimate import Estimate
     from pytest_skilltrigger.engine.session import Notice, TriggerSession
     from pytest_skilltrigger.optimizer.drafting import Draft
+    from pytest_skilltrigger.plugin.narrowing import Narrowing
     from pytest_skilltrigger.plugin.setup import SessionEngine, Setup, SkillsInPlay
     from pytest_skilltrigger.reports.terminal import TerminalLine
 
@@ -97,6 +98,8 @@ class ReportSource(Protocol):
     def conclusion(self) -> Conclusion | None: ...
     @property
     def drafted(self) -> tuple[Draft, ...]: ...
+    @property
+    def narrowing(self) -> Narrowing | None: ...
 
 
 class SkillTriggerReporter:
@@ -134,8 +137,11 @@ class SkillTriggerReporter:
             if e.extra.get("case_dir")
         ]
         base = str(config.invocation_params.dir)
+        narrowing = self.source.narrowing
+        narrowed = narrowing.header_lines() if narrowing is not None else []
+        merging = narrowing is not None and narrowing.parts is not None
         return (
-            self._header_lines()
+            (narrowed if merging else self._header_lines() + narrowed)
             + [f"skilltrigger: {note}" for note in skills.notes]
             + reading_lines(notes)
             + untested_lines([s.id for s in skills.untested])
@@ -175,7 +181,10 @@ class SkillTriggerReporter:
         from pytest_skilltrigger.plugin.items import ItemAxes, SessionRequests
 
         setup, skills = self.source.setup, self.source.skills
-        requests = SessionRequests(skills, ItemAxes.of(setup.settings)).of_session(engine.plan)
+        narrowing = self.source.narrowing
+        keep = narrowing.keeps_file if narrowing is not None else None
+        axes = ItemAxes.of(setup.settings)
+        requests = SessionRequests(skills, axes).of_session(engine.plan, keep)
         self._planned_items = len(requests)
         estimate = engine.estimate(requests)
         if estimate is not None and setup.optimize is not None:

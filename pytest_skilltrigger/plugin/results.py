@@ -64,7 +64,9 @@ class ResultTaker:
             if isinstance(record, wire.ItemRecord):
                 self._add_item(report, record)
             elif isinstance(record, wire.RoutingRecord):
-                self.gathered.add_routing(record.path, record.index, record.result, record.model)
+                self.gathered.add_routing(
+                    report.nodeid, record.path, record.index, record.result, record.model
+                )
 
     def _add_item(self, report: pytest.TestReport, record: wire.ItemRecord) -> None:
         """Keep a trigger item's result under its skill; its numbers go on the report."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,6 +29,7 @@ from pytest_skilltrigger.skills.evalset import EvalEntry
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.conclusion.merge import Parts
     from pytest_skilltrigger.engine.session import TriggerSession
     from pytest_skilltrigger.model.context import TriggerContext
     from pytest_skilltrigger.model.outcome import QueryResult
@@ -43,13 +44,34 @@ def nothing_upcoming(item: SamplingItem) -> list[pytest.Item]:
     return []
 
 
+@dataclass(frozen=True)
+class Feeding:
+    """How a process feeds its items' runs to the engine: ``upcoming`` names the items whose
+    runs may start with an item's own (an xdist worker's queue), ``before_runs`` is called
+    before each submission (a worker takes the runs its controller made ahead there)."""
+
+    upcoming: Upcoming = nothing_upcoming
+    before_runs: Callable[[TriggerSession], None] | None = None
+
+
+class PartResults:
+    """A merge's source of the items' results (``--trigger-merge``): each item's result as
+    the shard that ran it reported it, with no call."""
+
+    def __init__(self, parts: Parts) -> None:
+        self.parts = parts
+
+    def result_for(self, item: SamplingItem) -> QueryResult:
+        return self.parts.results[item.nodeid]  # (the narrowing kept only the parts' items)
+
+
 class ItemRunner:
     """Collects a process's trigger items, samples their queries and the ``skill_trigger``
     fixture's, and puts each result on its report; it is the items' :class:`ResultSource`.
 
-    ``before_runs`` is called before each submission (an xdist worker takes the runs its
-    controller made ahead there); ``upcoming`` names the items whose runs may start with an
-    item's own.
+    ``feeding`` says how the runs are started ahead of the items (an xdist worker's
+    :class:`Feeding`); ``results``, when given, is where the items take their results
+    instead (a merge's parts): nothing is then sampled.
     """
 
     def __init__(
@@ -58,14 +80,14 @@ class ItemRunner:
         skills: SkillsInPlay,
         engine: SessionEngine,
         *,
-        upcoming: Upcoming = nothing_upcoming,
-        before_runs: Callable[[TriggerSession], None] | None = None,
+        feeding: Feeding = Feeding(),
+        results: PartResults | None = None,
     ) -> None:
         self.setup = setup
+        self.results = results
         self.skills = skills
         self.session_engine = engine
-        self.upcoming = upcoming
-        self.before_runs = before_runs
+        self.feeding = feeding
         self._submitted: dict[str, Future[QueryResult]] = {}
         self._keys: dict[str, str | None] = {}  # each item's context key, for its record
         # the skill_trigger fixture's results per test, until its report carries them
@@ -89,7 +111,7 @@ class ItemRunner:
                 path=file_path,
                 routing=routing,
                 contexts=self.skills.routing_contexts(routing),
-                source=self,
+                source=self.results or self,
                 soft_misses=gates.min_routing_accuracy is not None,
                 models=models,
             )
@@ -100,7 +122,7 @@ class ItemRunner:
             parent,
             path=file_path,
             target=target,
-            source=self,
+            source=self.results or self,
             soft_misses=gates.min_accuracy is not None or target.eval_set.min_accuracy is not None,
             axes=ItemAxes.of(self.setup.settings),
         )
@@ -108,10 +130,10 @@ class ItemRunner:
     def start_runs(self, items: list[pytest.Item]) -> None:
         """Submit the queries of these items so they run concurrently ahead of the items."""
         sampling = [i for i in items if isinstance(i, SamplingItem)]
-        if not sampling or self.engine.no_backend:
+        if not sampling or self.results is not None or self.engine.no_backend:
             return
-        if self.before_runs is not None:
-            self.before_runs(self.engine)
+        if self.feeding.before_runs is not None:
+            self.feeding.before_runs(self.engine)
         for item in sampling:
             if item.nodeid not in self._submitted:
                 context, entry, plan = item.request(self.engine.plan)
@@ -130,7 +152,7 @@ class ItemRunner:
     def result_for(self, item: SamplingItem) -> QueryResult:
         """Wait for the item's result (submitting it and its queued followers if needed)."""
         self._check_available()
-        self.start_runs([item, *self.upcoming(item)])
+        self.start_runs([item, *self.feeding.upcoming(item)])
         result = self._submitted[item.nodeid].result()
         if self.engine.stopped:
             item.session.shouldstop = f"stopping: {self.engine.stopped}"

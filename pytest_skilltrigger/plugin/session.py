@@ -52,6 +52,15 @@ class SkillTriggerPlugin:
         runner = self.strategy.item_runner() if path in self._files else None
         return runner.collect_file(file_path, parent) if runner is not None else None
 
+    @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect chose
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """Deselect the items a change, a shard or a merge leaves out."""
+        narrowing = self.strategy.narrowing
+        if narrowing is not None:
+            narrowing.select(config, items)
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         self.strategy.before_items(session)

@@ -16,15 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_skilltrigger.plugin.options import narrows
 from pytest_skilltrigger.plugin.setup import SessionEngine, Setup
 from pytest_skilltrigger.plugin.xdist import LOAD_KEY, RunsAheadReader, share_of, upcoming_items
 from pytest_skilltrigger.support.errors import InputError
 
 if TYPE_CHECKING:
+    from pytest_skilltrigger.plugin.narrowing import Narrowing
     from pytest_skilltrigger.plugin.results import ResultTaker
     from pytest_skilltrigger.plugin.running import ItemRunner
     from pytest_skilltrigger.plugin.setup import SkillsInPlay
     from pytest_skilltrigger.skills.catalog import Found
+
+
+class SessionStopped(Exception):
+    """The session stops at its start, its inputs being good (a control failed, no backend
+    with ``--trigger-require-backend``): a controller writes its outputs saying why, then
+    pytest ends with a usage error."""
 
 
 class Strategy:
@@ -34,6 +42,17 @@ class Strategy:
         self.setup = setup
         self.session_engine = session_engine
         self.skills: SkillsInPlay = setup.in_play(self._found())
+        self.narrowing: Narrowing | None = None
+        if self.skills.targets and narrows(setup.config):
+            # deferred: the items' module, only with a skill in play
+            from pytest_skilltrigger.plugin.narrowing import Narrowing
+
+            self.narrowing = Narrowing.of(setup, self.skills)
+
+    @property
+    def merging(self) -> bool:
+        """Whether the items' results come from the parts of a sharded run (no engine)."""
+        return self.narrowing is not None and self.narrowing.parts is not None
 
     @property
     def config(self) -> pytest.Config:
@@ -67,20 +86,32 @@ class Strategy:
         return []
 
     def start(self, session: pytest.Session) -> None:
+        """Start the session's part here (see :meth:`_start`); one that stops says why in
+        one line (and a controller in its outputs)."""
+        try:
+            self._start(session)
+        except SessionStopped as stopped:
+            self.stopped(str(stopped))
+            raise pytest.UsageError(str(stopped)) from None
+
+    def _start(self, session: pytest.Session) -> None:
         """With skills in play the engine is made now, before collection and the run loop:
-        every later hook finds it ready (a run that only collects does without). Without a
-        backend, ``--trigger-require-backend`` ends the session here with one line, instead
-        of an error for every item."""
-        if not self.skills.targets or self.config.option.collectonly:
+        every later hook finds it ready (a run that only collects does without, as does a
+        merge, which makes no call). Without a backend, ``--trigger-require-backend`` ends
+        the session here with one line, instead of an error for every item."""
+        if not self.skills.targets or self.config.option.collectonly or self.merging:
             return
         try:
             reason = self.session_engine.engine.no_backend
         except InputError as exc:  # a backend nobody makes: bad input, before any call
             raise pytest.UsageError(str(exc)) from None
         if reason and self.setup.gates.require_backend:
-            raise pytest.UsageError(
+            raise SessionStopped(
                 f"no backend can run the trigger tests: {reason} (--trigger-require-backend is set)"
             )
+
+    def stopped(self, reason: str) -> None:
+        """The session stopped at its start (a controller writes its outputs)."""
 
     def before_items(self, session: pytest.Session) -> None:
         """Before the first item: nothing, but where this process runs every item."""
@@ -98,8 +129,11 @@ def item_runner_for(strategy: Strategy, **how: Any) -> ItemRunner:
     """An item runner for the strategy's skills and engine (``how``: its keywords)."""
     # deferred: the items' module loads the model layer, which a project without skills
     # never needs
-    from pytest_skilltrigger.plugin.running import ItemRunner
+    from pytest_skilltrigger.plugin.running import ItemRunner, PartResults
 
+    narrowing = strategy.narrowing
+    if narrowing is not None and narrowing.parts is not None:
+        how["results"] = PartResults(narrowing.parts)
     return ItemRunner(strategy.setup, strategy.skills, strategy.session_engine, **how)
 
 
@@ -116,7 +150,10 @@ class DistWork(Strategy):
     @cached_property
     def runner(self) -> ItemRunner:
         reader = RunsAheadReader(self.workerinput)
-        return item_runner_for(self, upcoming=upcoming_items, before_runs=reader.take)
+        # deferred: the items' module, only with a skill in play
+        from pytest_skilltrigger.plugin.running import Feeding
+
+        return item_runner_for(self, feeding=Feeding(upcoming_items, reader.take))
 
     def finish(self, session: pytest.Session) -> None:
         """Tell the controller how many CLI runs were in flight here (it has the terminal

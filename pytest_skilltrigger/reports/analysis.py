@@ -99,6 +99,8 @@ class SkillChanges:
     noise: list[Change] = field(default_factory=list)
     p_value: float = 1.0  # the sign test's, for more regressed than improved by chance
     significant: bool = False
+    p_better: float = 1.0  # the same test the other way: more improved than by chance
+    improved_significantly: bool = False
 
     def line(self, confidence: float) -> str:
         """The skill's verdict against the baseline, with the test that gave it."""
@@ -178,6 +180,10 @@ class Comparison:
     def regressed_skills(self) -> list[SkillChanges]:
         return [s for s in self.skills if s.significant]
 
+    @property
+    def improved_skills(self) -> list[SkillChanges]:
+        return [s for s in self.skills if s.improved_significantly]
+
 
 def _status(row: dict[str, Any]) -> str:
     if row.get("skipped"):
@@ -201,9 +207,7 @@ def verdicts_of_json(report: dict[str, Any]) -> Verdicts:
     compared with itself only."""
     out = {}
     for skill in report.get("skills", []):
-        name = str(skill.get("skill_name", ""))
-        if skill.get("model"):
-            name = f"{name} on {skill['model']}"
+        name = _label_of(skill)
         for row in skill.get("results", []):
             out[(name, str(row.get("query", "")))] = _status(row)
     return out
@@ -219,12 +223,26 @@ def verdicts_of(report: SessionReport) -> Verdicts:
 
 
 @dataclass(frozen=True)
+class BaseSkill:
+    """A skill's share of queries passed in the baseline, with its interval as written."""
+
+    passed: int
+    counted: int
+    interval: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
 class Baseline:
-    """An earlier ``--trigger-json`` report's verdicts, by (skill, query)."""
+    """An earlier ``--trigger-json`` report: its verdicts by (skill, query), each skill's
+    queries passed, what it cost, and which skills competed (a query of one choosing the
+    other, either way)."""
 
     path: str
     verdicts: Verdicts
     permission_mode: str = "default"  # the mode its queries were asked in
+    skills: dict[str, BaseSkill] = field(default_factory=dict)
+    cost_usd: float | None = None
+    neighbours: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def load_baseline(path: str) -> Baseline:
@@ -241,7 +259,59 @@ def load_baseline(path: str) -> Baseline:
     if not isinstance(data, dict) or not isinstance(data.get("skills"), list):
         raise InputError(path, "baseline is not a --trigger-json report (no 'skills' list)")
     mode = data.get("permission_mode")
-    return Baseline(path, verdicts_of_json(data), mode if isinstance(mode, str) else "default")
+    totals = data.get("totals")
+    cost = totals.get("cost_usd") if isinstance(totals, dict) else None
+    return Baseline(
+        path,
+        verdicts_of_json(data),
+        mode if isinstance(mode, str) else "default",
+        _base_skills(data),
+        float(cost) if isinstance(cost, int | float) else None,
+        _neighbours(data),
+    )
+
+
+def _label_of(skill: dict[str, Any]) -> str:
+    name = str(skill.get("skill_name", ""))
+    return f"{name} on {skill['model']}" if skill.get("model") else name
+
+
+def _base_skills(report: dict[str, Any]) -> dict[str, BaseSkill]:
+    """Each skill's queries passed in a JSON report, by its label."""
+    found = {}
+    for skill in report.get("skills", []):
+        summary = skill.get("summary") if isinstance(skill, dict) else None
+        if not isinstance(summary, dict):
+            continue
+        passed, total = summary.get("passed"), summary.get("total")
+        skipped = summary.get("skipped") or 0
+        if not (isinstance(passed, int) and isinstance(total, int) and isinstance(skipped, int)):
+            continue
+        interval = summary.get("query_pass_interval")
+        pair = None
+        if isinstance(interval, list) and len(interval) == 2:
+            pair = (float(interval[0]), float(interval[1]))
+        found[_label_of(skill)] = BaseSkill(passed, total - skipped, pair)
+    return found
+
+
+def _neighbours(report: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Which skills competed in a JSON report: a query of one that chose the other (by the
+    skills' names, a plugin skill's bare name too), both ways."""
+    names = {str(s.get("skill_name", "")) for s in report.get("skills", []) if isinstance(s, dict)}
+    by_bare = {name.rsplit(":", 1)[-1]: name for name in names}
+    pairs: dict[str, set[str]] = {}
+    for skill in report.get("skills", []):
+        name = str(skill.get("skill_name", "")) if isinstance(skill, dict) else ""
+        for row in skill.get("results", []) if name else []:
+            chosen = row.get("chosen") if isinstance(row, dict) else None
+            for key in chosen if isinstance(chosen, dict) else ():
+                kind, _, other = str(key).partition(":")
+                other = other if other in names else by_bare.get(other, "")
+                if kind == "skill" and other and other != name:
+                    pairs.setdefault(name, set()).add(other)
+                    pairs.setdefault(other, set()).add(name)
+    return {name: frozenset(found) for name, found in pairs.items()}
 
 
 def compare(before: Verdicts, now: Verdicts, confidence: float = 0.95) -> Comparison:
@@ -259,10 +329,19 @@ def compare(before: Verdicts, now: Verdicts, confidence: float = 0.95) -> Compar
             kinds["noise"].append(change)
     skills = []
     for skill, kinds in changes.items():
-        p = sign_test(len(kinds["regressed"]), len(kinds["improved"]))
+        worse, better = len(kinds["regressed"]), len(kinds["improved"])
+        p, p_better = sign_test(worse, better), sign_test(better, worse)
+        alpha = 1 - confidence
         skills.append(
             SkillChanges(
-                skill, kinds["regressed"], kinds["improved"], kinds["noise"], p, p <= 1 - confidence
+                skill,
+                kinds["regressed"],
+                kinds["improved"],
+                kinds["noise"],
+                p,
+                p <= alpha,
+                p_better,
+                p_better <= alpha,
             )
         )
     both = [key for key in now if key in before]

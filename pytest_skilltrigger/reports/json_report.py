@@ -14,7 +14,7 @@ from pytest_skilltrigger.optimizer.record import AcceptanceRecord, RoundRecord, 
 from pytest_skilltrigger.optimizer.scoring import Gain, Score
 from pytest_skilltrigger.reports.analysis import disagreements
 from pytest_skilltrigger.reports.crowd_curve import crowd_curves
-from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
+from pytest_skilltrigger.reports.session_report import RunScope, SessionReport, SkillReport
 
 REPORT_VERSION = 1
 
@@ -54,7 +54,27 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         document["controls"] = [control.to_dict() for control in report.controls]
     if report.lint:  # what the eval sets' lint found (--trigger-lint)
         document["lint"] = [finding.to_dict() for finding in report.lint]
+    document.update(scope_json(report.scope))
     return document
+
+
+def scope_json(scope: RunScope) -> dict[str, Any]:
+    """The keys of a run that covers part of the skills: ``changed_since`` and
+    ``not_rerun``; a shard's ``shard`` and ``items`` (each item's node id and result, which
+    ``--trigger-merge`` reads back); a merge's ``merged`` parts."""
+    found: dict[str, Any] = {}
+    if scope.changed_since is not None:
+        found["changed_since"] = scope.changed_since
+        found["not_rerun"] = [unchanged.to_dict() for unchanged in scope.not_rerun]
+    if scope.shard is not None:
+        found["shard"] = scope.shard
+        found["items"] = [
+            {"nodeid": nodeid, "result": result.to_dict()}
+            for nodeid, result in sorted(scope.items.items())
+        ]
+    if scope.merged:
+        found["merged"] = list(scope.merged)
+    return found
 
 
 def skill_json(skill: SkillReport, session_mode: str = "default") -> dict[str, Any]:

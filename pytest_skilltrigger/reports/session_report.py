@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from pytest_skilltrigger.model.formatting import display_path
 from pytest_skilltrigger.model.listing_budget import BARE, ListingFit, fit_of
+from pytest_skilltrigger.model.outcome import QueryResult
 from pytest_skilltrigger.model.prices import PHASES, Price, Spend, total_of
 from pytest_skilltrigger.model.verdict import Rule
 from pytest_skilltrigger.reports.routing_table import RoutingTable
@@ -24,6 +25,7 @@ from pytest_skilltrigger.reports.summary import (
     summarize,
 )
 from pytest_skilltrigger.skills.catalog import Target
+from pytest_skilltrigger.skills.changed import Unchanged
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.controls import ControlResult
@@ -104,6 +106,20 @@ class SkillReport:
         return context.tested.line if context.model_invocable else None
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """Which part of the session's skills this run covers: after a change
+    (``--trigger-changed-since``) the skills not re-run, with why; a shard's part
+    (``--trigger-shard``) with its items' results by node id, which the merge reads back;
+    or the parts merged into this report (``--trigger-merge``)."""
+
+    changed_since: str | None = None
+    not_rerun: tuple[Unchanged, ...] = ()
+    shard: str | None = None
+    items: Mapping[str, QueryResult] = field(default_factory=dict)
+    merged: tuple[str, ...] = ()
+
+
 @dataclass
 class SessionReport:
     """Every skill's report, every folder's routing table, and what the session spent.
@@ -134,6 +150,8 @@ class SessionReport:
     #: the permission mode every query is asked in (None: the CLI's default); a matrix's
     #: further modes are each skill report's ``mode``
     permission_mode: str | None = None
+    #: which part of the skills the run covers (a change's, a shard's, the parts merged)
+    scope: RunScope = field(default_factory=RunScope)
 
     @property
     def mode_name(self) -> str:
@@ -194,6 +212,7 @@ class ReportContext:
     lint: tuple[LintFinding, ...] = ()  # what the eval sets' lint found
     controls: tuple[ControlResult, ...] = ()  # the controls run before the items
     permission_mode: str | None = None  # the session's own mode (None: the default)
+    scope: RunScope = field(default_factory=RunScope)  # which part of the skills it covers
 
 
 def build_report(
@@ -231,4 +250,5 @@ def build_report(
         context.lint,
         context.controls,
         context.permission_mode,
+        context.scope,
     )

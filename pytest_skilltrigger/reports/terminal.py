@@ -20,7 +20,7 @@ from pytest_skilltrigger.model.settings import Settings
 from pytest_skilltrigger.reports.analysis import Comparison, disagreements
 from pytest_skilltrigger.reports.crowd_curve import crowd_curves
 from pytest_skilltrigger.reports.routing_table import RoutingTable
-from pytest_skilltrigger.reports.session_report import SessionReport, SkillReport
+from pytest_skilltrigger.reports.session_report import RunScope, SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
 from pytest_skilltrigger.skills.drafted_set import REVIEW
 
@@ -460,4 +460,19 @@ def setup_lines(project: ProjectSetup, builtin: bool) -> list[str]:
             "hooks; the project's MCP servers need the claude-code backend or "
             "--trigger-context=claude-code"
         )
+    return lines
+
+
+def scope_lines(scope: RunScope) -> list[str]:
+    """What a run covering part of the skills did not re-run, and the parts it merged."""
+    lines = []
+    if scope.not_rerun:
+        names = ", ".join(u.name for u in scope.not_rerun[:20])
+        more = f" and {len(scope.not_rerun) - 20} more" if len(scope.not_rerun) > 20 else ""
+        lines.append(
+            f"skilltrigger: {counted(len(scope.not_rerun), 'skill')} not re-run "
+            f"({scope.not_rerun[0].reason}): {names}{more}"
+        )
+    if scope.merged:
+        lines.append(f"skilltrigger: merged {counted(len(scope.merged), 'part')}, no call made")
     return lines
