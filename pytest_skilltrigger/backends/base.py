@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pytest_skilltrigger.model.context import TriggerContext
-from pytest_skilltrigger.model.outcome import RunOutcome, Usage
+from pytest_skilltrigger.model.outcome import TOKEN_KEYS, RunOutcome, Usage
 
 # The longest answer ``ask`` lets the model give (a few proposed descriptions fit well within
 # it); the budget holds it for every question before it is sent.
@@ -163,3 +163,13 @@ class BatchingBackend(TriggerBackend, Protocol):
     def batches(self) -> BatchClient:
         """The batch client on this backend's own connection and credentials."""
         ...
+
+
+def turn_estimate(usage: Usage, context: TriggerContext) -> Usage:
+    """What a run may cost at most: in a turn (``--trigger-within=turn``), a request for
+    every read-only call the bound allows and one for the choice, each at least the first's
+    size. The budget reserves it, so that a turn's follow-ups never take a session past it."""
+    if context.within is None:
+        return usage
+    requests = context.within.bound + 1
+    return Usage(*(getattr(usage, key) * requests for key in TOKEN_KEYS))

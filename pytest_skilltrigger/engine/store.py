@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS runs (
     cache_read_input_tokens INTEGER NOT NULL DEFAULT 0,
     cache_creation_1h_input_tokens INTEGER NOT NULL DEFAULT 0,
     invoked_as TEXT,
-    run_id TEXT
+    run_id TEXT,
+    path TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_by_context ON runs (context_key, query, id);
 CREATE TABLE IF NOT EXISTS samplings (
@@ -65,6 +66,7 @@ ADDED_COLUMNS = {
     "cache_creation_1h_input_tokens": "INTEGER NOT NULL DEFAULT 0",
     "invoked_as": "TEXT",
     "run_id": "TEXT",
+    "path": "TEXT",  # the read-only calls before the choice (--trigger-within=turn), JSON
 }
 # after the columns: each run's identity, unique; an older store's runs are named by their row
 RUN_IDS = """
@@ -72,7 +74,7 @@ UPDATE runs SET run_id = 'row' || id WHERE run_id IS NULL;
 CREATE UNIQUE INDEX IF NOT EXISTS runs_by_run_id ON runs (run_id);
 """
 COLUMNS = (
-    "status, chosen, invoked_as, run_id, input_tokens, output_tokens,"
+    "status, chosen, invoked_as, run_id, path, input_tokens, output_tokens,"
     " cache_creation_input_tokens, cache_read_input_tokens, cache_creation_1h_input_tokens"
 )
 
@@ -208,6 +210,7 @@ class ResultStore:
                 o.usage.cache_creation_1h_input_tokens,
                 redact(o.invoked_as) if o.invoked_as else None,
                 o.run_id,
+                json.dumps([redact(step) for step in o.path]) if o.path else None,
             )
             for o in new
         ]
@@ -217,8 +220,8 @@ class ResultStore:
                 conn.executemany(
                     "INSERT OR IGNORE INTO runs (created, backend, model, context_key, query,"
                     " status, chosen, input_tokens, output_tokens, cache_creation_input_tokens,"
-                    " cache_read_input_tokens, cache_creation_1h_input_tokens, invoked_as, run_id)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    " cache_read_input_tokens, cache_creation_1h_input_tokens, invoked_as, run_id,"
+                    " path) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     rows,
                 )
                 if used is not None:
@@ -313,7 +316,7 @@ class StoredCaptures:
 
 
 def _outcome(row: tuple[Any, ...]) -> RunOutcome:
-    status, chosen, invoked_as, run_id, *tokens = row
+    status, chosen, invoked_as, run_id, path, *tokens = row
     return RunOutcome(
         status,
         chosen=chosen,
@@ -321,6 +324,7 @@ def _outcome(row: tuple[Any, ...]) -> RunOutcome:
         usage=Usage(*tokens),
         from_store=True,
         run_id=run_id,
+        path=tuple(json.loads(path)) if path else (),
     )
 
 

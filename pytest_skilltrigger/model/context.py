@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
+from pytest_skilltrigger.model.turn import TurnRule
+
 # How Claude Code lists a skill (observed with the pinned CLI): ``- <name>: <text>``, the text
 # being the description plus `` - <when_to_use>`` when the frontmatter has one, each run of
 # control or format characters (line breaks, tabs, zero-width characters) shown as one space,
@@ -331,6 +333,9 @@ class TriggerContext:
     permission_mode: str | None = None
     # the subfolder the skill and its siblings live in (None: the project root, or a plugin)
     subfolder: Subfolder | None = None
+    # what counts as a trigger within a run (None: the first call decides; a TurnRule: the
+    # run goes on through read-only looking around, see :mod:`.turn`)
+    within: TurnRule | None = None
 
     def __hash__(self) -> int:
         return self._hash
@@ -476,6 +481,8 @@ class TriggerContext:
             payload["project"] = [self.project.claude_md, list(self.project.files)]
         if self.permission_mode is not None:
             payload["permission_mode"] = self.permission_mode
+        if self.within is not None:  # a run goes on through looking around, so far
+            payload["within"] = ["turn", self.within.bound]
         if self.subfolder is not None:  # where the skill is found, and how
             sub = self.subfolder
             found = [self.discovery_line(s) for s in self.discovered()]

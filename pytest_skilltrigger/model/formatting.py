@@ -52,6 +52,8 @@ def chosen_label(choice: str) -> str:
         return f"skill {what!r}"
     if kind == "tool" and what:
         return f"tool {what}"
+    if choice == "looking":  # (model.turn.LOOKING) the bound of read-only calls reached
+        return "still looking around at the bound (--trigger-within-bound)"
     return "a plain answer" if choice == "text" else choice
 
 

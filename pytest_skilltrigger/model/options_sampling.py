@@ -18,8 +18,11 @@ from pytest_skilltrigger.model.option_spec import (
     rate_limit_problem,
     within_unit,
 )
+from pytest_skilltrigger.model.turn import DEFAULT_BOUND, WITHIN
 
 GROUP_TITLE = "skill trigger tests"
+# what a run is judged on by default (see model.turn and docs/explanation/verdicts.md)
+DEFAULT_WITHIN = "first-call"
 
 # which context API runs send: the installed CLI's captured request, our builtin one, or the
 # captured one when a claude binary is found
@@ -140,6 +143,28 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         "(implies --trigger-confidence off)",
         field="no_early_stop",
         was="--no-early-stop",
+    ),
+    Option(
+        "--trigger-within",
+        "choice",
+        DEFAULT_WITHIN,
+        "what a run is judged on: first-call, the model's first tool call (a Read first is "
+        "the choice, the reference scripts' rule); turn, the first call after any read-only "
+        "looking around (reading, listing, searching the project's files), as a user sees it "
+        "and claude plugin eval's tool_used grader reads it",
+        field="within",
+        choices=WITHIN,
+        group="test",
+    ),
+    Option(
+        "--trigger-within-bound",
+        "int",
+        DEFAULT_BOUND,
+        "with --trigger-within=turn, the most read-only calls a run goes through; a run still "
+        "looking around then is its own outcome, reported",
+        field="within_bound",
+        check=at_least(1),
+        group="test",
     ),
     # -- how runs are made ----------------------------------------------------------------
     Option(

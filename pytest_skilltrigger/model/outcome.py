@@ -13,7 +13,9 @@ from functools import cached_property
 from typing import Any, Literal
 
 from pytest_skilltrigger.model.context import TriggerContext
+from pytest_skilltrigger.model.formatting import chosen_label
 from pytest_skilltrigger.model.stats import prob_at_least
+from pytest_skilltrigger.model.turn import path_text
 from pytest_skilltrigger.model.verdict import Rule, Verdict, rule_from_dict
 
 Status = Literal["triggered", "not_triggered", "error"]
@@ -99,6 +101,9 @@ class RunOutcome:
     invoked_as: str | None = None
     # who the run is, not what it says: two runs that read the same are still equal
     run_id: str = field(default_factory=new_run_id, compare=False)
+    # the read-only calls the run went through before its choice (``--trigger-within=turn``),
+    # in words: ("read README.md",)
+    path: tuple[str, ...] = ()
 
     @property
     def triggered(self) -> bool:
@@ -136,6 +141,7 @@ class RunOutcome:
             "rate_limited": self.rate_limited,
             "invoked_as": self.invoked_as,
             "run_id": self.run_id,
+            **({"path": list(self.path)} if self.path else {}),
         }
 
     @classmethod
@@ -155,6 +161,7 @@ class RunOutcome:
             rate_limited=int(data.get("rate_limited") or 0),
             invoked_as=data.get("invoked_as"),
             run_id=str(data.get("run_id") or new_run_id()),
+            path=tuple(str(step) for step in data.get("path") or ()),
         )
 
 
@@ -283,6 +290,17 @@ class QueryResult:
         for o in self.outcomes:
             if o.chosen:
                 counts[o.chosen] = counts.get(o.chosen, 0) + 1
+        return counts
+
+    @cached_property
+    def paths(self) -> dict[str, int]:
+        """The way each run that looked around first went, in words, with how many runs
+        went it (``--trigger-within=turn``): ``read README.md, then chose tool Bash``."""
+        counts: dict[str, int] = {}
+        for o in self.outcomes:
+            if o.path and o.chosen:
+                way = path_text(o.path, chosen_label(o.chosen))
+                counts[way] = counts.get(way, 0) + 1
         return counts
 
     @cached_property

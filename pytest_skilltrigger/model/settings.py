@@ -16,6 +16,7 @@ from pytest_skilltrigger.model.option_spec import Holder, crowd_sizes, permissio
 from pytest_skilltrigger.model.options import default, of_holder
 from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
+from pytest_skilltrigger.model.turn import TurnRule
 from pytest_skilltrigger.model.verdict import FixedRule, Rule, SequentialRule
 from pytest_skilltrigger.support.errors import InputError
 
@@ -66,6 +67,9 @@ class Settings:
     margin: float = _declared("--trigger-margin")
     max_runs: int = _declared("--trigger-max-runs")
     no_early_stop: bool = _declared("--trigger-no-early-stop")
+    # --trigger-within: first-call or turn (see model.turn), and turn's bound of looking around
+    within: str = _declared("--trigger-within")
+    within_bound: int = _declared("--trigger-within-bound")
     timeout: float = _declared("--trigger-timeout")
     backend: str = _declared("--trigger-backend")
     model: str | None = None
@@ -116,6 +120,11 @@ class Settings:
         """The permission modes every query is asked in, the first the session's own (empty:
         the CLI's default)."""
         return permission_modes(self.permission_mode) if self.permission_mode else ()
+
+    def turn_rule(self, root: str) -> TurnRule | None:
+        """What a run is judged on: None for the first call, a rule of the turn (with the
+        folder its looking around reads) for ``turn``."""
+        return TurnRule(self.within_bound, root) if self.within == "turn" else None
 
     @property
     def first_mode(self) -> str | None:

@@ -82,6 +82,9 @@ def failure_message(result: QueryResult, skill_name: str, listed: str | None = N
         lines.append(f"the model chose instead: {instead}")
     else:
         lines.append(f"the model chose: {describe_chosen(result.chosen)}")
+    ways = sorted(result.paths.items(), key=lambda kv: -kv[1])
+    if ways:  # --trigger-within=turn: what the runs looked at before their choice
+        lines.append("the turns: " + "; ".join(f"{way} x{count}" for way, count in ways))
     if listed:
         lines.append(f"listed to the model as: {listed}")
     return "\n".join(lines)

@@ -73,6 +73,12 @@ class Setup:
 
         return read_project_setup(str(self.config.rootpath))
 
+    @property
+    def session_folder(self) -> str:
+        """The folder a session stands in: the project root, or --trigger-cwd's subfolder."""
+        root = str(self.config.rootpath)
+        return os.path.join(root, self.settings.cwd) if self.settings.cwd else root
+
     def find(self, paths: list[str]) -> Found:
         """The skills under ``paths`` with their eval sets, and those without one (with
         ``--trigger-draft`` a controller drafts theirs)."""
@@ -88,6 +94,7 @@ class Setup:
             permission_mode=self.settings.first_mode,
             cwd=self.settings.cwd,
             rootdir=str(self.config.rootpath),
+            within=self.settings.turn_rule(self.session_folder),
         )
         return find_targets(paths, target_options)
 

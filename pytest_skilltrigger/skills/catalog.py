@@ -22,6 +22,7 @@ from pytest_skilltrigger.model.context import (
     cut_point,
     resolve_call,
 )
+from pytest_skilltrigger.model.turn import TurnRule
 from pytest_skilltrigger.skills.discovery import Discovered, discover
 from pytest_skilltrigger.skills.drafted_set import EXTRA_NAME
 from pytest_skilltrigger.skills.evalset import (
@@ -72,6 +73,7 @@ class Target:
     project: ProjectSetup | None = None  # the project's setup every run is under
     permission_mode: str | None = None
     subfolder: Subfolder | None = None  # a subfolder's skill: how the session reaches it
+    within: TurnRule | None = None  # what a run is judged on (None: the first call)
     # each crowd's context, made once (every item of a crowd size uses it)
     _crowds: dict[tuple[int, float], TriggerContext] = field(
         default_factory=dict, compare=False, repr=False, hash=False
@@ -93,6 +95,7 @@ class Target:
             project=self.project,
             permission_mode=self.permission_mode,
             subfolder=self.subfolder,
+            within=self.within,
         )
         context = _as_announced(context)
         command = context.shadowing_command() if context.model_invocable else None
@@ -220,6 +223,8 @@ class TargetOptions:
     cwd: str | None = None
     # pytest's rootdir: a subfolder's project root where no folder above it holds .git
     rootdir: str | None = None
+    # what a run is judged on (None: the first call; a TurnRule: the turn)
+    within: TurnRule | None = None
 
 
 @dataclass(frozen=True)
@@ -407,6 +412,7 @@ def _target(
         project=options.project,
         permission_mode=options.permission_mode,
         subfolder=subfolder_of(skill, read, options.cwd, options.rootdir),
+        within=options.within,
     )
     reason = target.start_context.unlisted_reason
     if reason and not skill.unlisted_reason:  # a command of its name shadows it

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from pytest_skilltrigger.backends.api.errors import describe_error, with_request_id
+from pytest_skilltrigger.backends.api.follow_up import follow_up, offered_tools, request_size
 from pytest_skilltrigger.backends.api.rate_limit import (
     Need,
     RateLimiter,
@@ -31,9 +32,16 @@ from pytest_skilltrigger.backends.api.request import (
 )
 from pytest_skilltrigger.backends.api.sdk_client import RunState, SdkClient, credentials_configured
 from pytest_skilltrigger.backends.api.sse import EventReader
-from pytest_skilltrigger.backends.base import ASK_MAX_TOKENS, Answer, BackendUnavailable
+from pytest_skilltrigger.backends.base import (
+    ASK_MAX_TOKENS,
+    Answer,
+    BackendUnavailable,
+    turn_estimate,
+)
 from pytest_skilltrigger.backends.capture import CaptureError, Captures
-from pytest_skilltrigger.backends.first_choice import StreamError
+from pytest_skilltrigger.backends.first_choice import StreamError, choice_of
+from pytest_skilltrigger.backends.looking_around import ProjectFiles
+from pytest_skilltrigger.backends.message_assembly import MessageAssembly
 from pytest_skilltrigger.backends.prompt_hooks import (
     HookedTemplate,
     HookFailed,
@@ -44,6 +52,7 @@ from pytest_skilltrigger.model.context import ProjectSetup, TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
 from pytest_skilltrigger.model.prices import did_you_mean
 from pytest_skilltrigger.model.settings import DEFAULT_MODEL
+from pytest_skilltrigger.model.turn import LOOKING, step_text
 from pytest_skilltrigger.support.errors import AskError
 from pytest_skilltrigger.support.redact import redact
 
@@ -163,7 +172,9 @@ class AnthropicBackend:
         (about a token per three bytes, all counted as uncached input) and the output a
         decision takes."""
         size = self.template(context).size_with(query)
-        return Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
+        return turn_estimate(
+            Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS), context
+        )
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One run within ``timeout`` seconds, retries included (time spent waiting for the
@@ -177,7 +188,10 @@ class AnthropicBackend:
         except HookFailed as exc:  # the project's hook: its words may hold what it was given
             return RunOutcome("error", error=redact(str(exc)), requests=0, model=model)
         with self.connection.running(state):
-            outcome = self._attempts(request, context, need, state)
+            if context.within is None:
+                outcome = self._attempts(request, context, need, state)
+            else:
+                outcome = self._turn(request, context, need, state)
         if outcome.status != "error":
             self._counted[context] = counted_input(model, outcome.usage.to_dict())
         return replace(
@@ -188,6 +202,36 @@ class AnthropicBackend:
             rate_limited=state.refused,
         )
 
+    def _turn(
+        self, request: ApiRequest, context: TriggerContext, need: Need, state: RunState
+    ) -> RunOutcome:
+        """A run that goes on through read-only looking around (``--trigger-within=turn``):
+        each read-only call is answered from the project's files and the next request sent,
+        until a call that is not one (the choice) or the bound. Every request is paced,
+        counted and priced; the usage is the turn's."""
+        rule = context.within
+        assert rule is not None  # (run() sends the others to _attempts)
+        files = ProjectFiles(rule.root, offered_tools(request))
+        steps: list[str] = []
+        usage = Usage()
+        for looked in range(rule.bound + 1):
+            assembly = MessageAssembly()
+            outcome = self._attempts(request, context, need, state, assembly)
+            usage = usage + outcome.usage
+            calls = assembly.tool_calls() if outcome.status != "error" else []
+            chosen = next(((n, i) for _id, n, i in calls if not rule.looks(n, i)), None)
+            if not calls or chosen is not None:
+                if chosen is not None and outcome.chosen != choice_of(*chosen):
+                    outcome = RunOutcome.of_choice(choice_of(*chosen), context)
+                return replace(outcome, usage=usage, path=tuple(steps))
+            steps += [step_text(name, given, rule.root) for _id, name, given in calls]
+            if looked == rule.bound:
+                break
+            results = [files.answer(name, given).block(use_id) for use_id, name, given in calls]
+            request = follow_up(request, assembly.content(), results)
+            need = replace(need, input_tokens=request_size(request) // 3 + 1)
+        return RunOutcome("not_triggered", chosen=LOOKING, usage=usage, path=tuple(steps))
+
     def _input_for_limit(self, context: TriggerContext, query: str) -> int:
         """The input tokens a run is expected to count toward the limit: what its context's
         last answer counted, else the whole request."""
@@ -195,13 +239,22 @@ class AnthropicBackend:
         return known if known is not None else self.estimate(context, query).input_tokens
 
     def _attempts(
-        self, request: ApiRequest, context: TriggerContext, need: Need, state: RunState
+        self,
+        request: ApiRequest,
+        context: TriggerContext,
+        need: Need,
+        state: RunState,
+        assembly: MessageAssembly | None = None,
     ) -> RunOutcome:
+        """One request, tried again as its failures allow (``assembly``: the blocks of the
+        message that answers it are wanted too, a turn's)."""
         failures = refusals = 0
         while True:
             refused_before = state.refused
             with self._paced(need, state) as paced:
-                outcome, retryable = self._attempt(request, context, state)
+                if assembly is not None:
+                    assembly.reset()
+                outcome, retryable = self._attempt(request, context, state, assembly)
                 paced.usage = outcome.usage if outcome.status != "error" else None
             if state.refused > refused_before and self.limiter.enabled:
                 if refusals < RATE_LIMIT_RETRIES and outcome.status == "error":
@@ -244,13 +297,20 @@ class AnthropicBackend:
             jitter = self._rng.uniform(0.75, 1.25)
         return float(min(8.0, 0.25 * (2**attempt)) * jitter)
 
-    def _attempt(self, request: ApiRequest, context: TriggerContext, state: RunState) -> Attempt:
-        """One request, with the SDK's retries, read as far as the decision."""
+    def _attempt(
+        self,
+        request: ApiRequest,
+        context: TriggerContext,
+        state: RunState,
+        assembly: MessageAssembly | None = None,
+    ) -> Attempt:
+        """One request, with the SDK's retries, read as far as the decision (to its end when
+        the message is to be assembled)."""
         sdk = self.connection.sdk()
         retries = self.connection.sdk_retries(state)
         try:
             with self.connection.stream(request, retries, max(state.remaining(), 0.001)) as resp:
-                return self._read(resp, context)
+                return self._read(resp, context, assembly)
         except sdk.APIStatusError as exc:
             # the SDK was given one retry when the endpoint had not answered yet: a status it
             # retries (429, 5xx) is an answer, so the run goes on with the retries it is due
@@ -284,13 +344,18 @@ class AnthropicBackend:
             )
         return RunOutcome("error", error=message, request_id=exc.request_id, fatal=fatal)
 
-    def _read(self, response: Any, context: TriggerContext) -> Attempt:
-        """Read the stream as far as the decision (see :class:`EventReader`)."""
+    def _read(
+        self, response: Any, context: TriggerContext, assembly: MessageAssembly | None = None
+    ) -> Attempt:
+        """Read the stream as far as the decision (see :class:`EventReader`), and to its end
+        into ``assembly`` when one is given."""
         request_id = response.headers.get("request-id")
-        reader = EventReader(response.iter_bytes())
+        reader = EventReader(response.iter_bytes(), assembly)
         try:
             decision = reader.decide()
-            if decision.tool_input is not None or decision.chosen == "text":
+            if assembly is not None:
+                reader.finish()
+            elif decision.tool_input is not None or decision.chosen == "text":
                 # A stream decided at its end (a Skill call, a plain answer) is read on for
                 # its short tail: its connection goes back to the pool, and its
                 # message_delta gives the output tokens (thinking included) it is billed

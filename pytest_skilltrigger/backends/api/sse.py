@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from pytest_skilltrigger.backends.first_choice import (
     DECODED_EVENTS,
@@ -21,6 +22,7 @@ from pytest_skilltrigger.backends.first_choice import (
     FirstChoice,
     StreamError,
 )
+from pytest_skilltrigger.backends.message_assembly import MessageAssembly
 from pytest_skilltrigger.model.outcome import Usage
 
 
@@ -38,8 +40,11 @@ class EventReader:
     ``\\r\\n`` cut between two chunks included).
     """
 
-    def __init__(self, chunks: Iterable[bytes]) -> None:
+    def __init__(self, chunks: Iterable[bytes], assembly: MessageAssembly | None = None) -> None:
         self.choice = FirstChoice()
+        #: every block of the message, when the run needs it back (a turn): then every event
+        #: is decoded
+        self.assembly = assembly
         self._chunks = iter(chunks)
         self._events: list[bytes] = []
         self._pending = b""
@@ -53,7 +58,7 @@ class EventReader:
         """Read until the first decision. Raises :class:`StreamError` on an ``error`` event
         or a stream that ends undecided."""
         for event in self._read():
-            decision = _feed_event(self.choice, event)
+            decision = self._feed(event)
             if decision is not None:
                 return decision
         # An event not closed by its blank line is incomplete (the connection was cut inside
@@ -71,6 +76,24 @@ class EventReader:
         except Exception:  # the HTTP library's read errors; the decision stands
             pass
         return self.choice.usage
+
+    def finish(self) -> None:
+        """Read a decided stream to its end into the assembly (a turn sends the message
+        back); an ``error`` event raises :class:`StreamError`, a cut stream too."""
+        for event in self._read():
+            self._feed(event)
+        if self.assembly is not None and not self.assembly.complete:
+            raise StreamError("stream ended before the message did (connection cut)")
+
+    def _feed(self, event: bytes) -> Decision | None:
+        if self.assembly is None:
+            return _feed_event(self.choice, event)
+        decoded = _decoded(event)
+        if decoded is None:
+            return None
+        name, payload = decoded
+        self.assembly.feed(name, payload)
+        return self.choice.feed(name, payload) if self.choice.wants(name) else None
 
     def _read(self, limit: int | None = None) -> Iterator[bytes]:
         """Whole events, as the chunks complete them (at most ``limit`` more bytes read)."""
@@ -123,3 +146,20 @@ def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
         if not choice.wants(name):
             return None
     return choice.feed(name, payload)
+
+
+def _decoded(event: bytes) -> tuple[str, dict[str, Any]] | None:
+    """An event block's name and data, every one decoded (a turn's assembly reads all)."""
+    name = ""
+    data: list[bytes] = []
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            data.append(line[5:])
+        elif line.startswith(b"event:"):
+            name = line[6:].strip().decode("utf-8", "replace")
+    if not data:
+        return None
+    payload = json.loads(b"\n".join(data))
+    if not isinstance(payload, dict):
+        return None
+    return name or str(payload.get("type", "")), payload

@@ -21,10 +21,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
+from pytest_skilltrigger.backends.base import Answer, BackendUnavailable, turn_estimate
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.pool import IdlePool, Started
 from pytest_skilltrigger.backends.claude_code.process import (
@@ -38,6 +39,7 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     ROOT_PREFIX,
     SECRET_ACCOUNT_KEY,
     WORKSPACE_LAYOUT,
+    copy_project_files,
     credential_store_dir,
     empty_workspace,
     install_project,
@@ -46,6 +48,7 @@ from pytest_skilltrigger.backends.claude_code.workspace import (
     safe_id,
     session_folder,
     user_account,
+    write_turn_hook,
 )
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import RunOutcome, Usage
@@ -174,10 +177,11 @@ class ClaudeCodeBackend:
         if context.subfolder is not None:  # the file read and the skills found after it
             extra += len(context.subfolder.read_text)
             extra += sum(len(context.discovery_line(s)) for s in context.discovered())
-        return Usage(
+        single = Usage(
             input_tokens=CLI_BASE_TOKENS + (extra + len(query)) // 3,
             output_tokens=DECISION_OUTPUT_TOKENS,
         )
+        return turn_estimate(single, context)
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -259,6 +263,9 @@ class ClaudeCodeBackend:
             seed.update(_usage_seed(context))
         (config / ".claude.json").write_text(json.dumps(seed), encoding="utf-8")
         (run_dir / "tmp").mkdir()
+        if context is not None and context.within is not None:  # what a turn looks at
+            copy_project_files(Path(context.within.root), run_dir / "project")
+            write_turn_hook(config)
         if context is not None and context.project is not None:
             install_project(run_dir / "project", context.project)
         return install_skills(run_dir, context) if context is not None else []
@@ -276,7 +283,9 @@ class ClaudeCodeBackend:
         sub = context.subfolder
         passes = sub.read_path if sub is not None and context.found_by_read else None
         folder = session_folder(run_dir, context)
-        return CliCall(command, folder, env, timeout or self.timeout, passes)
+        # a turn's read-only calls, run by the CLI itself; their paths shown from its folder
+        rule = replace(context.within, root=str(folder)) if context.within else None
+        return CliCall(command, folder, env, timeout or self.timeout, passes, rule)
 
     def _base_env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k not in NESTING_ENV}
@@ -298,6 +307,8 @@ class ClaudeCodeBackend:
         """A trigger run's arguments for ``context``: its plugins, the history it resumes,
         the permission mode it runs in."""
         turns = 2 if context.found_by_read else 1  # the Read, then the choice
+        if context.within is not None:  # and every read-only call the turn may go past
+            turns += context.within.bound
         command = self._command(
             plugins=plugins, resume=_session_file(run_dir, context), turns=turns
         )
@@ -352,7 +363,12 @@ class ClaudeCodeBackend:
         model = verdict.model or self.model
         if verdict.chosen is not None and not finished.timed_out:
             return RunOutcome.of_choice(
-                verdict.chosen, context, usage=verdict.usage, requests=requests, model=model
+                verdict.chosen,
+                context,
+                usage=verdict.usage,
+                requests=requests,
+                model=model,
+                path=tuple(verdict.path),
             )
         return RunOutcome(
             "error",

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from pytest_skilltrigger.backends.claude_code.stream import CliVerdict, read_stream
 from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.turn import TurnRule
 from pytest_skilltrigger.support.machine import PeakMemory, peak_rss
 
 KILL_GRACE = 0.3  # how long to wait for a killed process to be reaped
@@ -37,6 +38,8 @@ class CliCall:
     timeout: float
     # a file whose Read is not the decision: how a run reaches a subfolder's skills
     passes: str | None = None
+    # --trigger-within=turn: the read-only calls a run goes on past (None: the first decides)
+    rule: TurnRule | None = None
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ class WarmCli:
 
         with _watchdog(self.call.timeout, on_timeout):
             self._send(user_message(query, message_id))
-            verdict = read_stream(self._lines, self.call.passes)
+            verdict = read_stream(self._lines, self.call.passes, self.call.rule)
         decided = verdict.chosen is not None and not timed_out.is_set()
         with _watchdog(SETTLE_TIMEOUT, lambda: kill_group(self.proc)):
             self.reusable = decided and self._settle(message_id, verdict)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_skilltrigger.backends.first_choice import FirstChoice, StreamError, choice_of
 from pytest_skilltrigger.model.outcome import Usage
+from pytest_skilltrigger.model.turn import LOOKING, READ_ONLY_TOOLS, TurnRule, step_text
 
 # Tools whose input must be seen before deciding: a Read of a SKILL.md is a skill being used.
 INSPECTED_TOOLS = frozenset({"Skill", "Read"})
@@ -44,9 +45,12 @@ class CliVerdict:
     model: str | None = None  # the model the init event named
     last_problem: str | None = None  # what went wrong last before that, if anything
     turn_over: bool = False  # decided at the turn's ``result``: nothing of the query still runs
+    path: list[str] = field(default_factory=list)  # the read-only calls gone past, in words
 
 
-def read_stream(lines: Iterable[str], passes: str | None = None) -> CliVerdict:
+def read_stream(
+    lines: Iterable[str], passes: str | None = None, rule: TurnRule | None = None
+) -> CliVerdict:
     """Consume ``--output-format stream-json`` lines until the first decision, then return.
 
     Decides on the first tool call of the main conversation, from the raw stream events
@@ -56,9 +60,11 @@ def read_stream(lines: Iterable[str], passes: str | None = None) -> CliVerdict:
     a tool, or a successful ``result`` without one, is ``text``. An API error reported by the
     CLI, an error result, or output that ends undecided is an error, never a miss.
     ``passes``: a file whose Read is not the decision (the run's way into a subfolder's
-    skills), the model's next choice is.
+    skills), the model's next choice is. ``rule`` (``--trigger-within=turn``): the read-only
+    calls the CLI runs itself and the run goes on past, up to its bound (then the outcome is
+    :data:`~pytest_skilltrigger.model.turn.LOOKING`).
     """
-    reader = _StreamReader(passes)
+    reader = _StreamReader(passes, rule)
     for raw in lines:
         msg = _json_line(raw)
         if msg is not None and reader.take(msg):
@@ -82,10 +88,15 @@ class _StreamReader:
     """The state of one CLI run's output: each ``take`` reads one line and says whether the
     verdict is decided."""
 
-    def __init__(self, passes: str | None = None) -> None:
+    def __init__(self, passes: str | None = None, rule: TurnRule | None = None) -> None:
         self.passes = passes
+        self.rule = rule
+        self.inspected = INSPECTED_TOOLS | (READ_ONLY_TOOLS if rule is not None else frozenset())
+        self.bounded = False  # the bound of read-only calls was reached
+        self.gone_past: set[str] = set()  # the read-only calls gone past, by tool_use id
+        self.block_id = ""  # the id of the streamed tool call being read
         self.verdict = CliVerdict()
-        self.choice = FirstChoice(INSPECTED_TOOLS)
+        self.choice = FirstChoice(self.inspected)
         self.earlier = Usage()  # the usage of requests before the current one
         # the usage so far of a request whose Read was let through (None: none is)
         self.passing: Usage | None = None
@@ -167,25 +178,28 @@ class _StreamReader:
             self.verdict.requests += 1
             self.earlier = self.earlier + (self.passing or self.choice.usage)
             self.passing = None
-            self.choice = FirstChoice(INSPECTED_TOOLS)  # a retried request starts afresh
+            self.choice = FirstChoice(self.inspected)  # a retried request starts afresh
         if self.passing is not None:  # the rest of the Read let through: only its cost
             self._passing_usage(name, event)
             return False
         if not self.choice.wants(name):
             return False
+        block = event.get("content_block") if name == "content_block_start" else None
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            self.block_id = str(block.get("id") or "")
         try:
             decision = self.choice.feed(name, event)
         except StreamError as exc:
             self.verdict.last_problem = f"stream error: {exc}"  # the CLI retries or reports it
-            self.choice = FirstChoice(INSPECTED_TOOLS)
+            self.choice = FirstChoice(self.inspected)
             return False
         if decision is None:
             return False
-        if self._passed(decision.chosen, decision.tool_input):
+        if self._passed(decision.chosen, decision.tool_input, self.block_id):
             self.passing = decision.usage  # the next request decides
             return False
         self.verdict.usage = self.earlier + decision.usage
-        self.verdict.chosen = _chosen(decision.chosen, decision.tool_input)
+        self.verdict.chosen = self._chosen(decision.chosen, decision.tool_input)
         return True
 
     def _passing_usage(self, name: str, event: dict[str, Any]) -> None:
@@ -211,9 +225,10 @@ class _StreamReader:
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 tool_input = block.get("input")
                 tool_input = tool_input if isinstance(tool_input, dict) else {}
-                if self._passed(choice_of(str(block.get("name")), tool_input), tool_input):
+                chosen = choice_of(str(block.get("name")), tool_input)
+                if self._passed(chosen, tool_input, str(block.get("id") or "")):
                     return False
-                verdict.chosen = _chosen(choice_of(str(block.get("name")), tool_input), tool_input)
+                verdict.chosen = self._chosen(chosen, tool_input)
                 streamed = self.choice.usage != Usage()
                 verdict.usage = self.earlier + (
                     self.choice.usage if streamed else Usage.from_dict(message.get("usage"))
@@ -222,12 +237,33 @@ class _StreamReader:
                 return True
         return False
 
-    def _passed(self, chosen: str, tool_input: dict[str, Any] | None) -> bool:
-        """Whether a choice is the Read of the file the run lets through."""
-        if self.passes is None or chosen != "tool:Read" or not tool_input:
+    def _passed(self, chosen: str, tool_input: dict[str, Any] | None, call_id: str = "") -> bool:
+        """Whether the run goes on past a call: the Read of the file the run lets through
+        (a subfolder's way in), or in a turn a read-only call within the bound (its step
+        kept once: a call is seen in the stream's events and again in the whole message)."""
+        if self.passes is not None and chosen == "tool:Read" and tool_input:
+            path = str(tool_input.get("file_path") or "").replace("\\", "/")
+            if path == self.passes or path.endswith("/" + self.passes):
+                return True
+        if self.rule is None or not self._looks(chosen, tool_input):
             return False
-        path = str(tool_input.get("file_path") or "").replace("\\", "/")
-        return path == self.passes or path.endswith("/" + self.passes)
+        if call_id and call_id in self.gone_past:
+            return True
+        if len(self.verdict.path) >= self.rule.bound:
+            self.bounded = True  # the choice is: still looking around
+            return False
+        tool = chosen.partition(":")[2]
+        self.verdict.path.append(step_text(tool, tool_input, self.rule.root))
+        self.gone_past.add(call_id)
+        return True
+
+    def _looks(self, chosen: str, tool_input: dict[str, Any] | None) -> bool:
+        kind, _, tool = chosen.partition(":")
+        return self.rule is not None and kind == "tool" and self.rule.looks(tool, tool_input)
+
+    def _chosen(self, chosen: str, tool_input: dict[str, Any] | None) -> str:
+        """The run's choice (:data:`LOOKING` past the bound)."""
+        return LOOKING if self.bounded else _chosen(chosen, tool_input)
 
     def _result(self, msg: dict[str, Any]) -> bool:
         """The run's last line: an error result, or an answer without a tool call."""

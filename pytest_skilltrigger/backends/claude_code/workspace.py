@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import tempfile
 from pathlib import Path
@@ -279,3 +280,62 @@ def install_project(project: Path, setup: ProjectSetup) -> None:
         settings_path = project / ".claude" / "settings.json"
         settings_path.parent.mkdir(parents=True, exist_ok=True)
         settings_path.write_text(json.dumps({"enableAllProjectMcpServers": True}), "utf-8")
+
+
+# what a turn's looking around may see of the project, copied into each run's project folder
+COPIED_FILES = 5_000
+COPIED_BYTES = 64 * 1024 * 1024
+NOT_COPIED = frozenset({".git", ".claude", ".venv", "venv", "node_modules", "__pycache__"})
+# the project's instructions and servers are the context's to give (--trigger-setup=project)
+NOT_COPIED_FILES = frozenset({"CLAUDE.md", "CLAUDE.local.md", ".mcp.json"})
+
+
+def copy_project_files(source: Path, project: Path) -> int:
+    """Copy the project's files into a run's project folder (``--trigger-within=turn``: the
+    CLI reads them there, in a folder it may not harm; the user's own files are never
+    handed to it). Version control, the project's own ``.claude`` (its skills are installed
+    as the context lists them), its instructions and servers (the context's to give, with
+    ``--trigger-setup=project``), environments and caches stay out; so does whatever passes
+    :data:`COPIED_FILES` files or :data:`COPIED_BYTES` bytes. Links are not followed out of
+    the project. How many files were copied."""
+    root = source.resolve()
+    copied = size = 0
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in NOT_COPIED)
+        for name in sorted(set(files) - NOT_COPIED_FILES):
+            path = Path(folder) / name
+            real = path.resolve()
+            if not real.is_relative_to(root) or not real.is_file():
+                continue
+            size += real.stat().st_size
+            if copied >= COPIED_FILES or size > COPIED_BYTES:
+                return copied
+            target = project / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(real, target)
+            copied += 1
+    return copied
+
+
+# --trigger-within=turn: every call but a read-only one is refused and ends the turn, so the
+# CLI sends no request after the run's choice (and runs no command, no edit, no skill)
+TURN_HOOK_OUTPUT = {
+    "continue": False,
+    "stopReason": "skilltrigger: the run's choice is made",
+    "hookSpecificOutput": {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "skilltrigger: the run's choice is made",
+    },
+}
+LOOKING_TOOLS_MATCHER = "^(?!(Read|Glob|Grep|LS)$).*"
+
+
+def write_turn_hook(config: Path) -> None:
+    """The user settings of a turn's run (its private config folder): a ``PreToolUse`` hook
+    that denies every call but a read-only one and stops the turn there. Observed with the
+    pinned CLI: the denied call is not run and no further request is sent."""
+    command = "echo " + shlex.quote(json.dumps(TURN_HOOK_OUTPUT))
+    hook = {"matcher": LOOKING_TOOLS_MATCHER, "hooks": [{"type": "command", "command": command}]}
+    settings = {"hooks": {"PreToolUse": [hook]}}
+    (config / "settings.json").write_text(json.dumps(settings), encoding="utf-8")
