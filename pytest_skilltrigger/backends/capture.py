@@ -17,6 +17,7 @@ capture, for another description, has its own ids and so its own cache prefix.)
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import threading
@@ -24,12 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Protocol
 
 from pytest_skilltrigger.backends.api.request import MARKER, RequestTemplate
 from pytest_skilltrigger.backends.claude_code.process import CliCall
 from pytest_skilltrigger.backends.claude_code.stream import read_stream
 from pytest_skilltrigger.backends.claude_code.workspace import WORKSPACE_LAYOUT
+from pytest_skilltrigger.backends.looking_around import ProjectFiles
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.support.redact import redact
 
@@ -63,6 +66,10 @@ class CapturedRequest:
     path: str
     cli_version: str
     workspace: str = ""  # the capture's workspace root, which the CLI writes into the prompt
+    # what the CLI added after a file's numbered lines in its follow-up request, when the
+    # capture went on through a Read (``--trigger-within=turn``): the API backend's follow-ups
+    # add the same, so a replayed turn goes on as the user's CLI would
+    read_suffix: str = ""
 
     @property
     def model(self) -> str:
@@ -97,6 +104,7 @@ class CapturedRequest:
                 "path": self.path,
                 "cli_version": self.cli_version,
                 "workspace": self.workspace,
+                "read_suffix": self.read_suffix,
             },
             ensure_ascii=False,
         )
@@ -110,17 +118,37 @@ class CapturedRequest:
             data["path"],
             data["cli_version"],
             data.get("workspace", ""),
+            data.get("read_suffix", ""),
         )
+
+
+# The file a turn's capture has the CLI read (written into the capture's own workspace, never
+# the user's folder), and the id of that call.
+PROBE_FILE = ".skilltrigger-probe.txt"
+PROBE_TEXT = "a file read to record the follow-up request\n"
+PROBE_ID = "toolu_probe"
 
 
 class _Recorder(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, reads: str | None = None) -> None:
+    def __init__(self, reads: str | None = None, probe: str | None = None) -> None:
         super().__init__(("127.0.0.1", 0), _RecorderHandler)
         self.recorded: list[tuple[str, dict[str, str], bytes]] = []
         # a file the first answer reads (how a session finds a subfolder's skills)
         self.reads = reads
+        # a file the answer to the query reads, to record the CLI's follow-up request
+        self.probe = probe
+        self.probed = False
+
+    def read_asked(self, raw: bytes) -> tuple[str, str] | None:
+        """The tool id and the file the answer to this request reads, if it reads one."""
+        if self.reads is not None and len(self.recorded) == 1:
+            return "toolu_capture", self.reads
+        if self.probe is not None and not self.probed and MARKER.encode() in raw:
+            self.probed = True
+            return PROBE_ID, self.probe
+        return None
 
 
 class _RecorderHandler(BaseHTTPRequestHandler):
@@ -138,11 +166,12 @@ class _RecorderHandler(BaseHTTPRequestHandler):
         block: dict[str, Any] = {"type": "text", "text": ""}
         delta: dict[str, Any] = {"type": "text_delta", "text": "OK"}
         stop = "end_turn"
-        if server.reads is not None and len(server.recorded) == 1:
-            block = {"type": "tool_use", "id": "toolu_capture", "name": "Read", "input": {}}
+        asked = server.read_asked(raw)
+        if asked is not None:
+            block = {"type": "tool_use", "id": asked[0], "name": "Read", "input": {}}
             delta = {
                 "type": "input_json_delta",
-                "partial_json": json.dumps({"file_path": server.reads}),
+                "partial_json": json.dumps({"file_path": asked[1]}),
             }
             stop = "tool_use"
         events = [
@@ -202,7 +231,11 @@ def record_cli_request(
     """Run the CLI with the marker as its query against a recorder; its first request (the
     one after the Read, when the call lets a Read through to find a subfolder's skills).
     ``given`` is what the CLI reads on stdin for a query (as trigger runs give it)."""
-    recorder = _Recorder(call.passes)
+    probe = None
+    if call.rule is not None:
+        probe = os.path.join(call.cwd, PROBE_FILE)
+        Path(probe).write_text(PROBE_TEXT, encoding="utf-8")
+    recorder = _Recorder(call.passes, probe)
     thread = threading.Thread(target=recorder.serve_forever, daemon=True)
     thread.start()
     try:
@@ -228,16 +261,48 @@ def record_cli_request(
     if shown.error and not shown.undecided:  # a hook or a server of the project's failed
         raise CaptureError(redact(shown.error))
     recorded = recorder.recorded[1:] if call.passes is not None else recorder.recorded
-    for path, headers, raw in recorded:
+    for at, (path, headers, raw) in enumerate(recorded):
         try:
             body = json.loads(raw)
         except ValueError:
             continue
         if isinstance(body, dict) and MARKER in raw.decode("utf-8", "replace"):
             kept = {k: headers[k] for k in REPLAYED_HEADERS if k in headers}
-            return CapturedRequest(body, kept, path.split("?", 1)[0], cli_version, workspace)
+            suffix = _read_suffix(recorded[at + 1 :], probe) if probe else ""
+            return CapturedRequest(
+                body, kept, path.split("?", 1)[0], cli_version, workspace, suffix
+            )
     tail = redact((done.stderr or done.stdout).strip()[-500:])
     raise CaptureError(f"claude sent no request holding the query (exit {done.returncode}): {tail}")
+
+
+def _read_suffix(after: list[tuple[str, dict[str, str], bytes]], probe: str) -> str:
+    """What the CLI's follow-up request added after the probe file's numbered lines (a
+    reminder of its own, say); empty when it added nothing or sent no follow-up."""
+    ours = ProjectFiles(os.path.dirname(probe)).answer("Read", {"file_path": probe}).content
+    for _path, _headers, raw in after[:1]:
+        for block in _tool_results(json.loads(raw)):
+            content = block.get("content")
+            text = content if isinstance(content, str) else _first_text(content)
+            if block.get("tool_use_id") == PROBE_ID and isinstance(ours, str):
+                return text[len(ours) :] if text.startswith(ours) else ""
+    return ""
+
+
+def _tool_results(body: Any) -> list[dict[str, Any]]:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    blocks = [b for m in messages or [] if isinstance(m, dict) for b in _blocks(m)]
+    return [b for b in blocks if b.get("type") == "tool_result"]
+
+
+def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _first_text(content: Any) -> str:
+    texts = [b.get("text") for b in content or [] if isinstance(b, dict)]
+    return next((t for t in texts if isinstance(t, str)), "")
 
 
 class CaptureStore(Protocol):

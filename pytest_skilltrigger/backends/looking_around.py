@@ -73,9 +73,14 @@ class ToolAnswer:
 class ProjectFiles:
     """The folder a session stands in, answering read-only tool calls."""
 
-    def __init__(self, root: str, offered: frozenset[str] = frozenset({"Read"})) -> None:
+    def __init__(
+        self, root: str, offered: frozenset[str] = frozenset({"Read"}), *, read_suffix: str = ""
+    ) -> None:
         self.root = os.path.realpath(root)
         self.offered = offered
+        # what the user's CLI adds after a file's lines, when a capture recorded it (see
+        # :mod:`~pytest_skilltrigger.backends.capture`); nothing of it is kept in this project
+        self.read_suffix = read_suffix
 
     def answer(self, tool: str, tool_input: dict[str, Any]) -> ToolAnswer:
         """The answer to one read-only call."""
@@ -124,7 +129,10 @@ class ProjectFiles:
             )
         if os.path.isdir(path):
             return ToolAnswer(f"EISDIR: illegal operation on a directory, read '{path}'", True)
-        return _read_file(path, tool_input)
+        answer = _read_file(path, tool_input)
+        if self.read_suffix and isinstance(answer.content, str) and not answer.is_error:
+            return ToolAnswer(answer.content + self.read_suffix)
+        return answer
 
     # -- Glob -----------------------------------------------------------------------------
 

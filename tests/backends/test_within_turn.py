@@ -255,3 +255,45 @@ def test_the_claude_code_backend_goes_past_reads_and_answers_like_the_api_backen
         in_turn.chosen,
         in_turn.path,
     )
+
+
+@pytest.mark.slow
+def test_a_capture_in_turn_records_the_clis_follow_up_and_the_replay_answers_like_it(
+    fake_api: FakeMessagesAPI,
+    claude_bin: str,  # noqa: F811 (the fixture)
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Capture mode in turn: the capture goes on through a Read of its own file and records
+    the CLI's follow-up; the replayed turn's Read result ends as the CLI's does (whatever the
+    CLI adds after a file's lines), and the user's folder gets no file."""
+    from pytest_skilltrigger.backends.capture import PROBE_FILE, Captures
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    root = tmp_path / "repo"
+    tested = project(root)
+    (root / ".git").mkdir()
+    before = sorted(p.name for p in root.rglob("*"))
+    turn = find_targets([str(tested)], TargetOptions(within=TurnRule(root=str(root))))
+    context = turn.targets[0].start_context
+    cli = ClaudeCodeBackend(timeout=90, claude_bin=claude_bin)
+    api = AnthropicBackend(timeout=60, captures=Captures(lambda: cli))
+    try:
+        captured, _template = api.captures.get(context)  # type: ignore[union-attr]
+        fake_api.turns(LOOKS_FIRST, ["tool:Read", "skill:pdf-tools"])
+        seen = len(fake_api.requests)
+        outcome = api.run(context, LOOKS_FIRST)
+        fake_api.turns(LOOKS_FIRST, ["tool:Read", "skill:pdf-tools"])
+        by_cli = cli.run(context, LOOKS_FIRST)
+    finally:
+        api.close()
+        cli.close()
+    assert (outcome.status, outcome.path, outcome.requests) == ("triggered", ("read notes.md",), 2)
+    ours = fake_api.requests[seen + 1]["messages"][-1]["content"][-1]["content"]
+    theirs = fake_api.requests[-1]["messages"][-1]["content"][-1]["content"]
+    theirs = theirs if isinstance(theirs, str) else theirs[0]["text"]
+    assert by_cli.status == "triggered"
+    assert ours == theirs
+    assert ours.endswith(captured.read_suffix)
+    assert sorted(p.name for p in root.rglob("*")) == before
+    assert PROBE_FILE not in before

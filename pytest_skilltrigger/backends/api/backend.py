@@ -211,7 +211,8 @@ class AnthropicBackend:
         counted and priced; the usage is the turn's."""
         rule = context.within
         assert rule is not None  # (run() sends the others to _attempts)
-        files = ProjectFiles(rule.root, offered_tools(request))
+        suffix = self.captures.get(context)[0].read_suffix if self.captures else ""
+        files = ProjectFiles(rule.root, offered_tools(request), read_suffix=suffix)
         steps: list[str] = []
         usage = Usage()
         for looked in range(rule.bound + 1):
