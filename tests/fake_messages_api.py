@@ -256,16 +256,16 @@ def _read_answered(body: dict[str, Any]) -> int | None:
 
 
 def _has_tool_result(body: dict[str, Any]) -> bool:
+    """Whether the request goes on with a turn: its last user message answers a tool call
+    (a new prompt after an earlier turn's tools starts a new decision)."""
     messages = body.get("messages")
     if not isinstance(messages, list):
         return False
-    for message in messages:
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-        ):
-            return True
-    return False
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    content = users[-1].get("content") if users else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1243,6 +1243,10 @@ class FakeMessagesAPI:
         # trigger rates spread over (0, 1), drawn afresh per request, and an improve model
         # that reads the prompt (see tests.graded_model); None: the keyword model
         self.graded: Any = None
+        # the chance a model reads the file a query names before it decides (then decides on
+        # the query as before, and answers in words rather than read again): a model that
+        # looks around first, as ``--trigger-within=turn`` expects
+        self.looks_first = 0.0
         # models whose keyword decisions are reversed (a skill taken where the keyword model
         # would answer, and the other way round): a description that wins on one model of a
         # matrix loses on these
@@ -1266,6 +1270,7 @@ class FakeMessagesAPI:
         self._init_batches(seed)
         self._fault_rng = random.Random(seed)
         self._shape_rng = random.Random(seed + 1)
+        self._look_rng = random.Random(seed + 2)
         self._scripts: dict[str, list[str]] = {}
         self._script_pos: dict[str, int] = {}
         self._turns: dict[str, list[str]] = {}
@@ -1755,10 +1760,30 @@ class FakeMessagesAPI:
                 self._bump("decisions", "done")
             return [{"type": "text", "text": DONE_TEXT}], "end_turn"
         query = extract_query(body if read is None else {"messages": body["messages"][:read]})
-        outcome = self._trigger_outcome(body, query, advance)
+        if read is None and self._looks(query):
+            outcome = "tool:Read"
+        else:
+            outcome = self._after_looking(self._trigger_outcome(body, query, advance), read)
         if advance:
             self._bump("decisions", outcome)
         return self._blocks(outcome, query)
+
+    def _after_looking(self, outcome: str, read: int | None) -> str:
+        """A decision once the model has read a file (or, with ``looks_first``, chose not
+        to): it answers in words rather than read again."""
+        if read is None:
+            # with looks_first only the draw in _looks reads
+            return "text" if self.looks_first and outcome == "tool:Read" else outcome
+        if outcome.startswith("tool:Read"):
+            return "text"  # it has read the file
+        return outcome if outcome.startswith("skill:") or not self.looks_first else "text"
+
+    def _looks(self, query: str) -> bool:
+        """Whether this run reads the file the query names before it decides."""
+        if not self.looks_first or _find_path(query) is None:
+            return False
+        with self._lock:
+            return self._look_rng.random() < self.looks_first
 
     def _turn_outcome(self, body: dict[str, Any]) -> tuple[str, str] | None:
         """The scripted answer of this request's place in a turn (see :meth:`turns`), with

@@ -32,8 +32,9 @@ class TriggerBackend(Protocol):
         ...
 
     def estimate(self, context: TriggerContext, query: str) -> Usage:
-        """The usage one run is expected to have, known before it is sent (the budget
-        reserves its cost): err on the high side."""
+        """The usage one request of a run is expected to have, known before it is sent: err
+        on the high side. (A run judged within the turn may send more; the engine reserves
+        for them, see :func:`turn_estimate`.)"""
         ...
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:

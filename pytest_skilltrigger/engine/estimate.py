@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from pytest_skilltrigger.backends.base import TriggerBackend
+from pytest_skilltrigger.backends.base import TriggerBackend, turn_estimate
 from pytest_skilltrigger.model.context import TriggerContext
 from pytest_skilltrigger.model.outcome import Usage
 from pytest_skilltrigger.model.prices import Price, cost_usd, did_you_mean, format_usd, rate_of
@@ -193,8 +193,9 @@ def estimate_session(
         queries += 1
         low_runs, high_runs = to_go[index] if to_go is not None else fresh
         whole = backend.estimate(context, query)
+        most = turn_estimate(whole, context)  # a turn's follow-ups at most, as reserved
         if price is not None:  # the rounds' dearest call, whatever the items' runs stored
-            grown = replace(whole, input_tokens=whole.input_tokens + _room(room, context))
+            grown = replace(most, input_tokens=most.input_tokens + _room(room, context))
             dearest = max(dearest, cost_usd(grown, price) * rate)
         if not high_runs:  # decided by its stored runs
             stored += 1
@@ -207,7 +208,7 @@ def estimate_session(
         first_request = context not in written
         written.add(context)
         low_input += own * low_runs + (prefix if first_request else 0)
-        high_input += whole.input_tokens * high_runs
+        high_input += most.input_tokens * high_runs
         if price is None:
             continue
         output = min(whole.output_tokens, TYPICAL_OUTPUT_TOKENS)
@@ -215,7 +216,7 @@ def estimate_session(
         low_usd += cost_usd(cached, price) * low_runs * rate
         if first_request:  # its first request writes the shared prefix to the cache
             low_usd += cost_usd(Usage(cache_creation_input_tokens=prefix), price) * rate
-        high_usd += cost_usd(whole, price) * high_runs * rate
+        high_usd += cost_usd(most, price) * high_runs * rate
     return Estimate(
         backend.model,
         queries,

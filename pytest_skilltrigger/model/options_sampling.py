@@ -18,11 +18,13 @@ from pytest_skilltrigger.model.option_spec import (
     rate_limit_problem,
     within_unit,
 )
-from pytest_skilltrigger.model.turn import DEFAULT_BOUND, WITHIN
 
 GROUP_TITLE = "skill trigger tests"
-# what a run is judged on by default (see model.turn and docs/explanation/verdicts.md)
-DEFAULT_WITHIN = "first-call"
+# what a run is judged on (see model.turn and docs/explanation/verdicts.md): the rules, the
+# default, and the most read-only calls a run goes through in ``turn``
+WITHIN = ("first-call", "turn")
+DEFAULT_WITHIN = "turn"
+DEFAULT_BOUND = 8
 
 # which context API runs send: the installed CLI's captured request, our builtin one, or the
 # captured one when a claude binary is found
@@ -320,7 +322,9 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         None,
         "also ask every query with the skill among N other installed skills (the user's own "
         "from --trigger-extra-skills first, then the nearest of the plugin's rival catalog); "
-        "several sizes comma-separated, each its own items ([crowd40] in the id)",
+        "several sizes comma-separated, each its own items ([crowd40] in the id); installed: "
+        "ask every query in your own Claude Code install (your skills, commands and enabled "
+        "plugins, with your usage, read from your home folder)",
         field="crowd",
         check=crowd_problem,
         default_text="no crowd",

@@ -386,6 +386,7 @@ class QueryResult:
             "skipped": self.skipped,
             "chosen": self.chosen,
             "invoked_as": self.invoked_as,
+            "paths": self.paths,
         }
 
 

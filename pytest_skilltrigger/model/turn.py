@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-WITHIN = ("first-call", "turn")
-DEFAULT_BOUND = 8
+# the default bound is the option table's (imported with the plugin, which this module need
+# not be)
+from pytest_skilltrigger.model.options_sampling import DEFAULT_BOUND
+
 #: the chosen key of a run still looking around at the bound
 LOOKING = "looking"
 #: the tools that only look: a run goes on past them in ``turn``

@@ -71,7 +71,7 @@ def test_a_read_then_the_skill_is_a_trigger_in_turn_and_the_read_in_first_call(
     in_turn = results(turn)
     assert in_turn[LOOKS_FIRST]["chosen"] == in_turn[AT_ONCE]["chosen"] == {"skill:pdf-tools": 2}
     assert json.loads(turn.read_text())["totals"]["calls"] == calls  # every follow-up counted
-    result = run(pytester, f"--trigger-json={first}")
+    result = run(pytester, "--trigger-within=first-call", f"--trigger-json={first}")
     result.assert_outcomes(passed=1, failed=1)
     assert results(first)[LOOKS_FIRST]["chosen"] == {"tool:Read": 2}
     result.stdout.fnmatch_lines(["the model chose instead: tool Read x2"])

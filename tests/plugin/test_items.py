@@ -821,7 +821,11 @@ def test_the_budget_bounds_the_estimate_of_what_is_sent_at_the_default_concurren
     ]
     budget = 2.5 * max(estimates)
     result = run(
-        pytester, f"--trigger-skill-path={skills}", "--trigger-budget-usd", f"{budget:.8f}"
+        pytester,
+        f"--trigger-skill-path={skills}",
+        "--trigger-budget-usd",
+        f"{budget:.8f}",
+        "--trigger-within=first-call",  # one request a run (a turn reserves for its bound)
     )
     assert 1 <= trigger_calls(fake_api) <= 2
     assert sum(sorted(estimates)[: trigger_calls(fake_api)]) <= budget

@@ -36,7 +36,6 @@ from pytest_skilltrigger.backends.base import (
     ASK_MAX_TOKENS,
     Answer,
     BackendUnavailable,
-    turn_estimate,
 )
 from pytest_skilltrigger.backends.capture import CaptureError, Captures
 from pytest_skilltrigger.backends.first_choice import StreamError, choice_of
@@ -172,9 +171,7 @@ class AnthropicBackend:
         (about a token per three bytes, all counted as uncached input) and the output a
         decision takes."""
         size = self.template(context).size_with(query)
-        return turn_estimate(
-            Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS), context
-        )
+        return Usage(input_tokens=size // 3 + 1, output_tokens=DECISION_OUTPUT_TOKENS)
 
     def run(self, context: TriggerContext, query: str) -> RunOutcome:
         """One run within ``timeout`` seconds, retries included (time spent waiting for the

@@ -16,7 +16,7 @@ import heapq
 import itertools
 import threading
 
-from pytest_skilltrigger.backends.base import TriggerBackend
+from pytest_skilltrigger.backends.base import TriggerBackend, turn_estimate
 from pytest_skilltrigger.engine.concurrency import Concurrency
 from pytest_skilltrigger.engine.cost_guard import CostGuard, budget_reached
 from pytest_skilltrigger.engine.run_sources import RunJob, Stop
@@ -104,7 +104,8 @@ class LiveRuns:
         if job.skipped:
             return None
         return self.guard.reserve_runs(
-            lambda: self.backend.estimate(job.context, job.query), model=self.backend.model
+            lambda: turn_estimate(self.backend.estimate(job.context, job.query), job.context),
+            model=self.backend.model,
         )
 
     def close(self, wait: bool = True) -> None:
