@@ -29,6 +29,8 @@ BENCHES = (
     "batch",
     "contexts",
     "changed_since",
+    "within_turn",
+    "harvest",
 )
 CLI_BENCHES = ("local_latency", "official_runner")
 

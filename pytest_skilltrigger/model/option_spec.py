@@ -72,14 +72,21 @@ def parses(parse: Callable[[object], object]) -> Check:
     return check
 
 
+INSTALLED_CROWD = "installed"  # --trigger-crowd=installed: the user's own install
+
+
 def crowd_sizes(value: object) -> tuple[int, ...]:
     """``--trigger-crowd``'s sizes: positive whole numbers, comma-separated (``10,20,40``),
-    once each and in order; InputError otherwise."""
+    once each and in order (none for ``installed``, the user's own install); InputError
+    otherwise."""
     text = str(value).replace(" ", "")
+    if text.lower() == INSTALLED_CROWD:
+        return ()
     parts = [p for p in text.split(",") if p]
     if not parts or not all(p.isascii() and p.isdigit() and int(p) > 0 for p in parts):
         raise InputError(
-            "--trigger-crowd", f"takes positive whole numbers, comma-separated: {value!r}"
+            "--trigger-crowd",
+            f"takes positive whole numbers, comma-separated, or installed: {value!r}",
         )
     return tuple(sorted({int(p) for p in parts}))
 

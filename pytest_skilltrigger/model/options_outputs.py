@@ -164,6 +164,37 @@ OUTPUT_OPTIONS: tuple[Option, ...] = (
         group="ci",
     ),
     Option(
+        "--trigger-harvest",
+        "path",
+        None,
+        "read your own Claude Code sessions of this project (~/.claude/projects) and write "
+        "the selected skills' observed triggers, likely misses and likely false alarms to "
+        "this file as eval entries, then exit without a call; nothing leaves the machine",
+        holder="run",
+        ini=False,
+        group="improve",
+    ),
+    Option(
+        "--trigger-harvest-scope",
+        "choice",
+        "project",
+        "with --trigger-harvest: the sessions of this project (and its subfolders), or all "
+        "of your projects' sessions",
+        holder="run",
+        choices=("project", "all"),
+        group="improve",
+    ),
+    Option(
+        "--trigger-harvest-merge",
+        "bool",
+        False,
+        "with --trigger-harvest: also add the harvested entries to each skill's own eval set "
+        "(only those it does not hold; never twice)",
+        holder="run",
+        ini=False,
+        group="improve",
+    ),
+    Option(
         "--trigger-optimize",
         "bool",
         False,

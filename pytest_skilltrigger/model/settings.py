@@ -12,7 +12,12 @@ import os
 from dataclasses import dataclass, fields
 from typing import Any
 
-from pytest_skilltrigger.model.option_spec import Holder, crowd_sizes, permission_modes
+from pytest_skilltrigger.model.option_spec import (
+    INSTALLED_CROWD,
+    Holder,
+    crowd_sizes,
+    permission_modes,
+)
 from pytest_skilltrigger.model.options import default, of_holder
 from pytest_skilltrigger.model.prices import load_prices
 from pytest_skilltrigger.model.rate_limits import RateLimitSetting
@@ -116,6 +121,12 @@ class Settings:
         return crowd_sizes(self.crowd) if self.crowd else ()
 
     @property
+    def crowd_installed(self) -> bool:
+        """Whether every query is asked in the user's own install
+        (``--trigger-crowd=installed``)."""
+        return str(self.crowd or "").strip().lower() == INSTALLED_CROWD
+
+    @property
     def permission_modes(self) -> tuple[str, ...]:
         """The permission modes every query is asked in, the first the session's own (empty:
         the CLI's default)."""
@@ -124,7 +135,23 @@ class Settings:
     def turn_rule(self, root: str) -> TurnRule | None:
         """What a run is judged on: None for the first call, a rule of the turn (with the
         folder its looking around reads) for ``turn``."""
-        return TurnRule(self.within_bound, root) if self.within == "turn" else None
+        return TurnRule(self.within_bound, root) if self.judges_turns else None
+
+    @property
+    def judges_turns(self) -> bool:
+        """Whether runs are judged within the turn: ``turn``, but not in message batches,
+        which answer each request once (a run there cannot look around and go on)."""
+        return self.within == "turn" and not self.batch
+
+    @property
+    def within_note(self) -> str | None:
+        """What the header says when the rule asked for is not the one applied."""
+        if self.within == "turn" and self.batch:
+            return (
+                "--trigger-batch: a batch answers each request once, so every run is judged on "
+                "its first call (--trigger-within=first-call); a Read first is a miss"
+            )
+        return None
 
     @property
     def first_mode(self) -> str | None:

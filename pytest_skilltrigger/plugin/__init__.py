@@ -43,8 +43,12 @@ def pytest_skilltrigger_make_backend(
 
 
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
-    """``--trigger-export-plugin-eval`` is a command of its own, as ``--markers`` is: it writes the
-    cases and ends, with no session, no worker and no call."""
+    """``--trigger-export-plugin-eval`` and ``--trigger-harvest`` are commands of their own, as
+    ``--markers`` is: each writes its file and ends, with no session, no worker and no call."""
+    if options.value(config, "--trigger-harvest"):
+        from pytest_skilltrigger.plugin.harvesting import harvest_command  # deferred
+
+        return harvest_command(config)
     if not options.value(config, "--trigger-export-plugin-eval"):
         return None
     from pytest_skilltrigger.plugin.control import export_cases  # deferred: this command's

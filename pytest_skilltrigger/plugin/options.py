@@ -227,6 +227,21 @@ def export_plugin_eval(config: pytest.Config) -> str | None:
     return os.path.abspath(str(given)) if given else None
 
 
+def harvest_file(config: pytest.Config) -> str:
+    """The file ``--trigger-harvest`` names (absolute), checked to be writable; not with
+    ``--trigger-draft`` or ``--trigger-optimize`` (the harvest makes no call)."""
+    given = str(value(config, "--trigger-harvest"))
+    if draft_mode(config) or value(config, "--trigger-optimize"):
+        raise InputError("--trigger-harvest", "makes no call: run it alone, then draft or optimize")
+    from pytest_skilltrigger.support.atomic import write_problem  # deferred: this command's
+
+    path = os.path.abspath(given)
+    problem = write_problem(path)
+    if problem:
+        raise InputError(given, f"--trigger-harvest: {problem}")
+    return path
+
+
 def draft_mode(config: pytest.Config) -> str | None:
     """``missing`` (draft for skills without an eval set), ``also`` (and more for those with
     one), or None; the ini key also takes true/false."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_skilltrigger.model.context import ListedSkill, ProjectSetup, TriggerContext
     from pytest_skilltrigger.model.settings import Gates, OptimizerSettings, Settings
     from pytest_skilltrigger.skills.catalog import Found, Target
+    from pytest_skilltrigger.skills.installed import Install
     from pytest_skilltrigger.skills.plugin_eval.read import NotCollected
     from pytest_skilltrigger.skills.routing_set import RoutingSet
     from pytest_skilltrigger.skills.skill import Skill
@@ -73,6 +74,16 @@ class Setup:
 
         return read_project_setup(str(self.config.rootpath))
 
+    @cached_property
+    def install(self) -> Install | None:
+        """The user's own Claude Code install (``--trigger-crowd=installed``), read from the
+        home folder for a session in this project."""
+        if not self.settings.crowd_installed:
+            return None
+        from pytest_skilltrigger.skills.installed import read_install  # deferred: skills layer
+
+        return read_install(os.path.expanduser("~"), self.session_folder)
+
     @property
     def session_folder(self) -> str:
         """The folder a session stands in: the project root, or --trigger-cwd's subfolder."""
@@ -95,8 +106,17 @@ class Setup:
             cwd=self.settings.cwd,
             rootdir=str(self.config.rootpath),
             within=self.settings.turn_rule(self.session_folder),
+            install=self.install,
         )
-        return find_targets(paths, target_options)
+        found = find_targets(paths, target_options)
+        if self.settings.within_note:
+            found = replace(found, notes=(*found.notes, self.settings.within_note))
+        if self.install is None:
+            return found
+        from pytest_skilltrigger.skills.installed import install_notes  # deferred: skills layer
+
+        notes = install_notes(self.install, found.targets, self.settings.lane_models[0])
+        return replace(found, notes=(*found.notes, *notes))
 
     def in_play(self, found: Found | None) -> SkillsInPlay:
         """The skills in play (``found`` for the selection's paths, None when it has none),

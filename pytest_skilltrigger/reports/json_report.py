@@ -95,6 +95,13 @@ def skill_json(skill: SkillReport, session_mode: str = "default") -> dict[str, A
         "results": skill.results.report_rows(),
         "summary": {"covers": "items", **skill.summary.to_dict()},
     }
+    harvested = [r for r in entry["results"] if (r.get("extra") or {}).get("harvested")]
+    if harvested:  # the queries from the user's own sessions, apart
+        entry["harvested"] = {
+            "queries": len(harvested),
+            "passed": sum(1 for r in harvested if r.get("pass") is True),
+            "failed": sum(1 for r in harvested if r.get("pass") is False),
+        }
     if skill.crowd is not None:  # the other installed skills it was asked among
         entry["crowd"] = skill.crowd
     mode = skill.mode or session_mode

@@ -23,6 +23,7 @@ from pytest_skilltrigger.reports.routing_table import RoutingTable
 from pytest_skilltrigger.reports.session_report import RunScope, SessionReport, SkillReport
 from pytest_skilltrigger.reports.summary import Summary
 from pytest_skilltrigger.skills.drafted_set import REVIEW
+from pytest_skilltrigger.skills.harvest_file import HARVESTED
 
 if TYPE_CHECKING:
     from pytest_skilltrigger.engine.controls import ControlResult
@@ -146,6 +147,7 @@ def summary_lines(report: SessionReport) -> list[str]:
         if skill.listing_warning:
             lines.append(f"  warning: {skill.listing_warning}")
         lines += drafted_lines(skill)
+        lines += harvested_lines(skill)
         lines += failure_lines(skill)
         lines += unreachable_lines(skill)
     split = disagreements(report.skills)
@@ -191,14 +193,34 @@ MARKS = {True: "✓", False: "✗"}
 def drafted_lines(skill: SkillReport) -> list[str]:
     """A skill's drafted queries, headed by the warning, by kind, each with its result:
     they were written by a model, and a verdict on them is only as good as they are."""
-    results = skill.results.results()
+    drafted = _marked(skill, "drafted")
+    return _kind_lines(f"{REVIEW} ({len(drafted)} of {_count(skill)} queries)", drafted)
+
+
+def harvested_lines(skill: SkillReport) -> list[str]:
+    """A skill's queries harvested from the user's own sessions, apart: how the description
+    does on what users really typed."""
+    harvested = _marked(skill, "harvested")
+    passed = sum(1 for r in harvested if r.passed)
+    heading = f"{HARVESTED} ({len(harvested)} of {_count(skill)} queries, {passed} passed)"
+    return _kind_lines(heading, harvested)
+
+
+def _marked(skill: SkillReport, mark: str) -> list[QueryResult]:
     entries = {e.index: e for e in skill.target.eval_set.entries}
-    drafted = [r for i, r in skill.results.rows.items() if entries[i].extra.get("drafted")]
-    if not drafted:
+    return [r for i, r in skill.results.rows.items() if entries[i].extra.get(mark)]
+
+
+def _count(skill: SkillReport) -> int:
+    return len(skill.results.results())
+
+
+def _kind_lines(heading: str, marked: list[QueryResult]) -> list[str]:
+    if not marked:
         return []
-    lines = [f"  {REVIEW} ({len(drafted)} of {len(results)} queries)"]
+    lines = [f"  {heading}"]
     for should, kind in ((True, "should trigger"), (False, "should not trigger")):
-        group = [r for r in drafted if r.should_trigger == should]
+        group = [r for r in marked if r.should_trigger == should]
         if group:
             lines.append(f"    {kind}:")
             lines += [f"      {_mark(r)} {r.query!r} ({r.triggers}/{r.runs_made})" for r in group]

@@ -31,6 +31,7 @@ from pytest_skilltrigger.skills.evalset import (
     is_valid_unicode,
     load_eval_set,
 )
+from pytest_skilltrigger.skills.installed import Install
 from pytest_skilltrigger.skills.neighbours import (
     SessionSkills,
     folder_siblings,
@@ -74,6 +75,7 @@ class Target:
     permission_mode: str | None = None
     subfolder: Subfolder | None = None  # a subfolder's skill: how the session reaches it
     within: TurnRule | None = None  # what a run is judged on (None: the first call)
+    usage: float = 0.0  # its own usage score (the user's, in --trigger-crowd=installed)
     # each crowd's context, made once (every item of a crowd size uses it)
     _crowds: dict[tuple[int, float], TriggerContext] = field(
         default_factory=dict, compare=False, repr=False, hash=False
@@ -96,6 +98,7 @@ class Target:
             permission_mode=self.permission_mode,
             subfolder=self.subfolder,
             within=self.within,
+            usage=self.usage,
         )
         context = _as_announced(context)
         command = context.shadowing_command() if context.model_invocable else None
@@ -225,6 +228,8 @@ class TargetOptions:
     rootdir: str | None = None
     # what a run is judged on (None: the first call; a TurnRule: the turn)
     within: TurnRule | None = None
+    # --trigger-crowd=installed: the user's own install every listing shows
+    install: Install | None = None
 
 
 @dataclass(frozen=True)
@@ -401,18 +406,24 @@ def _target(
     siblings, warnings = folder_siblings(skill, read, group, session.paths)
     start = options.description if options.description is not None else skill.description
     warnings += listing_warnings(skill, start)
+    installed = tuple(options.installed) + session.neighbours(skill)
+    usage = 0.0
+    if options.install is not None:  # the user's own install, but its copy of this skill
+        installed = options.install.beside(skill.id) + installed
+        usage = options.install.usage_of(skill.id)
     target = Target(
         skill=skill,
         eval_set=with_drafted_extra(evals, skill.path),
         description=start,
         siblings=siblings,
         warnings=tuple(skill.warnings) + tuple(warnings),
-        installed=tuple(options.installed) + session.neighbours(skill),
+        installed=installed,
         group=group,
         project=options.project,
         permission_mode=options.permission_mode,
         subfolder=subfolder_of(skill, read, options.cwd, options.rootdir),
         within=options.within,
+        usage=usage,
     )
     reason = target.start_context.unlisted_reason
     if reason and not skill.unlisted_reason:  # a command of its name shadows it

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pytest_skilltrigger.backends.base import Answer, BackendUnavailable, turn_estimate
+from pytest_skilltrigger.backends.base import Answer, BackendUnavailable
 from pytest_skilltrigger.backends.capture import CapturedRequest, record_cli_request
 from pytest_skilltrigger.backends.claude_code.pool import IdlePool, Started
 from pytest_skilltrigger.backends.claude_code.process import (
@@ -177,11 +177,10 @@ class ClaudeCodeBackend:
         if context.subfolder is not None:  # the file read and the skills found after it
             extra += len(context.subfolder.read_text)
             extra += sum(len(context.discovery_line(s)) for s in context.discovered())
-        single = Usage(
+        return Usage(
             input_tokens=CLI_BASE_TOKENS + (extra + len(query)) // 3,
             output_tokens=DECISION_OUTPUT_TOKENS,
         )
-        return turn_estimate(single, context)
 
     # -- one run ------------------------------------------------------------------------------
 
@@ -503,10 +502,11 @@ def _session_file(run_dir: Path, context: TriggerContext) -> Path | None:
 def _usage_seed(context: TriggerContext) -> dict[str, Any]:
     """The skills' usage as the CLI keeps it (``skillUsage``: uses and the last one's time),
     so that past the listing budget the same skills keep their text as in the builtin
-    listing: each used as often as its score, today (no decay)."""
+    listing: each used as often as its score, today (no decay; a decayed score of the
+    user's own install stays the fraction it is, which the CLI multiplies as it is)."""
     now = int(time.time() * 1000)
     used = {
-        s.name: {"usageCount": max(1, round(s.usage)), "lastUsedAt": now}
+        s.name: {"usageCount": round(s.usage, 6), "lastUsedAt": now}
         for s in context.own_listing()
         if s.usage > 0
     }
