@@ -202,8 +202,8 @@ def skill_args(
     confidence: str = "off",
 ) -> list[str]:
     """The plugin's options for one run of the generated skill. The targets are defined on
-    the reference rule (``runs`` runs against the threshold), so it is the default here:
-    ``confidence`` "off"; a number runs the sequential rule."""
+    the reference rule (``runs`` runs against the threshold, the first call judged), so it is
+    the default here: ``confidence`` "off"; a number runs the sequential rule."""
     args = [
         "--trigger-skill-path",
         str(skill),
@@ -216,6 +216,9 @@ def skill_args(
         "--trigger-cache",
         cache,
         f"--trigger-confidence={confidence}",
+        # the reference scripts' rule, as the loops these benchmarks compare with judge a run
+        # (what judging the turn costs is bench_within_turn.py's)
+        "--trigger-within=first-call",
     ]
     if concurrency is not None:
         args += ["--trigger-concurrency", str(concurrency)]

@@ -59,6 +59,7 @@ class Estimate:
     most_input: int = 0
     stored: int = 0  # samplings (a query on a model) that their stored runs decide: no call
     samplings: int = 0  # every model's queries (a matrix samples each query on each model)
+    per_run: int = 1  # the most requests one run sends (a turn's looking around, its bound)
 
     def minutes_at(self, limits: Mapping[str, float]) -> tuple[float, float]:
         """How long the calls take at most at these limits a minute (requests and input
@@ -98,6 +99,11 @@ class Estimate:
             if self.round_usd is not None:
                 rounds += f" (at most {format_usd(self.round_usd)})"
             text += rounds + f" and {self.asks:,} requests to the improve model"
+        if self.per_run > 1:  # the most counts every run looking around to the bound
+            text += (
+                f"; the most counts {self.per_run} calls a run (a run may look around first), "
+                "the fewest one"
+            )
         return text
 
     def with_rounds(self, first: int, each_other: int, asks: int) -> Estimate:
@@ -136,6 +142,7 @@ def combined(estimates: Sequence[Estimate]) -> Estimate:
         most_input=sum(e.most_input for e in estimates),
         stored=sum(e.stored for e in estimates),
         samplings=sum(e.samplings for e in estimates),
+        per_run=max(e.per_run for e in estimates),
     )
 
 
@@ -184,6 +191,7 @@ def estimate_session(
     fresh = (fewest_runs(rule), rule.max_runs)
     rate = rate_of(settings.batch)
     queries = stored = low_calls = high_calls = low_input = high_input = 0
+    looking = 1  # the most requests a run may send
     low_usd = high_usd = dearest = 0.0
     room: dict[TriggerContext, int] = {}  # each context seen: its room to grow, once
     written: set[TriggerContext] = set()  # each context whose first request is counted
@@ -200,7 +208,10 @@ def estimate_session(
         if not high_runs:  # decided by its stored runs
             stored += 1
             continue
-        low_calls, high_calls = low_calls + low_runs, high_calls + high_runs
+        # a run judged within the turn sends a request for each round of looking around
+        per_run = context.within.bound + 1 if context.within is not None else 1
+        looking = max(looking, per_run)
+        low_calls, high_calls = low_calls + low_runs, high_calls + high_runs * per_run
         own = len(query.encode("utf-8")) // 3 + 1
         prefix = max(0, whole.input_tokens - own)
         if not listing_shared(context.model or backend.model):
@@ -229,4 +240,5 @@ def estimate_session(
         most_input=high_input,
         stored=stored,
         samplings=queries,
+        per_run=looking,
     )

@@ -24,7 +24,7 @@ GROUP_TITLE = "skill trigger tests"
 # default, and the most read-only calls a run goes through in ``turn``
 WITHIN = ("first-call", "turn")
 DEFAULT_WITHIN = "turn"
-DEFAULT_BOUND = 8
+DEFAULT_BOUND = 4
 
 # which context API runs send: the installed CLI's captured request, our builtin one, or the
 # captured one when a claude binary is found
@@ -162,8 +162,9 @@ SAMPLING_OPTIONS: tuple[Option, ...] = (
         "--trigger-within-bound",
         "int",
         DEFAULT_BOUND,
-        "with --trigger-within=turn, the most read-only calls a run goes through; a run still "
-        "looking around then is its own outcome, reported",
+        "with --trigger-within=turn, the most rounds of read-only calls a run goes through (a "
+        "request each, its calls answered together); a run still looking around then is its "
+        "own outcome, reported",
         field="within_bound",
         check=at_least(1),
         group="test",

@@ -39,7 +39,7 @@ def harvest_command(config: pytest.Config) -> int:
         options.check_values_not_taken_for_paths(config)
         setup = Setup(config)
         paths = setup.selection.paths
-        found = setup.find(paths) if paths else None
+        found = setup.find(paths, without_sets=True) if paths else None
         skills = [*(t.skill for t in found.targets), *found.missing] if found else []
         if not skills:
             raise InputError("--trigger-harvest", "no skill was selected")
@@ -70,8 +70,16 @@ def _lines(
         + (f" ({len(result.skipped)} skipped)" if result.skipped else "")
     )
     written = write_harvest(path, result)
+    quiet = []
     for skill in skills:
-        lines.append(_skill_line(skill.id, written.by_signal.get(skill.id, {}), result))
+        signals = written.by_signal.get(skill.id, {})
+        if signals or result.weeks.get(skill.id):
+            lines.append(_skill_line(skill.id, signals, result))
+        else:
+            quiet.append(skill.id)
+    if quiet:
+        shown = ", ".join(quiet[:5]) + (f" and {len(quiet) - 5} more" if len(quiet) > 5 else "")
+        lines.append(f"nothing about {shown} in these sessions")
     lines.append(
         f"wrote {_entries(written.new)} to {display_path(path)} ({written.kept} there "
         "before); nothing was sent anywhere and no call was made"

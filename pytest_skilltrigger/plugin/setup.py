@@ -90,9 +90,10 @@ class Setup:
         root = str(self.config.rootpath)
         return os.path.join(root, self.settings.cwd) if self.settings.cwd else root
 
-    def find(self, paths: list[str]) -> Found:
+    def find(self, paths: list[str], *, without_sets: bool = False) -> Found:
         """The skills under ``paths`` with their eval sets, and those without one (with
-        ``--trigger-draft`` a controller drafts theirs)."""
+        ``--trigger-draft`` a controller drafts theirs; ``without_sets``: a command that
+        needs none, such as the harvest, takes them as they are)."""
         # deferred: the skills layer loads yaml, only when skills are read
         from pytest_skilltrigger.skills.catalog import TargetOptions, find_targets
 
@@ -100,7 +101,7 @@ class Setup:
             eval_set=options.value(self.config, "--trigger-eval-set"),
             description=options.value(self.config, "--trigger-description"),
             installed=self.installed,
-            draft_missing=bool(self.draft),
+            draft_missing=bool(self.draft) or without_sets,
             project=self.project,
             permission_mode=self.settings.first_mode,
             cwd=self.settings.cwd,

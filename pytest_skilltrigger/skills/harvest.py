@@ -45,6 +45,7 @@ UNDONE_RE = re.compile(
     r"(?:the\s+)?[`'\"]?/?([\w:.-]+)",
     re.IGNORECASE,
 )
+SLASH_RE = re.compile(r"^/([\w:.-]+)(?:\s|$)")
 INTERRUPTED = "[Request interrupted by user"
 PERSONAL_PATH_RE = re.compile(r"(?:/home|/Users)/[^/\s\"']+|[A-Za-z]:\\Users\\[^\\\s\"']+")
 
@@ -279,8 +280,7 @@ class _TurnReader:
             forced: str | None = typed.group(1)
         else:
             prompt = content.strip()
-            asked = ASKED_RE.search(prompt)
-            forced = (asked.group(1) or asked.group(2)) if asked else None
+            forced = _asked_for(prompt)
         self._turns.append(
             {
                 "line": number,
@@ -305,6 +305,16 @@ class _TurnReader:
                 called = (block.get("input") or {}).get("skill")
                 if isinstance(called, str) and called:
                     turn["loads"].append(called.lstrip("/"))
+
+
+def _asked_for(prompt: str) -> str | None:
+    """The skill a prompt forces: typed as ``/name`` (kept as text when the CLI did not know
+    the command), or asked for ("use the X skill")."""
+    typed = SLASH_RE.match(prompt)
+    if typed is not None:
+        return typed.group(1)
+    asked = ASKED_RE.search(prompt)
+    return (asked.group(1) or asked.group(2)) if asked else None
 
 
 # -- what the sessions say about each skill -----------------------------------------------------
@@ -352,7 +362,10 @@ def harvest(
             _count(session, names, weeks[names.skill])
     return Harvest(
         tuple(found),
-        {skill: {w: Week(**c) for w, c in sorted(by.items())} for skill, by in weeks.items()},
+        {
+            skill: {w: Week(**c) for w, c in sorted(by.items()) if any(c.values())}
+            for skill, by in weeks.items()
+        },
         read,
         tuple(skipped),
         tuple(clean(f) for f in folders),

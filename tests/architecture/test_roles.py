@@ -19,6 +19,7 @@ FILE_WRITERS = {
     "conclusion.session_end": "the time-stamped results folder",
     "skills.write_back": "SKILL.md's new description",
     "skills.plugin_eval.write": "the claude plugin eval cases --trigger-export-plugin-eval writes",
+    "skills.harvest_file": "the harvest file and, when merged, the eval sets it adds to",
     "plugin.xdist": "the runs made ahead in batches, for the workers (controller)",
     "backends.claude_code.workspace": "the throw-away workspace of one CLI run",
     "backends.claude_code.backend": "the CLI's throw-away home: its config and installed skills",

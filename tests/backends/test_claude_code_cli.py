@@ -612,6 +612,7 @@ def test_a_batch_sends_the_captured_request_whole(
         f"--trigger-claude-bin={claude_bin}",
         "--trigger-runs=1",
         "--trigger-confidence=off",  # one run, the reference rule
+        "--trigger-within=first-call",  # as a batch judges a run: the same context
         # the capture is stored and replayed by both runs; the runs are made afresh
         "--trigger-cache=refresh",
         f"--trigger-store={pytester.path / 'store.sqlite'}",

@@ -109,8 +109,11 @@ def test_the_read_is_answered_from_the_project_in_the_clis_shape(
     echoed, answered = follow_ups[0]["messages"][-2:]
     call = echoed["content"][-1]
     assert echoed["role"] == "assistant" and call["name"] == "Read"
-    assert [b["type"] for b in echoed["content"]] == ["thinking", "text", "tool_use"]
-    assert echoed["content"][0]["signature"]  # thinking goes back with its signature
+    # echoed as it came (the stand-in adds thinking and a preamble to some answers, by chance)
+    kinds = [b["type"] for b in echoed["content"]]
+    assert kinds[-1] == "tool_use" and set(kinds) <= {"thinking", "text", "tool_use"}
+    thoughts = [b for b in echoed["content"] if b["type"] == "thinking"]
+    assert all(b["signature"] for b in thoughts)  # thinking goes back with its signature
     assert answered == {
         "role": "user",
         "content": [

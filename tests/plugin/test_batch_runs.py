@@ -155,7 +155,10 @@ def test_batch_runs_are_stored_and_reused_by_live_and_batch_reruns(
     assert requests > 0
     # every batch run stored once: one row per request the batches answered
     assert stored_runs(tmp_path / "store.sqlite") == requests
-    live = pytester.runpytest(*run_args(root, store, "--trigger-json=live.json"))
+    # a batch judges a run on its first call: so does the live rerun that reuses its runs
+    live = pytester.runpytest(
+        *run_args(root, store, "--trigger-json=live.json", "--trigger-within=first-call")
+    )
     live.assert_outcomes(passed=5, failed=3)
     again = pytester.runpytest(*run_args(root, *BATCH, store))
     again.assert_outcomes(passed=5, failed=3)

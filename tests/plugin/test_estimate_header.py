@@ -62,7 +62,9 @@ def test_the_estimate_counts_every_item_and_bounds_the_calls_made(
     result = pytester.runpytest_subprocess(*plugin_args(folder, "--trigger-confidence=0.95"))
     found = header(result)
     queries, most, fewest = (int(found.group(i).replace(",", "")) for i in (1, 2, 3))
-    assert (queries, most, fewest) == (11, 11 * 15, 11 * 4)  # 8 entries and 3 routing ones
+    # 8 entries and 3 routing ones; at most 15 runs, each at most 5 calls (a turn's bound)
+    assert (queries, most, fewest) == (11, 11 * 15 * 5, 11 * 4)
+    assert "the most counts 5 calls a run (a run may look around first)" in result.stdout.str()
     assert fewest <= fake_api.stats["trigger_calls"] <= most
 
 
