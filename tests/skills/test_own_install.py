@@ -295,3 +295,52 @@ def test_a_harvest_keeps_the_home_out_of_the_names_it_writes(tmp_path: Path) -> 
     cleaned = scrub(f"{home}/.claude/projects/{name}/a.jsonl, see /Users/bob/x {PLANTED}")
     assert "ana" not in cleaned and "bob" not in cleaned and PLANTED not in cleaned
     assert cleaned.startswith("~/.claude/projects/~-work-reports/a.jsonl")
+
+
+def test_a_skill_without_an_eval_set_is_harvested_and_a_typed_unknown_command_forces_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the CLI writes it in a folder where it does not list the skill: the typed
+    ``/name`` stays a plain prompt. The miss before it is harvested, and merging gives the
+    skill its first eval set."""
+    root = pytester.path
+    home = root.parent / "home"
+    folder = root / ".claude" / "skills" / "ledger"
+    write(folder / "SKILL.md", "---\nname: ledger\ndescription: Balance ledgers.\n---\nBody\n")
+    sessions = home / ".claude" / "projects" / folder_name(str(root))
+    sessions.mkdir(parents=True)
+    lines = [
+        {"prompt": "balance the march books", "uuid": "a", "parent": None},
+        {"answer": "Here is how.", "uuid": "b", "parent": "a"},
+        {"prompt": "/ledger balance the march books", "uuid": "c", "parent": "b"},
+    ]
+    records = []
+    for line in lines:
+        role = "user" if "prompt" in line else "assistant"
+        content = line.get("prompt") or [{"type": "text", "text": line["answer"]}]
+        records.append(
+            {
+                "type": role,
+                "uuid": line["uuid"],
+                "parentUuid": line["parent"],
+                "timestamp": "2026-11-30T09:00:00.000Z",
+                "cwd": str(root),
+                "message": {"role": role, "content": content},
+            }
+        )
+    (sessions / "s.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    monkeypatch.setenv("HOME", str(home))
+    out = root / "harvest.json"
+    result = harvest(pytester, f"--trigger-harvest={out}", "--trigger-harvest-merge")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*ledger: 0 observed, 1 missed, 0 undone*"])
+    (case,) = json.loads(out.read_text())["cases"]
+    assert (case["prompt"], case["signal"], case["date"]) == (
+        "balance the march books",
+        "missed",
+        "2026-11-30",
+    )
+    made = json.loads((folder / "evals" / "trigger-eval.json").read_text())
+    assert [(e["query"], e["should_trigger"], e["harvested"]) for e in made] == [
+        ("balance the march books", True, True)
+    ]
