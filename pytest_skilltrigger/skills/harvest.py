@@ -25,7 +25,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -125,7 +125,6 @@ class Harvest:
     read: int
     skipped: tuple[str, ...] = ()
     folders: tuple[str, ...] = ()
-    notes: tuple[str, ...] = field(default=())
 
 
 # -- where the sessions are ---------------------------------------------------------------------

@@ -185,7 +185,7 @@ def test_an_interrupt_in_a_later_skills_rounds_leaves_every_skill_md_as_it_was(
     first = make_skill(tmp_path, name="a-invoices", description="Spreadsheet helper.")
     second = make_skill(tmp_path, name="b-invoices", description="Spreadsheet helper.")
     originals = {p: (p / "SKILL.md").read_bytes() for p in (first, second)}
-    with FakeMessagesAPI(latency=0.3) as api:
+    with FakeMessagesAPI(latency=0.1) as api:
         api.proposals = [DESCRIPTION] + [f"Proposal {i} about seeds and tools." for i in range(9)]
         env = {**os.environ, "ANTHROPIC_BASE_URL": api.url, "ANTHROPIC_API_KEY": "test-key"}
         results = tmp_path / "results"
