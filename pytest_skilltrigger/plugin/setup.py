@@ -116,7 +116,8 @@ class Setup:
             return found
         from pytest_skilltrigger.skills.installed import install_notes  # deferred: skills layer
 
-        notes = install_notes(self.install, found.targets, self.settings.lane_models[0])
+        tested = [(t.name, t.start_context) for t in found.targets]
+        notes = install_notes(self.install, tested, self.settings.lane_models[0])
         return replace(found, notes=(*found.notes, *notes))
 
     def in_play(self, found: Found | None) -> SkillsInPlay:

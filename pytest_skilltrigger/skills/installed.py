@@ -26,9 +26,9 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill
+from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, TriggerContext
 from pytest_skilltrigger.model.listing_budget import how_shown
 from pytest_skilltrigger.skills.commands import read_commands, read_plugin_commands
 from pytest_skilltrigger.skills.marketplace import read_marketplace
@@ -36,9 +36,6 @@ from pytest_skilltrigger.skills.neighbours import listed_skill
 from pytest_skilltrigger.skills.plugins import Plugin, is_plugin_root, plugin_skills, read_plugin
 from pytest_skilltrigger.skills.skill import read_skill
 from pytest_skilltrigger.support.errors import InputError
-
-if TYPE_CHECKING:
-    from pytest_skilltrigger.skills.catalog import Target
 
 # The groups of the installed plugins: after the session's and the extra skills' plugins (the
 # CLI lists the plugins it is given first, the installed ones after, in enabledPlugins order).
@@ -234,10 +231,12 @@ def _plugin_listed(plugin: Plugin, index: int) -> list[ListedSkill]:
     return listed + commands
 
 
-def install_notes(install: Install, targets: Sequence[Target], model: str | None) -> list[str]:
-    """What the header says of the install: how many installed skills each tested one
-    competes with, where they come from, and how the tested one is listed on ``model``'s
-    listing budget (full, cut, bare)."""
+def install_notes(
+    install: Install, tested: Sequence[tuple[str, TriggerContext]], model: str | None
+) -> list[str]:
+    """What the header says of the install: how many installed skills each tested one (its
+    name and starting context) competes with, where they come from, and how the tested one
+    is listed on ``model``'s listing budget (full, cut, bare)."""
     own, plugins, of_plugins = install.counts
     home = display_home(install.home)
     lines = [
@@ -245,12 +244,11 @@ def install_notes(install: Install, targets: Sequence[Target], model: str | None
         f"with {of_plugins} skills and commands, usage from {home}/.claude.json"
     ]
     lines += [f"your install: left out {reason}" for reason in install.left_out]
-    for target in targets:
-        shown, fit = how_shown(target.start_context.on_model(model), model)
+    for name, context in tested:
+        shown, fit = how_shown(context.on_model(model), model)
         lines.append(
-            f"{target.name}: among {len(target.start_context.listing()) - 1} listed skills and "
-            f"commands of your install, listed {shown} (the listing takes {fit.size} of "
-            f"{fit.budget} characters)"
+            f"{name}: among {len(context.listing()) - 1} listed skills and commands of your "
+            f"install, listed {shown} (the listing takes {fit.size} of {fit.budget} characters)"
         )
     return lines
 
