@@ -88,6 +88,8 @@ def one_run(
     before = dict(api.stats)
     out = project / "out.json"
     args = [*skill_args(skill, runs=1, concurrency=10, json_path=out), *workers]
+    if tree is not None:
+        args = named_as_before(args)
     env_before = os.environ.get("PYTHONPATH")
     if tree is not None:
         os.environ["PYTHONPATH"] = str(tree)  # its package ahead of this tree's
@@ -117,6 +119,26 @@ def one_run(
         "wall": result.wall,
         "items": len(report["skills"][0]["results"]) if report["skills"] else 0,
     }
+
+
+def named_as_before(args: list[str]) -> list[str]:
+    """The options as the code before pacing named them (before every option took the
+    ``--trigger-`` prefix); those it did not have are left out (it judged the first call)."""
+    from pytest_skilltrigger.model.options import BY_FLAG
+
+    out = []
+    for arg in args:
+        flag, sep, value = arg.partition("=")
+        option = BY_FLAG.get(flag)
+        if option is None:
+            out.append(arg)
+        elif option.was is not None:
+            out.append(f"{option.was}{sep}{value}")
+        elif flag == "--trigger-within":
+            continue
+        else:
+            out.append(arg)
+    return out
 
 
 def ideal(row: dict[str, Any], limits: RateLimits) -> float:
