@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,7 +32,7 @@ from pytest_skilltrigger.model.context import FIRST_PLUGIN, USER, ListedSkill, T
 from pytest_skilltrigger.model.listing_budget import how_shown
 from pytest_skilltrigger.skills.commands import read_commands, read_plugin_commands
 from pytest_skilltrigger.skills.marketplace import read_marketplace
-from pytest_skilltrigger.skills.neighbours import listed_skill
+from pytest_skilltrigger.skills.neighbours import folder_skills, listed_skill
 from pytest_skilltrigger.skills.plugins import Plugin, is_plugin_root, plugin_skills, read_plugin
 from pytest_skilltrigger.skills.skill import read_skill
 from pytest_skilltrigger.support.errors import InputError
@@ -117,19 +117,10 @@ def _json(path: str) -> Any:
         ) from None
 
 
-def _user_skills(folder: str) -> Iterator[ListedSkill]:
-    if not os.path.isdir(folder):
-        return
-    for name in sorted(os.listdir(folder)):
-        path = os.path.join(folder, name)
-        if not os.path.isfile(os.path.join(path, "SKILL.md")):
-            continue
-        try:
-            skill = read_skill(path)
-        except InputError:
-            continue  # the CLI leaves out what it cannot read
-        if skill.model_invocable:
-            yield listed_skill(skill, USER)
+def _user_skills(folder: str) -> list[ListedSkill]:
+    """The user's skills, read as a folder of skills is (what the CLI cannot read is left
+    out), listed in the user's group."""
+    return [replace(s, group=USER) for s in folder_skills(folder, read_skill, ())]
 
 
 def _user_commands(claude: str) -> list[ListedSkill]:

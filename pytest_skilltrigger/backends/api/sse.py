@@ -128,18 +128,11 @@ def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
         raw = event[6 : end if end >= 0 else None].strip()
         if not choice.wants(_EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")):
             return None
-    name = ""
-    data: list[bytes] = []
-    for line in event.split(b"\n"):
-        if line.startswith(b"data:"):
-            data.append(line[5:])
-        elif line.startswith(b"event:"):
-            raw = line[6:].strip()
-            name = _EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")
+    name, data = _fields(event)
     if not data or (name and not choice.wants(name)):
         return None
-    payload = json.loads(b"\n".join(data))
-    if not isinstance(payload, dict):
+    payload = _payload(data)
+    if payload is None:
         return None
     if not name:  # no event line: the data names its type
         name = str(payload.get("type", ""))
@@ -150,16 +143,27 @@ def _feed_event(choice: FirstChoice, event: bytes) -> Decision | None:
 
 def _decoded(event: bytes) -> tuple[str, dict[str, Any]] | None:
     """An event block's name and data, every one decoded (a turn's assembly reads all)."""
+    name, data = _fields(event)
+    payload = _payload(data) if data else None
+    if payload is None:
+        return None
+    return name or str(payload.get("type", "")), payload
+
+
+def _fields(event: bytes) -> tuple[str, list[bytes]]:
+    """An event block's name (empty without an ``event:`` line) and its ``data:`` lines."""
     name = ""
     data: list[bytes] = []
     for line in event.split(b"\n"):
         if line.startswith(b"data:"):
             data.append(line[5:])
         elif line.startswith(b"event:"):
-            name = line[6:].strip().decode("utf-8", "replace")
-    if not data:
-        return None
+            raw = line[6:].strip()
+            name = _EVENT_NAMES.get(raw) or raw.decode("utf-8", "replace")
+    return name, data
+
+
+def _payload(data: list[bytes]) -> dict[str, Any] | None:
+    """The JSON object the data lines hold (None for any other JSON value)."""
     payload = json.loads(b"\n".join(data))
-    if not isinstance(payload, dict):
-        return None
-    return name or str(payload.get("type", "")), payload
+    return payload if isinstance(payload, dict) else None
