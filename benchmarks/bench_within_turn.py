@@ -11,7 +11,9 @@ skill load whenever it is loaded within the turn, so the truth for each query is
 
 For each chance of reading first and each seed, both rules run the same eval set (sequential
 rule, default confidence, no store): verdicts that differ between the rules, verdicts that
-disagree with the truth, calls the server saw, cost (the JSON's) and wall time.
+disagree with the truth (each share with its 95% interval), the verdicts one rule gets wrong
+where the other is right with the exact one-sided sign test on those pairs, calls the server
+saw, cost (the JSON's) and wall time.
 
     .venv/bin/python benchmarks/bench_within_turn.py [--quick]
 """
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from _common import ROOT, bench_parser, fake_api, run_pytest, temp_dir
+
+from pytest_skilltrigger.model.stats import sign_test, wilson
 
 SKILLS: dict[str, str] = {
     "pdf-merge": "Merge, split and rotate PDF documents and their pages.",
@@ -140,6 +144,12 @@ def measure(root: Path, within: str, looks: float, seed: int) -> dict[str, Any]:
     }
 
 
+def share(count: int, total: int) -> str:
+    """``18/72 (25%, 95% interval 16%–36%)``."""
+    low, high = wilson(count, total)
+    return f"{count}/{total} ({count / total:.0%}, 95% interval {low:.0%}–{high:.0%})"
+
+
 def main() -> int:
     quick = bench_parser(__doc__).parse_args().quick
     chances = [0.5] if quick else [0.25, 0.5, 0.75]
@@ -150,11 +160,12 @@ def main() -> int:
         f"stand-in, seeds {seeds}; truth: the rate of loading within the turn against 0.5"
     )
     print(
-        "reads first | rules disagree | wrong: first-call | wrong: turn | calls turn/first "
+        "reads first | rules disagree | wrong: first-call | wrong: turn | first-call wrong "
+        "where turn is right, and the reverse (paired sign test) | calls turn/first "
         "| cost turn/first | wall turn/first"
     )
     for looks in chances:
-        totals = {"differ": 0, "first_wrong": 0, "turn_wrong": 0}
+        totals = {"differ": 0, "first_wrong": 0, "turn_wrong": 0, "only_first": 0, "only_turn": 0}
         sums = {k: [0.0, 0.0] for k in ("calls", "cost", "wall")}
         for seed in seeds:
             with temp_dir() as tmp:
@@ -165,15 +176,20 @@ def main() -> int:
             totals["differ"] += sum(first["verdicts"][k] != turn["verdicts"][k] for k in keys)
             totals["first_wrong"] += sum(first["verdicts"][k] != first["right"][k] for k in keys)
             totals["turn_wrong"] += sum(turn["verdicts"][k] != turn["right"][k] for k in keys)
+            first_ok = {k: first["verdicts"][k] == first["right"][k] for k in keys}
+            turn_ok = {k: turn["verdicts"][k] == turn["right"][k] for k in keys}
+            totals["only_first"] += sum(not first_ok[k] and turn_ok[k] for k in keys)
+            totals["only_turn"] += sum(first_ok[k] and not turn_ok[k] for k in keys)
             for k in sums:
                 sums[k][0] += turn[k]
                 sums[k][1] += first[k]
         n = len(QUERIES) * len(seeds)
         ratios = " | ".join(f"{t / f:.2f}x" if f else "-" for t, f in sums.values())
+        worse, better = totals["only_first"], totals["only_turn"]
+        shares = " | ".join(share(totals[k], n) for k in ("differ", "first_wrong", "turn_wrong"))
         print(
-            f"{looks:.2f} | {totals['differ']}/{n} ({totals['differ'] / n:.0%}) | "
-            f"{totals['first_wrong']}/{n} ({totals['first_wrong'] / n:.0%}) | "
-            f"{totals['turn_wrong']}/{n} ({totals['turn_wrong'] / n:.0%}) | {ratios}"
+            f"{looks:.2f} | {shares} | {worse} against {better} "
+            f"(p = {sign_test(worse, better):.4f}) | {ratios}"
         )
     return 0
 
