@@ -18,12 +18,14 @@ so a listing without them is not the one users have. Read as the pinned CLI read
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 from pytest_skilltrigger.model.context import PROJECT, ListedSkill
 from pytest_skilltrigger.skills.cli_frontmatter import disables_model
 from pytest_skilltrigger.skills.frontmatter import BOM, decode_skill_md
 from pytest_skilltrigger.skills.plugins import Plugin, plugin_commands
 from pytest_skilltrigger.skills.skill import SHOWN_NAME_RE, read_cli_file
+from pytest_skilltrigger.support.errors import InputError
 from pytest_skilltrigger.support.paths import SKILL_FILE
 
 COMMANDS_FOLDER = "commands"
@@ -86,20 +88,42 @@ def read_command(
     )
 
 
-def read_commands(folder: str, group: int = PROJECT) -> list[ListedSkill]:
+def read_commands(
+    folder: str, group: int = PROJECT, skipped: list[str] | None = None
+) -> list[ListedSkill]:
     """The listed commands of a project's (or the user's) ``.claude/commands/``; none when
-    the folder does not exist."""
+    the folder does not exist. A file that cannot be read is an InputError, or, given
+    ``skipped``, left out with its one line added there (the others are still read)."""
     if not os.path.isdir(folder):
         return []
-    listed = (read_command(path, name, group, None) for path, name in command_files(folder))
-    return [command for command in listed if command is not None]
+    files = [(path, name, group, None, 0) for path, name in command_files(folder)]
+    return _read_each(files, skipped)
 
 
-def read_plugin_commands(plugin: Plugin, group: int) -> list[ListedSkill]:
-    """The listed commands of a plugin, in the order its manifest gives them."""
-    files = plugin_commands(plugin)
-    listed = (
-        read_command(path, name, group, plugin.name, order)
-        for order, (path, name) in enumerate(files)
-    )
-    return [command for command in listed if command is not None]
+def read_plugin_commands(
+    plugin: Plugin, group: int, skipped: list[str] | None = None
+) -> list[ListedSkill]:
+    """The listed commands of a plugin, in the order its manifest gives them (``skipped``
+    as for :func:`read_commands`)."""
+    files = [
+        (path, name, group, plugin.name, order)
+        for order, (path, name) in enumerate(plugin_commands(plugin))
+    ]
+    return _read_each(files, skipped)
+
+
+def _read_each(
+    files: Sequence[tuple[str, str, int, str | None, int]], skipped: list[str] | None
+) -> list[ListedSkill]:
+    listed = []
+    for path, name, group, plugin, order in files:
+        try:
+            command = read_command(path, name, group, plugin, order)
+        except InputError as exc:
+            if skipped is None:
+                raise
+            skipped.append(str(exc))
+            continue
+        if command is not None:
+            listed.append(command)
+    return listed

@@ -77,9 +77,12 @@ def read_install(home: str, project: str | None = None, now_ms: float | None = N
     claude = os.path.join(home, ".claude")
     now = time.time() * 1000 if now_ms is None else now_ms
     usage = _usage(os.path.join(home, ".claude.json"), now)
-    own = [*_user_skills(os.path.join(claude, "skills")), *_user_commands(claude)]
     plugins, left_out = _enabled_plugins(claude, project)
-    listed = [s for index, plugin in enumerate(plugins) for s in _plugin_listed(plugin, index)]
+    commands = read_commands(os.path.join(claude, "commands"), USER, left_out)
+    own = [*_user_skills(os.path.join(claude, "skills")), *commands]
+    listed = [
+        s for index, plugin in enumerate(plugins) for s in _plugin_listed(plugin, index, left_out)
+    ]
     skills = tuple(replace(s, usage=usage.get(s.name, 0.0)) for s in [*own, *listed])
     return Install(home, skills, tuple(p.name for p in plugins), usage, tuple(left_out))
 
@@ -121,13 +124,6 @@ def _user_skills(folder: str) -> list[ListedSkill]:
     """The user's skills, read as a folder of skills is (what the CLI cannot read is left
     out), listed in the user's group."""
     return [replace(s, group=USER) for s in folder_skills(folder, read_skill, ())]
-
-
-def _user_commands(claude: str) -> list[ListedSkill]:
-    try:
-        return read_commands(os.path.join(claude, "commands"), USER)
-    except InputError:
-        return []
 
 
 def _enabled(claude: str, project: str | None) -> dict[str, bool]:
@@ -204,20 +200,23 @@ def _from_directory(name: str, root: str) -> Plugin | str:
     return plugin if plugin is not None else f"not in the marketplace at {root}"
 
 
-def _plugin_listed(plugin: Plugin, index: int) -> list[ListedSkill]:
-    """A plugin's listed skills, then its commands, in its group."""
+def _plugin_listed(plugin: Plugin, index: int, left_out: list[str]) -> list[ListedSkill]:
+    """A plugin's listed skills, then its commands, in its group; a file the CLI cannot read
+    is left out, and said in ``left_out``."""
     group = INSTALLED_PLUGINS_FROM + index
     listed = []
     for place in plugin_skills(plugin):
         try:
             skill = read_skill(place.folder, (plugin, place))
-        except InputError:
+        except InputError as exc:
+            left_out.append(str(exc))
             continue
         if skill.model_invocable:
             listed.append(listed_skill(skill, group))
     try:
-        commands = read_plugin_commands(plugin, group)
-    except InputError:
+        commands = read_plugin_commands(plugin, group, left_out)
+    except InputError as exc:  # the manifest's list of commands itself
+        left_out.append(str(exc))
         commands = []
     return listed + commands
 

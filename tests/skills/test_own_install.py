@@ -129,6 +129,20 @@ def test_an_install_without_files_is_empty_and_a_broken_settings_file_is_named(
         read_install(str(home))
 
 
+def test_an_unreadable_command_is_left_out_alone_and_said(tmp_path: Path) -> None:
+    """One command file that cannot be read keeps only itself out of the crowd, user's or
+    plugin's, and the header's left-out lines name it."""
+    home = tmp_path / "home"
+    commands = home / ".claude" / "commands"
+    write(commands / "deploy.md", "---\ndescription: Deploy the site.\n---\nGo.\n")
+    write(commands / "ops" / "rollback.md", "Roll the last deploy back.\n")
+    (commands / "broken.md").write_bytes(b"---\ndescription: caf\xe9\n---\n")
+    found = read_install(str(home))
+    assert [s.name for s in found.skills] == ["deploy", "ops:rollback"]
+    assert len(found.left_out) == 1
+    assert "broken.md: is not valid UTF-8" in found.left_out[0]
+
+
 def harvest(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
         "-p", "no:cacheprovider", "--trigger-skill-path=.claude/skills", *args
