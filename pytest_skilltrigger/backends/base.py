@@ -172,5 +172,5 @@ def turn_estimate(usage: Usage, context: TriggerContext) -> Usage:
     size. The budget reserves it, so that a turn's follow-ups never take a session past it."""
     if context.within is None:
         return usage
-    requests = context.within.bound + 1
+    requests = context.within.most_requests
     return Usage(*(getattr(usage, key) * requests for key in TOKEN_KEYS))

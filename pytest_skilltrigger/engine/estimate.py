@@ -209,7 +209,7 @@ def estimate_session(
             stored += 1
             continue
         # a run judged within the turn sends a request for each round of looking around
-        per_run = context.within.bound + 1 if context.within is not None else 1
+        per_run = context.within.most_requests if context.within is not None else 1
         looking = max(looking, per_run)
         low_calls, high_calls = low_calls + low_runs, high_calls + high_runs * per_run
         own = len(query.encode("utf-8")) // 3 + 1

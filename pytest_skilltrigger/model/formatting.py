@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import os
+from collections.abc import Sequence
 from typing import Any
 
 
@@ -21,6 +22,12 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
             noun[:-1] + "ies" if noun.endswith("y") and noun[-2:-1] not in "aeiou" else noun + "s"
         )
     return f"{count} {plural}"
+
+
+def first_few(names: Sequence[str], most: int) -> str:
+    """``a, b, c and 4 more``: the first ``most`` names, and how many are not shown."""
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return ", ".join(names[:most]) + more
 
 
 def format_ratio(value: Any, missing: str = "n/a") -> str:

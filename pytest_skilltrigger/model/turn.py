@@ -41,6 +41,12 @@ class TurnRule:
     bound: int = DEFAULT_BOUND
     root: str = field(default="", compare=False)
 
+    @property
+    def most_requests(self) -> int:
+        """The most requests one run sends: one for each round of looking around the bound
+        allows, and one for the choice."""
+        return self.bound + 1
+
     def looks(self, tool: str, tool_input: Mapping[str, Any] | None) -> bool:
         """Whether a call only looks around (and the run goes on past it): a read-only tool,
         but not the Read of a skill's SKILL.md, which is the skill being used."""

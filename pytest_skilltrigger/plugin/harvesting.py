@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_skilltrigger.model.formatting import display_path
+from pytest_skilltrigger.model.formatting import display_path, first_few
 from pytest_skilltrigger.plugin import options
 from pytest_skilltrigger.plugin.setup import Setup
 from pytest_skilltrigger.support.errors import InputError
@@ -78,8 +78,7 @@ def _lines(
         else:
             quiet.append(skill.id)
     if quiet:
-        shown = ", ".join(quiet[:5]) + (f" and {len(quiet) - 5} more" if len(quiet) > 5 else "")
-        lines.append(f"nothing about {shown} in these sessions")
+        lines.append(f"nothing about {first_few(quiet, 5)} in these sessions")
     lines.append(
         f"wrote {_entries(written.new)} to {display_path(path)} ({written.kept} there "
         "before); nothing was sent anywhere and no call was made"

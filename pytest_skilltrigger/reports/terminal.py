@@ -11,6 +11,7 @@ from pytest_skilltrigger.model.formatting import (
     counted,
     describe_chosen,
     display_path,
+    first_few,
     format_interval,
     format_ratio,
     rate_text,
@@ -489,11 +490,10 @@ def scope_lines(scope: RunScope) -> list[str]:
     """What a run covering part of the skills did not re-run, and the parts it merged."""
     lines = []
     if scope.not_rerun:
-        names = ", ".join(u.name for u in scope.not_rerun[:20])
-        more = f" and {len(scope.not_rerun) - 20} more" if len(scope.not_rerun) > 20 else ""
+        names = first_few([u.name for u in scope.not_rerun], 20)
         lines.append(
             f"skilltrigger: {counted(len(scope.not_rerun), 'skill')} not re-run "
-            f"({scope.not_rerun[0].reason}): {names}{more}"
+            f"({scope.not_rerun[0].reason}): {names}"
         )
     if scope.merged:
         lines.append(f"skilltrigger: merged {counted(len(scope.merged), 'part')}, no call made")

@@ -23,6 +23,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from pytest_skilltrigger.model.formatting import first_few
 from pytest_skilltrigger.model.request_layouts import resolve_model_alias
 from pytest_skilltrigger.skills.evalset import (
     EVAL_SET_NAMES,
@@ -487,9 +488,8 @@ def no_set_message(skills: Sequence[Skill], placed: Placed) -> tuple[str, str]:
         who = f"no eval set found for {skills[0].id}"
     else:
         where = os.path.commonpath([s.path for s in skills])
-        shown = ", ".join(s.id for s in skills[:5])
-        more = f" and {len(skills) - 5} more" if len(skills) > 5 else ""
-        who = f"none of the {len(skills)} skills here has an eval set ({shown}{more})"
+        shown = first_few([s.id for s in skills], 5)
+        who = f"none of the {len(skills)} skills here has an eval set ({shown})"
     places: list[str] = []
     passed: list[tuple[str, str]] = []
     for skill in skills:
